@@ -1,0 +1,135 @@
+//! What the core is fed: sensor and clock observations with timestamps.
+//!
+//! Observations are device-neutral. A protocol codec (e.g. [`crate::protocol::dgt`]) turns
+//! wire frames into these; the core never sees bytes.
+
+use shakmaty::Piece;
+
+/// Microseconds since the capture (or daemon run) started. The only clock the core knows.
+pub type Micros = i64;
+
+/// A DGT "magic" piece used to signal a result on the board (codes 13–15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpecialPiece {
+    /// Code 0x0D: the game is drawn.
+    Draw,
+    /// Code 0x0E: White wins.
+    WhiteWins,
+    /// Code 0x0F: Black wins.
+    BlackWins,
+}
+
+/// What one sensor field reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SquareReading {
+    /// Nothing on the field.
+    #[default]
+    Empty,
+    /// An ordinary chess piece.
+    Piece(Piece),
+    /// A result-signalling special piece.
+    Special(SpecialPiece),
+}
+
+impl SquareReading {
+    /// The chess piece on the field, if it is an ordinary one.
+    pub fn piece(self) -> Option<Piece> {
+        match self {
+            SquareReading::Piece(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The 64 fields of a board in the device's own numbering: index 0 is the field the device
+/// calls a8 when the connector is on White's left (DGT numbering), 63 is h1.
+pub type FieldArray = [SquareReading; 64];
+
+/// One face of a clock: remaining time and flag state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClockFace {
+    /// Remaining time in milliseconds.
+    pub millis: u32,
+    /// The flag has fallen on this side.
+    pub flag: bool,
+}
+
+/// A reading of a two-faced clock, by physical side as seen from the front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClockReading {
+    /// The left face.
+    pub left: ClockFace,
+    /// The right face.
+    pub right: ClockFace,
+    /// The clock is running (not paused with start/stop).
+    pub running: bool,
+    /// Lever position: `true` when the right side is up (lever down on the left).
+    pub right_side_up: bool,
+    /// It is the left player's turn (their time runs when the clock runs).
+    pub left_turn: bool,
+    /// It is the right player's turn.
+    pub right_turn: bool,
+    /// The clock shows a low battery.
+    pub battery_low: bool,
+}
+
+/// One physical side of the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockSide {
+    /// The left face, seen from the front.
+    Left,
+    /// The right face, seen from the front.
+    Right,
+}
+
+/// An operator action recorded in a capture (`"op"` records) or given live.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum OperatorAction {
+    /// Start a new game on this board now (from the position on the board, or a given FEN).
+    NewGame {
+        /// An exact start position, when the board alone cannot tell it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fen: Option<String>,
+    },
+    /// Set the result of the running game (resignation, agreed draw, arbiter decision).
+    SetResult {
+        /// `"1-0"`, `"0-1"` or `"1/2-1/2"`.
+        result: String,
+    },
+    /// Fix which clock side White's clock is on.
+    SetClockSide {
+        /// The physical side White uses.
+        white: ClockSide,
+    },
+}
+
+/// Everything the core can be told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    /// A full board dump (every field), in device numbering.
+    BoardDump(Box<FieldArray>),
+    /// One field now reads something new.
+    Field {
+        /// Device field index 0..63.
+        index: u8,
+        /// What the field now reads.
+        reading: SquareReading,
+    },
+    /// A clock reading (times, lever, running state).
+    Clock(ClockReading),
+    /// The board reports that no clock is connected.
+    ClockAbsent,
+    /// The device link came up (driver name, serial number when known).
+    Connected {
+        /// Driver name, e.g. `"dgt"`.
+        driver: String,
+        /// Board serial number, when known.
+        serial: Option<String>,
+    },
+    /// The device link went down.
+    Disconnected,
+    /// An operator action.
+    Operator(OperatorAction),
+}

@@ -1,0 +1,10 @@
+//! eboardd: a daemon between tournament electronic chess boards (DGT) and the people who watch
+//! and judge the games.
+//!
+//! Data flow: device bytes → [`protocol`] codec → [`core::observation::Observation`]s →
+//! [`core`] state machine → events → outputs. [`capture`] records and replays the bytes.
+
+pub mod capture;
+pub mod core;
+pub mod protocol;
+pub mod sim;

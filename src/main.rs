@@ -1,0 +1,3 @@
+//! The `eboardd` binary: a thin command-line front over the library.
+
+fn main() {}

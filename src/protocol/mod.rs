@@ -1,0 +1,3 @@
+//! Sans-IO wire protocol codecs, one module per board family.
+
+pub mod dgt;

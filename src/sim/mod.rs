@@ -1,0 +1,1 @@
+//! Simulated boards: synthesise what a DGT board and clock send while people play a game.
