@@ -1,3 +1,9 @@
 //! The pure core: observations with timestamps in, events out. No I/O, no clock reads.
 
+pub mod clock;
+pub mod engine;
+pub mod event;
+pub mod game;
 pub mod observation;
+pub mod sensed;
+pub mod start;

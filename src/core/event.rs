@@ -1,0 +1,198 @@
+//! Events the core emits (`capture-and-events.md` §3). The board id, `seq` and `v` are added by
+//! whoever broadcasts them ([`EventEnvelope`]); the core knows only its own board.
+
+use serde::Serialize;
+
+use super::observation::Micros;
+
+/// How a move was completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletedBy {
+    /// The mover pressed the clock.
+    Clock,
+    /// The opponent made the next move.
+    NextMove,
+    /// The move ended the game.
+    GameEnd,
+}
+
+/// Remaining clock times of both players when they are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ClockTimes {
+    /// White's remaining milliseconds.
+    pub white: u32,
+    /// Black's remaining milliseconds.
+    pub black: u32,
+}
+
+/// A game's end: result and reason, as in the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Checkmate on the board.
+    Checkmate,
+    /// Stalemate on the board.
+    Stalemate,
+    /// Neither side can mate (dead position).
+    InsufficientMaterial,
+    /// The same position for the fifth time.
+    Fivefold,
+    /// 75 moves by each side without capture or pawn move.
+    SeventyFiveMoves,
+    /// A flag fell.
+    Flag,
+    /// Second illegal move (7.5.3).
+    IllegalMoves,
+    /// Result signalled on the board (kings on the centre, special pieces).
+    KingsSignal,
+    /// Set by the arbiter/operator.
+    Arbiter,
+}
+
+/// The payload of an event, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The device link came up.
+    BoardConnected {
+        /// Driver name.
+        driver: String,
+        /// Serial number, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        serial: Option<String>,
+    },
+    /// The device link went down.
+    BoardDisconnected {
+        /// Driver name.
+        driver: String,
+        /// Serial number, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        serial: Option<String>,
+    },
+    /// A game started on this board.
+    GameStarted {
+        /// Start position.
+        fen: String,
+        /// Chess960 start position number (0–959), when it is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chess960: Option<u16>,
+    },
+    /// A move was made (provisional until completed).
+    MoveMade {
+        /// Ply number, 1 = White's first move.
+        ply: u32,
+        /// Standard algebraic notation.
+        san: String,
+        /// UCI notation.
+        uci: String,
+        /// FEN after the move.
+        fen: String,
+    },
+    /// A made move turned out not to be the move after all.
+    MoveRetracted {
+        /// Ply of the retracted move.
+        ply: u32,
+    },
+    /// A move was completed.
+    MoveCompleted {
+        /// Ply number.
+        ply: u32,
+        /// SAN of the move.
+        san: String,
+        /// What completed it.
+        by: CompletedBy,
+        /// Clock times after the move, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        clock: Option<ClockTimes>,
+    },
+    /// Clock times changed.
+    Clock {
+        /// White's remaining milliseconds.
+        white: u32,
+        /// Black's remaining milliseconds.
+        black: u32,
+        /// Whose clock runs: `"white"`, `"black"` or null.
+        running: Option<&'static str>,
+    },
+    /// Something an arbiter must know.
+    Irregularity {
+        /// The code from the spec, e.g. `"touched_piece_not_moved"`.
+        code: &'static str,
+        /// The article, e.g. `"4.3a"`.
+        rule: &'static str,
+        /// `"white"` or `"black"`.
+        player: &'static str,
+        /// Squares involved, algebraic.
+        squares: Vec<String>,
+        /// One human sentence.
+        detail: String,
+    },
+    /// An irregularity was put right.
+    IrregularityResolved {
+        /// The code of the irregularity.
+        code: &'static str,
+        /// Its squares.
+        squares: Vec<String>,
+    },
+    /// A draw claim would be correct now.
+    ClaimAvailable {
+        /// `"threefold"` or `"fifty_moves"`.
+        claim: &'static str,
+    },
+    /// The game ended.
+    GameEnded {
+        /// `"1-0"`, `"0-1"` or `"1/2-1/2"`.
+        result: &'static str,
+        /// Why.
+        reason: EndReason,
+    },
+}
+
+/// An event as the core emits it: time of the causing observation, game number, payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreEvent {
+    /// Time of the observation that caused it.
+    pub t: Micros,
+    /// Game number on this board, from 1 (0 before the first game).
+    pub game: u32,
+    /// The payload.
+    pub kind: EventKind,
+}
+
+/// The wire form of an event (JSON version 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventEnvelope<'a> {
+    /// Format version, always 1.
+    pub v: u32,
+    /// Increasing per daemon run (or replay).
+    pub seq: u64,
+    /// Seconds, same clock as the capture.
+    pub t: f64,
+    /// Device id.
+    pub board: &'a str,
+    /// Game number on that board.
+    pub game: u32,
+    /// The kind and its fields.
+    #[serde(flatten)]
+    pub kind: &'a EventKind,
+}
+
+impl<'a> EventEnvelope<'a> {
+    /// Wrap a core event for broadcasting.
+    pub fn new(seq: u64, board: &'a str, event: &'a CoreEvent) -> Self {
+        EventEnvelope {
+            v: 1,
+            seq,
+            t: event.t as f64 / 1e6,
+            board,
+            game: event.game,
+            kind: &event.kind,
+        }
+    }
+
+    /// One JSON line (no trailing newline).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}

@@ -1,0 +1,220 @@
+//! The record of one game: start position, moves made and completed, clock times, result, and
+//! the rules that end a game or allow a claim.
+
+use shakmaty::{
+    CastlingMode, Chess, Color, EnPassantMode, Move, Position, fen::Fen, san::SanPlus,
+    uci::UciMove, zobrist::Zobrist64,
+};
+
+use super::event::{ClockTimes, CompletedBy, EndReason};
+use super::observation::Micros;
+
+/// One move of the game.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveRecord {
+    /// The move.
+    pub mv: Move,
+    /// SAN with check/mate suffix.
+    pub san: String,
+    /// UCI in the game's castling mode.
+    pub uci: String,
+    /// FEN after the move.
+    pub fen: String,
+    /// When it was made.
+    pub made_at: Micros,
+    /// How it was completed; `None` while only made.
+    pub completed: Option<CompletedBy>,
+    /// Both clocks after the move, when a clock was read.
+    pub clock: Option<ClockTimes>,
+}
+
+impl MoveRecord {
+    /// The mover's remaining time after the move (for `[%clk]`), when known.
+    pub fn mover_clock(&self, mover: Color) -> Option<u32> {
+        self.clock.map(|c| mover.fold_wb(c.white, c.black))
+    }
+}
+
+/// One game on one board.
+#[derive(Debug, Clone)]
+pub struct GameRecord {
+    /// Game number on the board, from 1.
+    pub number: u32,
+    /// Castling mode (Chess960 for 960 starts and set-ups).
+    pub mode: CastlingMode,
+    /// Chess960 start number when it is one.
+    pub chess960: Option<u16>,
+    /// Whether the board was turned round for this game.
+    pub reversed: bool,
+    /// When the game started.
+    pub started_at: Micros,
+    /// The moves, made and completed.
+    pub moves: Vec<MoveRecord>,
+    /// The result and why, once ended.
+    pub result: Option<(&'static str, EndReason)>,
+    positions: Vec<Chess>,
+    hashes: Vec<u64>,
+}
+
+/// Why a position ends the game, with the result.
+pub type Ending = (&'static str, EndReason);
+
+impl GameRecord {
+    /// A new game from a start position.
+    pub fn new(
+        number: u32,
+        start: Chess,
+        mode: CastlingMode,
+        chess960: Option<u16>,
+        started_at: Micros,
+    ) -> Self {
+        let hash = hash_of(&start);
+        GameRecord {
+            number,
+            mode,
+            chess960,
+            reversed: false,
+            started_at,
+            moves: Vec::new(),
+            result: None,
+            positions: vec![start],
+            hashes: vec![hash],
+        }
+    }
+
+    /// The start position.
+    pub fn start(&self) -> &Chess {
+        &self.positions[0]
+    }
+
+    /// FEN of the start position.
+    pub fn start_fen(&self) -> String {
+        fen_of(self.start())
+    }
+
+    /// The position after every made move.
+    pub fn position(&self) -> &Chess {
+        self.positions.last().unwrap_or(&self.positions[0])
+    }
+
+    /// The position before the last made move (the start position when there is none).
+    pub fn position_before_last(&self) -> &Chess {
+        let n = self.positions.len();
+        &self.positions[n.saturating_sub(2)]
+    }
+
+    /// The last made move, if it is not completed yet.
+    pub fn uncompleted_last(&self) -> Option<&MoveRecord> {
+        self.moves.last().filter(|m| m.completed.is_none())
+    }
+
+    /// Number of made moves (plies).
+    pub fn ply(&self) -> u32 {
+        self.moves.len() as u32
+    }
+
+    /// Whether the game has ended.
+    pub fn ended(&self) -> bool {
+        self.result.is_some()
+    }
+
+    /// Whether this game was set up from a non-standard position.
+    pub fn is_setup(&self) -> bool {
+        self.chess960 != Some(super::start::STANDARD_960_NUMBER)
+    }
+
+    /// Make a legal move; returns the new record.
+    pub fn push(&mut self, mv: Move, t: Micros) -> &MoveRecord {
+        let mut pos = self.position().clone();
+        let uci = UciMove::from_move(mv, self.mode).to_string();
+        let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv).to_string();
+        let fen = fen_of(&pos);
+        self.hashes.push(hash_of(&pos));
+        self.positions.push(pos);
+        self.moves.push(MoveRecord {
+            mv,
+            san,
+            uci,
+            fen,
+            made_at: t,
+            completed: None,
+            clock: None,
+        });
+        self.moves.last().expect("just pushed")
+    }
+
+    /// Take back the last made move.
+    pub fn pop(&mut self) -> Option<MoveRecord> {
+        if self.moves.is_empty() {
+            return None;
+        }
+        self.positions.pop();
+        self.hashes.pop();
+        self.moves.pop()
+    }
+
+    /// How often the current position has occurred (same placement, turn, rights, e.p.).
+    pub fn repetitions(&self) -> usize {
+        let Some(&last) = self.hashes.last() else {
+            return 0;
+        };
+        // Only positions since the last irreversible move can repeat; halfmoves bounds that.
+        let window = self.position().halfmoves() as usize + 1;
+        self.hashes
+            .iter()
+            .rev()
+            .take(window)
+            .filter(|&&h| h == last)
+            .count()
+    }
+
+    /// Whether the current position ends the game by rule, and how.
+    pub fn ending(&self) -> Option<Ending> {
+        let pos = self.position();
+        if pos.is_checkmate() {
+            let result = pos.turn().fold_wb("0-1", "1-0");
+            return Some((result, EndReason::Checkmate));
+        }
+        if pos.is_stalemate() {
+            return Some(("1/2-1/2", EndReason::Stalemate));
+        }
+        if pos.is_insufficient_material() {
+            return Some(("1/2-1/2", EndReason::InsufficientMaterial));
+        }
+        if self.repetitions() >= 5 {
+            return Some(("1/2-1/2", EndReason::Fivefold));
+        }
+        if pos.halfmoves() >= 150 {
+            return Some(("1/2-1/2", EndReason::SeventyFiveMoves));
+        }
+        None
+    }
+
+    /// The result of a flag fall of `loser` under 6.9.
+    pub fn flag_result(&self, loser: Color) -> &'static str {
+        if self.position().has_insufficient_material(!loser) {
+            "1/2-1/2"
+        } else {
+            loser.fold_wb("0-1", "1-0")
+        }
+    }
+}
+
+/// FEN of a position (legal en passant squares only).
+pub fn fen_of(pos: &Chess) -> String {
+    Fen::from_position(pos, EnPassantMode::Legal).to_string()
+}
+
+fn hash_of(pos: &Chess) -> u64 {
+    let z: Zobrist64 = pos.zobrist_hash(EnPassantMode::Legal);
+    z.0
+}
+
+/// The side that made the move at `ply` (1 = White's first move) in a game from `start`.
+pub fn mover_of_ply(start: &Chess, ply: u32) -> Color {
+    if (ply % 2 == 1) == (start.turn() == Color::White) {
+        Color::White
+    } else {
+        Color::Black
+    }
+}
