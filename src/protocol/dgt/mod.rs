@@ -3,7 +3,89 @@
 //! See `dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
 //! §2.2 (clock commands). Bytes go in, [`DgtMessage`]s come out; commands go in, bytes come out.
 
-use crate::core::observation::{ClockReading, FieldArray, SquareReading};
+use crate::core::observation::{ClockReading, FieldArray, SpecialPiece, SquareReading};
+use shakmaty::{Color, Piece, Role};
+
+mod command;
+mod encode;
+
+pub use command::{ClockCommand, DgtCommand};
+
+/// Largest TRADEMARK (0x92) payload accepted or produced, in bytes.
+pub const MAX_TRADEMARK_PAYLOAD: usize = 509;
+/// Largest BATTERY_STATUS (0xA0) payload accepted or produced, in bytes.
+pub const MAX_BATTERY_PAYLOAD: usize = 64;
+
+/// Message ids (header byte, with the message bit set) of the board→host frames (§1.3).
+pub mod id {
+    /// 0x86 BOARD_DUMP, total length 67.
+    pub const BOARD_DUMP: u8 = 0x86;
+    /// 0x8D BWTIME, total length 10.
+    pub const BWTIME: u8 = 0x8D;
+    /// 0x8E FIELD_UPDATE, total length 5.
+    pub const FIELD_UPDATE: u8 = 0x8E;
+    /// 0x8F EE_MOVES, total length about 7939.
+    pub const EE_MOVES: u8 = 0x8F;
+    /// 0x90 BUSADRES, total length 5.
+    pub const BUS_ADDRESS: u8 = 0x90;
+    /// 0x91 SERIALNR, total length 8.
+    pub const SERIAL_NUMBER: u8 = 0x91;
+    /// 0x92 TRADEMARK, variable length.
+    pub const TRADEMARK: u8 = 0x92;
+    /// 0x93 VERSION, total length 5.
+    pub const VERSION: u8 = 0x93;
+    /// 0xA0 BATTERY_STATUS, variable length (parse by header).
+    pub const BATTERY: u8 = 0xA0;
+    /// 0xA2 LONG_SERIALNR, total length 13.
+    pub const LONG_SERIAL_NUMBER: u8 = 0xA2;
+}
+
+/// The DGT piece code (§1.4) of a field reading: 0 empty, 1–6 white P R N B K Q,
+/// 7–12 black P R N B K Q, 13–15 the special draw / white-wins / black-wins pieces.
+pub fn piece_code(reading: SquareReading) -> u8 {
+    match reading {
+        SquareReading::Empty => 0,
+        SquareReading::Piece(Piece { color, role }) => {
+            let base = match role {
+                Role::Pawn => 1,
+                Role::Rook => 2,
+                Role::Knight => 3,
+                Role::Bishop => 4,
+                Role::King => 5,
+                Role::Queen => 6,
+            };
+            match color {
+                Color::White => base,
+                Color::Black => base + 6,
+            }
+        }
+        SquareReading::Special(SpecialPiece::Draw) => 13,
+        SquareReading::Special(SpecialPiece::WhiteWins) => 14,
+        SquareReading::Special(SpecialPiece::BlackWins) => 15,
+    }
+}
+
+/// The field reading for a DGT piece code (§1.4); `None` for codes above 15.
+pub fn reading_from_code(code: u8) -> Option<SquareReading> {
+    let piece = |color, role| Some(SquareReading::Piece(Piece { color, role }));
+    let role = |n: u8| match n {
+        1 => Role::Pawn,
+        2 => Role::Rook,
+        3 => Role::Knight,
+        4 => Role::Bishop,
+        5 => Role::King,
+        _ => Role::Queen,
+    };
+    match code {
+        0 => Some(SquareReading::Empty),
+        1..=6 => piece(Color::White, role(code)),
+        7..=12 => piece(Color::Black, role(code - 6)),
+        13 => Some(SquareReading::Special(SpecialPiece::Draw)),
+        14 => Some(SquareReading::Special(SpecialPiece::WhiteWins)),
+        15 => Some(SquareReading::Special(SpecialPiece::BlackWins)),
+        _ => None,
+    }
+}
 
 /// A clock acknowledgement rebuilt from a BWTIME frame that carries an ack (§2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +109,18 @@ pub struct BatteryStatus {
     pub charging: Option<bool>,
     /// The payload as received.
     pub raw: Vec<u8>,
+}
+
+impl BatteryStatus {
+    /// Interprets a battery payload loosely (§1.3): byte 0 is the charge in percent (kept only
+    /// when ≤ 100), byte 8, when present, has the charging flag in bit 0.
+    pub fn from_raw(raw: Vec<u8>) -> Self {
+        BatteryStatus {
+            percent: raw.first().copied().filter(|&p| p <= 100),
+            charging: raw.get(8).map(|&b| b & 0x01 != 0),
+            raw,
+        }
+    }
 }
 
 /// One decoded board→host message.
