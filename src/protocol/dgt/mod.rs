@@ -3,13 +3,17 @@
 //! See `dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
 //! §2.2 (clock commands). Bytes go in, [`DgtMessage`]s come out; commands go in, bytes come out.
 
-use crate::core::observation::{ClockReading, FieldArray, SpecialPiece, SquareReading};
+use crate::core::observation::{
+    ClockReading, FieldArray, Observation, SpecialPiece, SquareReading,
+};
 use shakmaty::{Color, Piece, Role};
 
 mod command;
+mod decode;
 mod encode;
 
 pub use command::{ClockCommand, DgtCommand};
+pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME};
 
 /// Largest TRADEMARK (0x92) payload accepted or produced, in bytes.
 pub const MAX_TRADEMARK_PAYLOAD: usize = 509;
@@ -163,4 +167,57 @@ pub enum DgtMessage {
         /// Payload length in bytes.
         len: usize,
     },
+}
+
+/// The core observation a message carries: board dumps, field updates, clock times and
+/// "no clock"; `None` for everything else (acks, versions, serial numbers…).
+pub fn to_observation(msg: &DgtMessage) -> Option<Observation> {
+    match msg {
+        DgtMessage::BoardDump(fields) => Some(Observation::BoardDump(fields.clone())),
+        DgtMessage::FieldUpdate { index, reading } => Some(Observation::Field {
+            index: *index,
+            reading: *reading,
+        }),
+        DgtMessage::ClockTimes(r) => Some(Observation::Clock(*r)),
+        DgtMessage::NoClock => Some(Observation::ClockAbsent),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observations() {
+        let field = DgtMessage::FieldUpdate {
+            index: 12,
+            reading: SquareReading::Empty,
+        };
+        assert_eq!(
+            to_observation(&field),
+            Some(Observation::Field {
+                index: 12,
+                reading: SquareReading::Empty
+            })
+        );
+        let dump = DgtMessage::BoardDump(Box::new([SquareReading::Empty; 64]));
+        assert!(matches!(
+            to_observation(&dump),
+            Some(Observation::BoardDump(_))
+        ));
+        let clock = ClockReading::default();
+        assert_eq!(
+            to_observation(&DgtMessage::ClockTimes(clock)),
+            Some(Observation::Clock(clock))
+        );
+        assert_eq!(
+            to_observation(&DgtMessage::NoClock),
+            Some(Observation::ClockAbsent)
+        );
+        assert_eq!(
+            to_observation(&DgtMessage::Version { major: 1, minor: 0 }),
+            None
+        );
+    }
 }

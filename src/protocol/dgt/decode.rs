@@ -1,0 +1,597 @@
+//! Board→host frame decoding: a sans-IO, resynchronising byte-stream decoder (§1.1, §1.3, §5.3).
+
+use std::collections::VecDeque;
+
+use super::{
+    BatteryStatus, ClockAck, DgtMessage, MAX_BATTERY_PAYLOAD, MAX_TRADEMARK_PAYLOAD, id,
+    reading_from_code,
+};
+use crate::core::observation::{ClockFace, ClockReading, FieldArray, SquareReading};
+
+/// Largest total length (header included) of a frame the decoder keeps in memory. EE_MOVES
+/// frames may be longer; they are skipped byte by byte without being stored.
+pub const MAX_BUFFERED_FRAME: usize = 3 + MAX_TRADEMARK_PAYLOAD;
+
+/// Largest total length the 14-bit length field can carry (accepted for EE_MOVES only).
+const MAX_EE_TOTAL: usize = 0x3FFF;
+
+/// Decodes the board→host byte stream into [`DgtMessage`]s.
+///
+/// Bytes may be split or joined anywhere. The decoder resynchronises on garbage: a byte without
+/// bit 7 where a header is expected is dropped; a byte with bit 7 inside a frame aborts that
+/// frame and starts a new one at that byte; frames with an unknown id, a wrong length or
+/// implausible contents (bad BCD, field index > 63, piece code > 15 in a dump) are rejected.
+/// An all-zero BWTIME payload is a null message and yields nothing. Memory stays bounded: at
+/// most one frame of [`MAX_BUFFERED_FRAME`] bytes is buffered (plus the messages decoded by
+/// [`DgtDecoder::push`] and not yet taken).
+#[derive(Debug, Default)]
+pub struct DgtDecoder {
+    /// The frame being collected (header first), when not skipping an EE dump.
+    frame: Vec<u8>,
+    /// Total length of the frame being collected, once its header is complete.
+    expected: usize,
+    /// EE_MOVES dump being skipped: (payload length, payload bytes still to come).
+    ee: Option<(usize, usize)>,
+    /// Messages decoded by `push` and not yet returned by `next_message`.
+    ready: VecDeque<DgtMessage>,
+    /// Bytes thrown away.
+    dropped: u64,
+    /// Frames rejected or aborted.
+    bad: u64,
+}
+
+/// The outcome of checking a complete frame.
+enum Parsed {
+    Message(DgtMessage),
+    /// An all-zero BWTIME: ignored without counting it as bad.
+    Null,
+    Bad,
+}
+
+impl DgtDecoder {
+    /// A decoder waiting for the first header.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds received bytes; the decoded messages are then available from
+    /// [`DgtDecoder::next_message`].
+    pub fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if let Some(m) = self.step(b) {
+                self.ready.push_back(m);
+            }
+        }
+    }
+
+    /// The next decoded message, oldest first.
+    pub fn next_message(&mut self) -> Option<DgtMessage> {
+        self.ready.pop_front()
+    }
+
+    /// Feeds received bytes and appends every message completed so far (including any still
+    /// waiting from [`DgtDecoder::push`]) to `out`, in order.
+    pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<DgtMessage>) {
+        out.extend(self.ready.drain(..));
+        for &b in bytes {
+            if let Some(m) = self.step(b) {
+                out.push(m);
+            }
+        }
+    }
+
+    /// Forgets any partial frame and undelivered messages (e.g. after a reconnect). The
+    /// counters are kept.
+    pub fn reset(&mut self) {
+        self.frame.clear();
+        self.expected = 0;
+        self.ee = None;
+        self.ready.clear();
+    }
+
+    /// Number of bytes thrown away so far (garbage, aborted and rejected frames).
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Number of frames rejected or aborted so far.
+    pub fn bad_frames(&self) -> u64 {
+        self.bad
+    }
+
+    /// Processes one byte.
+    fn step(&mut self, b: u8) -> Option<DgtMessage> {
+        if let Some((len, remaining)) = self.ee {
+            if b & 0x80 != 0 {
+                self.abort((3 + len - remaining) as u64);
+                return self.start(b);
+            }
+            if remaining == 1 {
+                self.ee = None;
+                return Some(DgtMessage::EeMoves { len });
+            }
+            self.ee = Some((len, remaining - 1));
+            return None;
+        }
+        if self.frame.is_empty() {
+            return self.start(b);
+        }
+        if b & 0x80 != 0 {
+            self.abort(self.frame.len() as u64);
+            return self.start(b);
+        }
+        self.frame.push(b);
+        if self.frame.len() == 3 {
+            let total = usize::from(self.frame[1]) << 7 | usize::from(self.frame[2]);
+            if !length_ok(self.frame[0], Some(total)) {
+                self.abort(3);
+                return None;
+            }
+            if self.frame[0] == id::EE_MOVES {
+                self.frame.clear();
+                self.ee = Some((total - 3, total - 3));
+                return None;
+            }
+            self.expected = total;
+        }
+        if self.frame.len() < 3 || self.frame.len() < self.expected {
+            return None;
+        }
+        let parsed = parse(self.frame[0], &self.frame[3..]);
+        let len = self.frame.len() as u64;
+        self.frame.clear();
+        match parsed {
+            Parsed::Message(m) => Some(m),
+            Parsed::Null => None,
+            Parsed::Bad => {
+                self.abort(len);
+                None
+            }
+        }
+    }
+
+    /// A byte where a header is expected.
+    fn start(&mut self, b: u8) -> Option<DgtMessage> {
+        if b & 0x80 == 0 {
+            self.dropped += 1;
+        } else if length_ok(b, None) {
+            self.frame.push(b);
+        } else {
+            self.abort(1);
+        }
+        None
+    }
+
+    /// Throws away the current frame (`n` bytes) and counts it as bad.
+    fn abort(&mut self, n: u64) {
+        self.dropped += n;
+        self.bad += 1;
+        self.frame.clear();
+        self.expected = 0;
+        self.ee = None;
+    }
+}
+
+/// Whether `header` is a known id and, when given, `total` a valid total length for it.
+fn length_ok(header: u8, total: Option<usize>) -> bool {
+    let range = match header {
+        id::BOARD_DUMP => 67..=67,
+        id::BWTIME => 10..=10,
+        id::FIELD_UPDATE => 5..=5,
+        id::EE_MOVES => 4..=MAX_EE_TOTAL,
+        id::BUS_ADDRESS => 5..=5,
+        id::SERIAL_NUMBER => 8..=8,
+        id::TRADEMARK => 4..=3 + MAX_TRADEMARK_PAYLOAD,
+        id::VERSION => 5..=5,
+        id::BATTERY => 4..=3 + MAX_BATTERY_PAYLOAD,
+        id::LONG_SERIAL_NUMBER => 13..=13,
+        _ => return false,
+    };
+    total.is_none_or(|t| range.contains(&t))
+}
+
+/// Checks and interprets the payload of a complete frame with a valid header.
+fn parse(header: u8, p: &[u8]) -> Parsed {
+    let msg = match header {
+        id::BOARD_DUMP => {
+            let mut fields: FieldArray = [SquareReading::Empty; 64];
+            for (f, &code) in fields.iter_mut().zip(p) {
+                match reading_from_code(code) {
+                    Some(r) => *f = r,
+                    None => return Parsed::Bad,
+                }
+            }
+            DgtMessage::BoardDump(Box::new(fields))
+        }
+        id::FIELD_UPDATE => {
+            // Bits 4..6 of the piece byte are reserved (§1.5): mask them off.
+            match (p[0], reading_from_code(p[1] & 0x0F)) {
+                (index @ 0..=63, Some(reading)) => DgtMessage::FieldUpdate { index, reading },
+                _ => return Parsed::Bad,
+            }
+        }
+        id::BWTIME => return parse_bwtime(p),
+        id::VERSION => DgtMessage::Version {
+            major: p[0],
+            minor: p[1],
+        },
+        id::SERIAL_NUMBER | id::LONG_SERIAL_NUMBER => {
+            if !p.iter().all(|&b| (b' '..=b'~').contains(&b)) {
+                return Parsed::Bad;
+            }
+            let s = p.iter().map(|&b| char::from(b)).collect();
+            if header == id::SERIAL_NUMBER {
+                DgtMessage::SerialNumber(s)
+            } else {
+                DgtMessage::LongSerialNumber(s)
+            }
+        }
+        id::BUS_ADDRESS => DgtMessage::BusAddress(u16::from(p[0]) << 7 | u16::from(p[1])),
+        id::TRADEMARK => DgtMessage::Trademark(p.iter().map(|&b| char::from(b)).collect()),
+        id::BATTERY => DgtMessage::Battery(BatteryStatus::from_raw(p.to_vec())),
+        _ => return Parsed::Bad,
+    };
+    Parsed::Message(msg)
+}
+
+/// Interprets a BWTIME payload: clock ack, no clock, clock times or null (§2.1).
+fn parse_bwtime(p: &[u8]) -> Parsed {
+    if p.iter().all(|&b| b == 0) {
+        return Parsed::Null;
+    }
+    if p[0] & 0x0F == 0x0A || p[3] & 0x0F == 0x0A {
+        return Parsed::Message(DgtMessage::ClockAck(ClockAck {
+            ack0: (p[1] & 0x7F) | ((p[3] << 3) & 0x80),
+            ack1: (p[2] & 0x7F) | ((p[3] << 2) & 0x80),
+            ack2: (p[4] & 0x7F) | ((p[0] << 3) & 0x80),
+            ack3: (p[5] & 0x7F) | ((p[0] << 2) & 0x80),
+        }));
+    }
+    let status = p[6];
+    if status & 0x20 != 0 {
+        return Parsed::Message(DgtMessage::NoClock);
+    }
+    match (face(&p[0..3]), face(&p[3..6])) {
+        (Some(right), Some(left)) => Parsed::Message(DgtMessage::ClockTimes(ClockReading {
+            left,
+            right,
+            running: status & 0x01 != 0,
+            right_side_up: status & 0x02 != 0,
+            battery_low: status & 0x04 != 0,
+            right_turn: status & 0x08 != 0,
+            left_turn: status & 0x10 != 0,
+        })),
+        _ => Parsed::Bad,
+    }
+}
+
+/// One clock face from its hours byte and BCD minutes and seconds; `None` when out of range.
+fn face(b: &[u8]) -> Option<ClockFace> {
+    let hours = u32::from(b[0] & 0x0F);
+    if hours > 9 {
+        return None;
+    }
+    let minutes = bcd(b[1])?;
+    let seconds = bcd(b[2])?;
+    Some(ClockFace {
+        millis: ((hours * 60 + minutes) * 60 + seconds) * 1000,
+        // D4: fallen and blocked at zero; D6: fallen and shown, the clock may still run.
+        flag: b[0] & 0x50 != 0,
+    })
+}
+
+/// A BCD value 00..=59.
+fn bcd(b: u8) -> Option<u32> {
+    let (hi, lo) = (u32::from(b >> 4), u32::from(b & 0x0F));
+    (hi <= 5 && lo <= 9).then_some(hi * 10 + lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::dgt::piece_code;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn decode_all(bytes: &[u8]) -> (Vec<DgtMessage>, DgtDecoder) {
+        let mut d = DgtDecoder::new();
+        let mut out = Vec::new();
+        d.decode(bytes, &mut out);
+        (out, d)
+    }
+
+    fn one(bytes: &str) -> DgtMessage {
+        let (out, d) = decode_all(&hex(bytes));
+        assert_eq!(d.dropped_bytes(), 0, "{bytes}");
+        assert_eq!(out.len(), 1, "{bytes}");
+        out.into_iter().next().unwrap()
+    }
+
+    fn nothing(bytes: &str) -> DgtDecoder {
+        let (out, d) = decode_all(&hex(bytes));
+        assert!(out.is_empty(), "{bytes}: {out:?}");
+        d
+    }
+
+    const START_DUMP: &str = "86 00 43 08 09 0A 0C 0B 0A 09 08 07 07 07 07 07 07 07 07 \
+        0000000000000000000000000000000000000000000000000000000000000000 \
+        01 01 01 01 01 01 01 01 02 03 04 06 05 04 03 02";
+
+    #[test]
+    fn version_vector() {
+        assert_eq!(
+            one("93 00 05 03 01"),
+            DgtMessage::Version { major: 3, minor: 1 }
+        );
+    }
+
+    #[test]
+    fn start_position_dump() {
+        let DgtMessage::BoardDump(fields) = one(START_DUMP) else {
+            panic!("not a dump");
+        };
+        let codes: Vec<u8> = fields.iter().map(|&r| piece_code(r)).collect();
+        assert_eq!(codes, hex(START_DUMP)[3..]);
+        // a1 = field 56 is a white rook, e8 = field 4 the black king.
+        assert_eq!(piece_code(fields[56]), 2);
+        assert_eq!(piece_code(fields[4]), 11);
+    }
+
+    #[test]
+    fn field_updates_in_both_orders() {
+        let e2_empty = DgtMessage::FieldUpdate {
+            index: 0x34,
+            reading: SquareReading::Empty,
+        };
+        let e4_pawn = DgtMessage::FieldUpdate {
+            index: 0x24,
+            reading: reading_from_code(1).unwrap(),
+        };
+        let (out, _) = decode_all(&hex("8E 00 05 34 00 8E 00 05 24 01"));
+        assert_eq!(out, vec![e2_empty.clone(), e4_pawn.clone()]);
+        let (out, _) = decode_all(&hex("8E 00 05 24 01 8E 00 05 34 00"));
+        assert_eq!(out, vec![e4_pawn, e2_empty]);
+    }
+
+    #[test]
+    fn bwtime_vector() {
+        let expected = ClockReading {
+            right: ClockFace {
+                millis: 300_000,
+                flag: false,
+            },
+            left: ClockFace {
+                millis: 299_000,
+                flag: false,
+            },
+            running: true,
+            right_turn: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            one("8D 00 0A 00 05 00 00 04 59 09"),
+            DgtMessage::ClockTimes(expected)
+        );
+        let DgtMessage::ClockTimes(r) = one("8d000a01300001300011") else {
+            panic!()
+        };
+        assert_eq!((r.right.millis, r.left.millis), (5_400_000, 5_400_000));
+        assert!(r.running && r.left_turn && !r.right_turn && !r.right_side_up);
+        let DgtMessage::ClockTimes(r) = one("8D 00 0A 10 00 00 41 02 03 06") else {
+            panic!()
+        };
+        assert!(r.right.flag && r.left.flag && r.right_side_up && r.battery_low);
+        assert_eq!(r.left.millis, 3_723_000);
+    }
+
+    #[test]
+    fn clock_ack_vectors() {
+        assert_eq!(
+            one("8D 00 0A 0A 10 09 0A 21 00 00"),
+            DgtMessage::ClockAck(ClockAck {
+                ack0: 0x10,
+                ack1: 0x09,
+                ack2: 0x21,
+                ack3: 0x00
+            })
+        );
+        assert_eq!(
+            one("8D 00 0A 0A 10 08 2A 05 31 00"),
+            DgtMessage::ClockAck(ClockAck {
+                ack0: 0x10,
+                ack1: 0x88,
+                ack2: 0x05,
+                ack3: 0x31
+            })
+        );
+    }
+
+    #[test]
+    fn no_clock_and_null_bwtime() {
+        assert_eq!(one("8D 00 0A 00 00 00 00 00 00 20"), DgtMessage::NoClock);
+        // Times are not valid with D5 set: not checked.
+        assert_eq!(one("8D 00 0A 0F 7F 7F 00 00 00 20"), DgtMessage::NoClock);
+        let d = nothing("8D 00 0A 00 00 00 00 00 00 00");
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (0, 0));
+    }
+
+    #[test]
+    fn bcd_validation() {
+        for bad in [
+            "8D 00 0A 00 5A 00 00 04 59 09", // minutes 0x5A
+            "8D 00 0A 00 60 00 00 04 59 09", // minutes 60
+            "8D 00 0A 00 05 00 00 04 0A 09", // seconds 0x0A
+            "8D 00 0A 0B 05 00 00 04 59 09", // hours 11
+            "8D 00 0A 00 05 00 0F 04 59 09", // hours 15
+        ] {
+            let d = nothing(bad);
+            assert_eq!((d.dropped_bytes(), d.bad_frames()), (10, 1), "{bad}");
+        }
+    }
+
+    #[test]
+    fn battery_by_header_length() {
+        let DgtMessage::Battery(b) = one("A0 00 0C 58 00 00 00 00 00 00 00 03") else {
+            panic!()
+        };
+        assert_eq!(
+            (b.percent, b.charging, b.raw.len()),
+            (Some(88), Some(true), 9)
+        );
+        let DgtMessage::Battery(b) = one("A0 00 0A 64 7F 7F 01 02 03 04") else {
+            panic!()
+        };
+        assert_eq!((b.percent, b.charging, b.raw.len()), (Some(100), None, 7));
+        let DgtMessage::Battery(b) = one("A0 00 04 70") else {
+            panic!()
+        };
+        assert_eq!(b.percent, None);
+    }
+
+    #[test]
+    fn serials_trademark_bus_address() {
+        assert_eq!(
+            one("91 00 08 30 30 31 33 37"),
+            DgtMessage::SerialNumber("00137".into())
+        );
+        assert_eq!(
+            one("A2 00 0D 33 2E 32 35 30 30 31 30 30 30"),
+            DgtMessage::LongSerialNumber("3.25001000".into())
+        );
+        assert_eq!(one("90 00 05 08 01"), DgtMessage::BusAddress(1025));
+        assert_eq!(
+            one("92 00 07 44 47 54 0A"),
+            DgtMessage::Trademark("DGT\n".into())
+        );
+        nothing("91 00 08 30 30 01 33 37");
+    }
+
+    #[test]
+    fn field_update_checks() {
+        // Reserved bits 4..6 of the piece byte are masked off.
+        assert_eq!(
+            one("8E 00 05 3F 71"),
+            DgtMessage::FieldUpdate {
+                index: 63,
+                reading: reading_from_code(1).unwrap()
+            }
+        );
+        let d = nothing("8E 00 05 40 01");
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (5, 1));
+        let mut dump = hex(START_DUMP);
+        dump[10] = 0x10;
+        let (out, d) = decode_all(&dump);
+        assert!(out.is_empty());
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (67, 1));
+    }
+
+    #[test]
+    fn wrong_lengths_and_unknown_ids() {
+        for bad in [
+            "8E 00 06 34 00 00",
+            "8D 00 09 00 05 00 00 04 59",
+            "93 00 04 03",
+            "91 00 07 30 30 31 33",
+            "A2 00 0C 30 30 30 30 30 30 30 30 30",
+            "90 00 04 08",
+            "86 00 42 00",
+            "A0 00 03",
+            "8F 00 03",
+            "92 7F 7F 41",
+        ] {
+            let mut bytes = hex(bad);
+            let expect = one("93 00 05 03 01");
+            bytes.extend(hex("93 00 05 03 01"));
+            let (out, d) = decode_all(&bytes);
+            assert_eq!(out, vec![expect], "{bad}");
+            assert_eq!(d.dropped_bytes() as usize, bytes.len() - 5, "{bad}");
+            assert!(d.bad_frames() >= 1, "{bad}");
+        }
+        for unknown in ["81 00 05 01 02", "94 00 35", "FF 00 05 00 00"] {
+            let d = nothing(unknown);
+            assert_eq!(d.bad_frames(), 1, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn resync_on_garbage_and_bit7_in_payload() {
+        // Garbage without bit 7 before a frame is dropped byte by byte.
+        let (out, d) = decode_all(&hex("00 7F 12 93 00 05 03 01"));
+        assert_eq!(out.len(), 1);
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (3, 0));
+        // A header byte inside a payload aborts the frame and restarts there.
+        let (out, d) = decode_all(&hex("8E 00 05 34 93 00 05 03 01"));
+        assert_eq!(out, vec![DgtMessage::Version { major: 3, minor: 1 }]);
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (4, 1));
+        // ... also inside the length bytes.
+        let (out, d) = decode_all(&hex("8E 93 00 05 03 01"));
+        assert_eq!(out.len(), 1);
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (1, 1));
+    }
+
+    #[test]
+    fn split_anywhere() {
+        let mut stream = hex(START_DUMP);
+        stream.extend(hex(
+            "8E 00 05 34 00 8D 00 0A 0A 10 09 0A 21 00 00 93 00 05 03 01",
+        ));
+        let (whole, _) = decode_all(&stream);
+        assert_eq!(whole.len(), 4);
+        for chunk in 1..8 {
+            let mut d = DgtDecoder::new();
+            for piece in stream.chunks(chunk) {
+                d.push(piece);
+            }
+            let got: Vec<_> = std::iter::from_fn(|| d.next_message()).collect();
+            assert_eq!(got, whole, "chunk {chunk}");
+            assert_eq!(d.dropped_bytes(), 0);
+        }
+    }
+
+    #[test]
+    fn ee_moves_skipped_without_buffering() {
+        let ee = DgtMessage::EeMoves { len: 0x1F00 }.encode();
+        let mut stream = ee.clone();
+        stream.extend(hex("93 00 05 03 01"));
+        let mut d = DgtDecoder::new();
+        let mut out = Vec::new();
+        for piece in stream.chunks(100) {
+            d.decode(piece, &mut out);
+            assert!(d.frame.capacity() <= MAX_BUFFERED_FRAME);
+        }
+        assert_eq!(
+            out,
+            vec![
+                DgtMessage::EeMoves { len: 0x1F00 },
+                DgtMessage::Version { major: 3, minor: 1 }
+            ]
+        );
+        // A header byte inside the dump aborts it.
+        let mut cut = ee[..100].to_vec();
+        cut.extend(hex("93 00 05 03 01"));
+        let (out, d) = decode_all(&cut);
+        assert_eq!(out, vec![DgtMessage::Version { major: 3, minor: 1 }]);
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (100, 1));
+    }
+
+    #[test]
+    fn push_then_decode_keeps_order() {
+        let mut d = DgtDecoder::new();
+        d.push(&hex("93 00 05 03 01"));
+        let mut out = Vec::new();
+        d.decode(&hex("93 00 05 03 02"), &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0], DgtMessage::Version { major: 3, minor: 1 });
+        assert_eq!(d.next_message(), None);
+        d.push(&hex("93 00"));
+        d.reset();
+        d.push(&hex("05 03 01"));
+        assert_eq!(d.next_message(), None);
+    }
+}
