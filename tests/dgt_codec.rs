@@ -178,3 +178,47 @@ fn buffered_frame_bound_covers_every_non_ee_message() {
         matches!(d.next_message(), Some(DgtMessage::Trademark(t)) if t.len() == long.len() - 3)
     );
 }
+
+#[test]
+fn sample_captures_decode_without_garbage() {
+    use eboardd::capture::{RecordKind, read_capture};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+    let mut messages = 0;
+    for sub in std::fs::read_dir(&dir).unwrap() {
+        let sub = sub.unwrap().path();
+        if !sub.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&sub).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let cap = read_capture(&f).unwrap();
+            let mut d = DgtDecoder::new();
+            let mut out = Vec::new();
+            for r in &cap.records {
+                if let RecordKind::Rx(bytes) = &r.kind {
+                    d.decode(bytes, &mut out);
+                }
+            }
+            assert_eq!(d.dropped_bytes(), 0, "{}", f.display());
+            assert_eq!(d.bad_frames(), 0, "{}", f.display());
+            assert!(matches!(out.first(), Some(DgtMessage::BoardDump(_))));
+            // Re-encoding gives back the received bytes exactly.
+            let rx: Vec<u8> = cap
+                .records
+                .iter()
+                .filter_map(|r| match &r.kind {
+                    RecordKind::Rx(b) => Some(b.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            let again: Vec<u8> = out.iter().flat_map(|m| m.encode()).collect();
+            assert_eq!(again, rx, "{}", f.display());
+            messages += out.len();
+        }
+    }
+    assert!(messages > 10_000);
+}

@@ -5,6 +5,17 @@
 
 use crate::core::observation::Micros;
 
+mod reader;
+mod writer;
+
+pub use reader::{parse_capture, read_capture};
+pub use writer::CaptureWriter;
+
+/// The `format` value of every capture header.
+pub const FORMAT: &str = "eboard-capture";
+/// The capture format version this code reads and writes.
+pub const VERSION: u64 = 1;
+
 /// What one capture record carries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordKind {
@@ -27,4 +38,98 @@ pub struct Record {
     pub dev: String,
     /// The payload.
     pub kind: RecordKind,
+}
+
+/// The header line of a capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`].
+    pub version: u64,
+    /// Every other header field (creation time, daemon version, devices, configuration…).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A capture read from a file: header, records in file order, and non-fatal problems met.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    /// The header line.
+    pub header: Header,
+    /// The records, in file (and time) order.
+    pub records: Vec<Record>,
+    /// Non-fatal problems, each `FILE:LINE: reason` (a cut-off last line, a record without a
+    /// payload…).
+    pub warnings: Vec<String>,
+}
+
+/// Why a capture could not be read. Displays as one line, `FILE:LINE: reason`.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// A line is not acceptable.
+    #[error("{file}:{line}: {reason}")]
+    Line {
+        /// The file name as given.
+        file: String,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong, in a few words.
+        reason: String,
+    },
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file name as given.
+        file: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// Lowercase hex of `bytes`, no separators.
+pub fn hex_encode(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0x0F)]));
+    }
+    s
+}
+
+/// Bytes from hex (lowercase or uppercase, no separators, even length); `None` if invalid.
+pub fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let s = s.as_bytes();
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.chunks_exact(2)
+        .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(hex_decode(&hex_encode(&all)), Some(all));
+        assert_eq!(hex_encode(&[0x8e, 0x00, 0x05]), "8e0005");
+        assert_eq!(hex_decode("8E0005"), Some(vec![0x8e, 0x00, 0x05]));
+        assert_eq!(hex_decode(""), Some(vec![]));
+        assert_eq!(hex_decode("8e0"), None);
+        assert_eq!(hex_decode("8g"), None);
+        assert_eq!(hex_decode("8e 0"), None);
+        assert_eq!(hex_decode("é1"), None);
+    }
 }

@@ -1,0 +1,412 @@
+//! Reading capture files: strict about the middle, tolerant of a last line cut off by a crash.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::{Capture, CaptureError, FORMAT, Header, Record, RecordKind, VERSION, hex_decode};
+use crate::core::observation::Micros;
+
+/// Largest `t` accepted, in seconds (about 31 years): keeps the microsecond value exact.
+const MAX_T_SECONDS: f64 = 1e9;
+
+/// Reads and parses a capture file. Errors name the file as `path` is displayed.
+pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| CaptureError::Io {
+        file: name.clone(),
+        source,
+    })?;
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => parse_capture(&name, text),
+        Err(e) => {
+            // Only a cut-off last line may hold broken UTF-8 (a crash in the middle of a
+            // multi-byte character); anything earlier is an error.
+            let bad = e.valid_up_to();
+            let line_start = bytes[..bad]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
+            let rest = &bytes[bad..];
+            let newline = rest.iter().position(|&b| b == b'\n');
+            let last = newline.is_none_or(|i| rest[i + 1..].iter().all(u8::is_ascii_whitespace));
+            if !last || line_start == 0 {
+                return Err(line_error(&name, line, "not valid UTF-8 text"));
+            }
+            // Checked above: everything before `line_start` is valid UTF-8.
+            let text = String::from_utf8_lossy(&bytes[..line_start]);
+            let mut capture = parse_capture(&name, &text)?;
+            capture.warnings.push(format!(
+                "{name}:{line}: last line is not valid UTF-8 (cut off?); ignored"
+            ));
+            Ok(capture)
+        }
+    }
+}
+
+/// Parses the text of a capture; `name` is used in error and warning messages.
+///
+/// The header (first non-empty line) must be a JSON object with
+/// `"format":"eboard-capture"` and `"version":1`. Each record needs a number `t` (seconds,
+/// ≥ 0), a string `dev` and one of `rx`/`tx` (hex), `op` (object) or `note` (string);
+/// unknown fields are ignored, a record with none of the four is skipped with a warning, and
+/// so is a last line that is not valid JSON. A `t` smaller than the previous record's is
+/// raised to it with a warning, so the records' times never decrease.
+pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
+    let lines: Vec<(usize, &str)> = text
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
+    let Some(&(header_line, header_text)) = lines.first() else {
+        return Err(line_error(name, 1, "empty file: no capture header"));
+    };
+    let header = parse_header(name, header_line, header_text)?;
+    let mut records = Vec::new();
+    let mut warnings = Vec::new();
+    let mut last_t: Option<Micros> = None;
+    for (i, &(line, text)) in lines.iter().enumerate().skip(1) {
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) if i + 1 == lines.len() => {
+                warnings.push(format!(
+                    "{name}:{line}: last line is not valid JSON (cut off?); ignored: {e}"
+                ));
+                break;
+            }
+            Err(e) => return Err(line_error(name, line, &format!("not valid JSON: {e}"))),
+        };
+        let err = |reason: &str| line_error(name, line, reason);
+        let Value::Object(obj) = value else {
+            return Err(err("a record must be a JSON object"));
+        };
+        let mut t = parse_t(&obj).map_err(err)?;
+        if let Some(prev) = last_t
+            && t < prev
+        {
+            // The format promises never-decreasing times, but a whole round's replay should
+            // not fail over one misordered line: keep the record, at the previous time.
+            warnings.push(format!(
+                "{name}:{line}: t goes back in time ({} s after {} s); taken as {} s",
+                seconds(t),
+                seconds(prev),
+                seconds(prev)
+            ));
+            t = prev;
+        }
+        last_t = Some(t);
+        let dev = match obj.get("dev") {
+            Some(Value::String(d)) => d.clone(),
+            Some(_) => return Err(err("\"dev\" must be a string")),
+            None => return Err(err("record has no \"dev\"")),
+        };
+        let kinds: Vec<&str> = ["rx", "tx", "op", "note"]
+            .into_iter()
+            .filter(|k| obj.contains_key(*k))
+            .collect();
+        let Some(&key) = kinds.first() else {
+            warnings.push(format!(
+                "{name}:{line}: record has none of rx/tx/op/note; ignored"
+            ));
+            continue;
+        };
+        if kinds.len() > 1 {
+            warnings.push(format!(
+                "{name}:{line}: record has several of rx/tx/op/note; only \"{key}\" is used"
+            ));
+        }
+        let kind = parse_kind(key, &obj[key]).map_err(err)?;
+        records.push(Record { t, dev, kind });
+    }
+    Ok(Capture {
+        header,
+        records,
+        warnings,
+    })
+}
+
+fn line_error(name: &str, line: usize, reason: &str) -> CaptureError {
+    CaptureError::Line {
+        file: name.to_string(),
+        line,
+        reason: reason.to_string(),
+    }
+}
+
+fn parse_header(name: &str, line: usize, text: &str) -> Result<Header, CaptureError> {
+    let err = |reason: String| line_error(name, line, &reason);
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| err(format!("header is not valid JSON: {e}")))?;
+    let Value::Object(mut extra) = value else {
+        return Err(err("header must be a JSON object".into()));
+    };
+    match extra.remove("format") {
+        Some(Value::String(f)) if f == FORMAT => {}
+        Some(other) => {
+            return Err(err(format!(
+                "not an {FORMAT} file (format is {other}, expected \"{FORMAT}\")"
+            )));
+        }
+        None => {
+            return Err(err(format!(
+                "not an {FORMAT} file (header has no \"format\")"
+            )));
+        }
+    }
+    let version = match extra.remove("version") {
+        Some(Value::Number(n)) if n.as_u64() == Some(VERSION) => VERSION,
+        Some(other) => {
+            return Err(err(format!(
+                "capture version {other} is not supported (this reader reads version {VERSION})"
+            )));
+        }
+        None => return Err(err("header has no \"version\"".into())),
+    };
+    Ok(Header {
+        format: FORMAT.to_string(),
+        version,
+        extra,
+    })
+}
+
+/// `t` in seconds → microseconds, rounded to the nearest microsecond.
+fn parse_t(obj: &Map<String, Value>) -> Result<Micros, &'static str> {
+    let t = match obj.get("t") {
+        Some(Value::Number(n)) => n.as_f64().ok_or("\"t\" is not a usable number")?,
+        Some(_) => return Err("\"t\" must be a number"),
+        None => return Err("record has no \"t\""),
+    };
+    if !(0.0..=MAX_T_SECONDS).contains(&t) {
+        return Err("\"t\" is out of range (negative or too large)");
+    }
+    Ok((t * 1e6).round() as Micros)
+}
+
+fn parse_kind(key: &str, value: &Value) -> Result<RecordKind, &'static str> {
+    match (key, value) {
+        ("rx" | "tx", Value::String(h)) => {
+            let bytes = hex_decode(h).ok_or("bytes must be hex digits, an even number of them")?;
+            Ok(if key == "rx" {
+                RecordKind::Rx(bytes)
+            } else {
+                RecordKind::Tx(bytes)
+            })
+        }
+        ("rx" | "tx", _) => Err("\"rx\"/\"tx\" must be a hex string"),
+        ("op", Value::Object(_)) => Ok(RecordKind::Op(value.clone())),
+        ("op", _) => Err("\"op\" must be a JSON object"),
+        (_, Value::String(n)) => Ok(RecordKind::Note(n.clone())),
+        _ => Err("\"note\" must be a string"),
+    }
+}
+
+/// Microseconds as seconds with 6 decimals.
+fn seconds(t: Micros) -> String {
+    let sign = if t < 0 { "-" } else { "" };
+    let a = t.unsigned_abs();
+    format!("{sign}{}.{:06}", a / 1_000_000, a % 1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        r#"{"format":"eboard-capture","version":1,"created":"2026-11-29T10:00:00Z"}"#;
+
+    fn parse(body: &str) -> Result<Capture, CaptureError> {
+        parse_capture("x.jsonl", &format!("{HEADER}\n{body}"))
+    }
+
+    fn error(body: &str) -> String {
+        parse(body).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn sample_captures_all_read() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+        let mut files = 0;
+        for sub in std::fs::read_dir(&dir).unwrap() {
+            let sub = sub.unwrap().path();
+            if !sub.is_dir() {
+                continue;
+            }
+            for f in std::fs::read_dir(&sub).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_none_or(|e| e != "jsonl") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&f).unwrap();
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                let cap = read_capture(&f).unwrap();
+                assert_eq!(cap.records.len(), lines - 1, "{}", f.display());
+                // Two sample files have a record whose `t` goes back (a generator artefact).
+                assert!(
+                    cap.warnings
+                        .iter()
+                        .all(|w| w.contains("t goes back in time")),
+                    "{:?}",
+                    cap.warnings
+                );
+                assert_eq!(cap.header.extra["created"], "2026-11-29T10:00:00Z");
+                assert!(cap.records.windows(2).all(|w| w[0].t <= w[1].t));
+                files += 1;
+            }
+        }
+        assert_eq!(files, 100);
+    }
+
+    #[test]
+    fn records_and_rounding() {
+        let cap = parse(concat!(
+            r#"{"t":0,"dev":"board-1","tx":"42"}"#,
+            "\n\n",
+            r#"{"t":5.2500004,"dev":"board-1","rx":"8E0005340a","extra":true}"#,
+            "\r\n",
+            r#"{"t":5.2500006,"dev":"b2","op":{"action":"new_game"}}"#,
+            "\n",
+            r#"{"t":7,"dev":"b2","note":"hello"}"#,
+            "\n",
+        ))
+        .unwrap();
+        let t: Vec<Micros> = cap.records.iter().map(|r| r.t).collect();
+        assert_eq!(t, [0, 5_250_000, 5_250_001, 7_000_000]);
+        assert_eq!(
+            cap.records[1].kind,
+            RecordKind::Rx(vec![0x8e, 0, 5, 0x34, 0x0a])
+        );
+        assert_eq!(cap.records[1].dev, "board-1");
+        assert!(matches!(cap.records[2].kind, RecordKind::Op(_)));
+        assert_eq!(cap.records[3].kind, RecordKind::Note("hello".into()));
+        assert!(cap.warnings.is_empty());
+    }
+
+    #[test]
+    fn cut_off_last_line_is_dropped_with_a_warning() {
+        for tail in [
+            r#"{"t":1.5,"dev":"b","rx":"8e00"#,
+            "{\"t\":1.5,\"dev\"\n",
+            "{\n\n",
+        ] {
+            let cap = parse(&format!("{{\"t\":1,\"dev\":\"b\",\"rx\":\"00\"}}\n{tail}")).unwrap();
+            assert_eq!(cap.records.len(), 1);
+            assert_eq!(cap.warnings.len(), 1);
+            assert!(
+                cap.warnings[0].starts_with("x.jsonl:3: "),
+                "{:?}",
+                cap.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn bad_middle_line_is_an_error_with_its_line() {
+        let e = error(
+            "{\"t\":1,\"dev\":\"b\",\"rx\":\"00\"}\n{\"t\":2,\n{\"t\":3,\"dev\":\"b\",\"rx\":\"00\"}\n",
+        );
+        assert!(e.starts_with("x.jsonl:3: not valid JSON"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn record_errors() {
+        let cases = [
+            (r#"{"dev":"b","rx":"00"}"#, "no \"t\""),
+            (r#"{"t":"1","dev":"b","rx":"00"}"#, "must be a number"),
+            (r#"{"t":-1,"dev":"b","rx":"00"}"#, "out of range"),
+            (r#"{"t":1,"rx":"00"}"#, "no \"dev\""),
+            (r#"{"t":1,"dev":3,"rx":"00"}"#, "\"dev\" must be a string"),
+            (r#"{"t":1,"dev":"b","rx":"0"}"#, "hex"),
+            (r#"{"t":1,"dev":"b","tx":"zz"}"#, "hex"),
+            (r#"{"t":1,"dev":"b","rx":12}"#, "hex string"),
+            (r#"{"t":1,"dev":"b","op":"new"}"#, "\"op\" must be"),
+            (r#"{"t":1,"dev":"b","note":1}"#, "\"note\" must be"),
+            (r#"[1,2]"#, "JSON object"),
+        ];
+        for (line, reason) in cases {
+            // The bad line is not the last one: followed by a good record.
+            let e = error(&format!(
+                "{line}\n{{\"t\":9,\"dev\":\"b\",\"rx\":\"00\"}}\n"
+            ));
+            assert!(e.starts_with("x.jsonl:2: "), "{line}: {e}");
+            assert!(e.contains(reason), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn t_going_back_is_clamped_with_a_warning() {
+        let cap = parse(concat!(
+            "{\"t\":2,\"dev\":\"a\",\"rx\":\"00\"}\n",
+            "{\"t\":1.5,\"dev\":\"b\",\"rx\":\"01\"}\n",
+            "{\"t\":2,\"dev\":\"b\",\"rx\":\"02\"}\n",
+        ))
+        .unwrap();
+        let t: Vec<Micros> = cap.records.iter().map(|r| r.t).collect();
+        assert_eq!(t, [2_000_000; 3]);
+        assert_eq!(cap.warnings.len(), 1);
+        assert!(
+            cap.warnings[0]
+                .starts_with("x.jsonl:3: t goes back in time (1.500000 s after 2.000000 s)"),
+            "{:?}",
+            cap.warnings
+        );
+    }
+
+    #[test]
+    fn record_without_payload_is_ignored_with_warning() {
+        let cap = parse("{\"t\":1,\"dev\":\"b\",\"what\":1}\n{\"t\":2,\"dev\":\"b\",\"rx\":\"00\",\"note\":\"n\"}\n").unwrap();
+        assert_eq!(cap.records.len(), 1);
+        assert_eq!(cap.records[0].kind, RecordKind::Rx(vec![0]));
+        assert_eq!(cap.warnings.len(), 2);
+        assert!(cap.warnings[0].starts_with("x.jsonl:2: record has none"));
+    }
+
+    #[test]
+    fn header_errors() {
+        let e = |text: &str| parse_capture("h.jsonl", text).unwrap_err().to_string();
+        assert!(e("").starts_with("h.jsonl:1: empty file"));
+        assert!(e("\n\n").starts_with("h.jsonl:1: empty file"));
+        assert!(e(r#"{"format":"other","version":1}"#).contains("not an eboard-capture file"));
+        assert!(e(r#"{"version":1}"#).contains("no \"format\""));
+        let v2 = e(r#"{"format":"eboard-capture","version":2}"#);
+        assert!(
+            v2.starts_with("h.jsonl:1: capture version 2 is not supported"),
+            "{v2}"
+        );
+        assert!(e(r#"{"format":"eboard-capture","version":"1"}"#).contains("not supported"));
+        assert!(e(r#"{"format":"eboard-capture"}"#).contains("no \"version\""));
+        assert!(e(r#"{"format":"eboard-capt"#).contains("header is not valid JSON"));
+        assert!(e("[]").contains("JSON object"));
+        let cap = parse_capture("h.jsonl", &format!("\n{HEADER}")).unwrap();
+        assert!(cap.records.is_empty());
+        assert_eq!(cap.header.version, 1);
+        assert!(!cap.header.extra.contains_key("format"));
+    }
+
+    #[test]
+    fn files_and_broken_utf8() {
+        let dir = std::env::temp_dir().join(format!("eboardd-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cut.jsonl");
+        let mut bytes = format!("{HEADER}\n{{\"t\":1,\"dev\":\"b\",\"rx\":\"00\"}}\n").into_bytes();
+        bytes.extend(b"{\"t\":2,\"dev\":\"b\",\"note\":\"\xC3");
+        std::fs::write(&path, &bytes).unwrap();
+        let cap = read_capture(&path).unwrap();
+        assert_eq!(cap.records.len(), 1);
+        assert_eq!(cap.warnings.len(), 1);
+        assert!(cap.warnings[0].contains(":3: last line is not valid UTF-8"));
+
+        bytes.extend(b"\"}\n{\"t\":3,\"dev\":\"b\",\"rx\":\"00\"}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read_capture(&path).unwrap_err().to_string();
+        assert!(e.ends_with("cut.jsonl:3: not valid UTF-8 text"), "{e}");
+
+        let missing = read_capture(&dir.join("missing.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("missing.jsonl: "), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
