@@ -5,6 +5,9 @@
 //! [`core`] state machine → events → outputs. [`capture`] records and replays the bytes.
 
 pub mod capture;
+pub mod cli;
 pub mod core;
+pub mod pgn;
 pub mod protocol;
+pub mod replay;
 pub mod sim;

@@ -1,3 +1,7 @@
 //! The `eboardd` binary: a thin command-line front over the library.
 
-fn main() {}
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    eboardd::cli::run(eboardd::cli::Cli::parse())
+}

@@ -1,0 +1,111 @@
+//! PGN export (`capture-and-events.md` §4): Seven Tag Roster, SAN, `[%clk]`, Chess960 tags, a
+//! `{made}` comment on a made but not completed move.
+
+use std::fmt::Write as _;
+
+use shakmaty::{Color, Position};
+
+use crate::core::game::{GameRecord, mover_of_ply};
+
+/// Tags that come from outside the board (configuration, capture header).
+#[derive(Debug, Clone, Default)]
+pub struct GameTags {
+    /// Event name.
+    pub event: Option<String>,
+    /// Site.
+    pub site: Option<String>,
+    /// Date as `YYYY.MM.DD`.
+    pub date: Option<String>,
+    /// Round, e.g. `"3"` or `"3.12"`.
+    pub round: Option<String>,
+    /// White player's name.
+    pub white: Option<String>,
+    /// Black player's name.
+    pub black: Option<String>,
+    /// Board (device) id, written as a `Board` tag when set.
+    pub board: Option<String>,
+}
+
+fn tag(out: &mut String, name: &str, value: &str) {
+    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+    let _ = writeln!(out, "[{name} \"{escaped}\"]");
+}
+
+/// `h:mm:ss` of a clock time in milliseconds (whole seconds, rounded down).
+pub fn clk(ms: u32) -> String {
+    let s = ms / 1000;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The result token of a game (`*` while it runs).
+pub fn result_of(game: &GameRecord) -> &'static str {
+    game.result.map_or("*", |(r, _)| r)
+}
+
+/// Append one game as PGN, followed by an empty line.
+pub fn write_game(game: &GameRecord, tags: &GameTags, out: &mut String) {
+    let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    tag(out, "Event", &or_unknown(&tags.event));
+    tag(out, "Site", &or_unknown(&tags.site));
+    tag(out, "Date", tags.date.as_deref().unwrap_or("????.??.??"));
+    tag(out, "Round", &or_unknown(&tags.round));
+    tag(out, "White", &or_unknown(&tags.white));
+    tag(out, "Black", &or_unknown(&tags.black));
+    let result = result_of(game);
+    tag(out, "Result", result);
+    if let Some(board) = &tags.board {
+        tag(out, "Board", board);
+    }
+    if game.mode == shakmaty::CastlingMode::Chess960 {
+        tag(out, "Variant", "Chess960");
+    }
+    if game.is_setup() {
+        tag(out, "SetUp", "1");
+        tag(out, "FEN", &game.start_fen());
+    }
+    if let Some((_, reason)) = game.result {
+        let termination = match reason {
+            crate::core::event::EndReason::Flag => "time forfeit",
+            crate::core::event::EndReason::Arbiter => "adjudication",
+            crate::core::event::EndReason::IllegalMoves => "rules infraction",
+            _ => "normal",
+        };
+        tag(out, "Termination", termination);
+    }
+    out.push('\n');
+    let mut tokens: Vec<String> = Vec::new();
+    let start = game.start();
+    let first_number = start.fullmoves().get();
+    for (i, record) in game.moves.iter().enumerate() {
+        let ply = i as u32 + 1;
+        let mover = mover_of_ply(start, ply);
+        let number = first_number + (i as u32 + u32::from(start.turn() == Color::Black)) / 2;
+        if mover == Color::White {
+            tokens.push(format!("{number}."));
+        } else if i == 0 {
+            tokens.push(format!("{number}..."));
+        }
+        tokens.push(record.san.clone());
+        if let Some(ms) = record.mover_clock(mover) {
+            tokens.push(format!("{{[%clk {}]}}", clk(ms)));
+        }
+        if record.completed.is_none() {
+            tokens.push("{made}".into());
+        }
+    }
+    tokens.push(result.to_string());
+    let mut line = String::new();
+    for token in tokens {
+        if !line.is_empty() && line.len() + 1 + token.len() > 79 {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&token);
+    }
+    out.push_str(&line);
+    out.push_str("\n\n");
+}
