@@ -37,6 +37,9 @@ impl Default for EngineConfig {
     }
 }
 
+/// How long a board must stand still before it counts as a set-up position.
+const SETUP_STILL: Micros = 2_000_000;
+
 /// A lift seen on the board: the touch evidence of a turn.
 #[derive(Debug, Clone, Copy)]
 struct Lift {
@@ -89,6 +92,9 @@ pub struct BoardEngine {
     pending_end: Option<Micros>,
     last_clock_event: Option<(ClockTimes, Option<Color>)>,
     fifty_claimed: bool,
+    /// Before any game: the last board that stood still, a candidate set-up position (I.5).
+    setup_ref: Option<Board>,
+    last_change: Micros,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
     current: Candidates,
@@ -122,13 +128,21 @@ impl BoardEngine {
         match obs {
             Observation::BoardDump(fields) => {
                 self.sensed.set_all(fields);
+                if self.games.is_empty() {
+                    self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+                }
+                self.last_change = t;
                 self.evaluate(t, out);
             }
             Observation::Field { index, reading } => {
-                let before = self.sensed.set(*index, *reading);
-                if before == *reading {
+                if self.sensed.get(*index) == *reading {
                     return;
                 }
+                if self.games.is_empty() && t - self.last_change >= SETUP_STILL {
+                    self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+                }
+                self.last_change = t;
+                let before = self.sensed.set(*index, *reading);
                 if let (SquareReading::Empty, SquareReading::Piece(piece)) = (reading, before) {
                     let ply = self.game().map_or(0, |g| g.ply());
                     let square = self.orientation.square_of(*index);
@@ -472,11 +486,9 @@ impl BoardEngine {
                 );
             }
         }
-        if let Some(loser) = self.clock.flagged() {
-            if let Some(game) = self.active_game() {
-                let result = game.flag_result(loser);
-                self.end_game(t, result, EndReason::Flag, out);
-            }
+        if let (Some(loser), Some(game)) = (self.clock.flagged(), self.active_game()) {
+            let result = game.flag_result(loser);
+            self.end_game(t, result, EndReason::Flag, out);
         }
     }
 
@@ -496,10 +508,12 @@ impl BoardEngine {
                 match start {
                     Some(s) => self.start_game(t, s, self.orientation, out),
                     None => {
-                        if let Some(g) = self.games.last_mut() {
-                            if g.result.is_none() && g.ply() > 0 {
-                                g.result = Some(("*", EndReason::Arbiter));
-                            }
+                        if let Some(g) = self
+                            .games
+                            .last_mut()
+                            .filter(|g| g.result.is_none() && g.ply() > 0)
+                        {
+                            g.result = Some(("*", EndReason::Arbiter));
                         }
                         self.try_start(t, out);
                     }
@@ -520,6 +534,16 @@ impl BoardEngine {
 
     fn try_start(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
         if self.sensed.occupied() != 32 {
+            if self.games.is_empty() {
+                self.try_setup(t, out);
+            }
+            return;
+        }
+        if self.games.is_empty()
+            && start::recognise(&self.sensed.board(Orientation::Normal)).is_none()
+            && start::recognise(&self.sensed.board(Orientation::Reversed)).is_none()
+        {
+            self.try_setup(t, out);
             return;
         }
         for orientation in [Orientation::Normal, Orientation::Reversed] {
@@ -535,6 +559,35 @@ impl BoardEngine {
                     }
                 }
                 self.start_game(t, s, orientation, out);
+                return;
+            }
+        }
+    }
+
+    /// Guidelines I.5: a board first seen in another position is a set-up position; the side
+    /// to move is the side whose legal move the board shows first.
+    fn try_setup(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some(reference) = self.setup_ref.clone() else {
+            return;
+        };
+        let board = self.sensed.board(Orientation::Normal);
+        for turn in [Color::White, Color::Black] {
+            let Some(pos) = setup_position(&reference, turn) else {
+                continue;
+            };
+            let found = pos.legal_moves().into_iter().find(|&m| {
+                let mut after = pos.clone();
+                after.play_unchecked(m);
+                *after.board() == board
+            });
+            if let Some(m) = found {
+                let s = start::StartPosition {
+                    position: pos,
+                    mode: CastlingMode::Standard,
+                    chess960: None,
+                };
+                self.start_game(t, s, Orientation::Normal, out);
+                self.make(t, m, out);
                 return;
             }
         }
@@ -591,5 +644,21 @@ impl BoardEngine {
                 },
             );
         }
+    }
+}
+
+/// A set-up position with `turn` to move; castling rights only for a king and rook still on
+/// their original squares.
+fn setup_position(board: &Board, turn: Color) -> Option<Chess> {
+    use shakmaty::{Bitboard, FromSetup, Setup};
+    let setup = Setup {
+        board: board.clone(),
+        turn,
+        castling_rights: Bitboard::CORNERS,
+        ..Setup::empty()
+    };
+    match Chess::from_setup(setup, CastlingMode::Standard) {
+        Ok(pos) => Some(pos),
+        Err(e) => e.ignore_invalid_castling_rights().ok(),
     }
 }

@@ -127,10 +127,8 @@ pub fn recognise(board: &Board) -> Option<StartPosition> {
         return None;
     }
     let pawns_ok = File::ALL.into_iter().all(|f| {
-        board.piece_at(Square::from_coords(f, Rank::Second))
-            == Some(Piece::from(Color::White.pawn()))
-            && board.piece_at(Square::from_coords(f, Rank::Seventh))
-                == Some(Piece::from(Color::Black.pawn()))
+        board.piece_at(Square::from_coords(f, Rank::Second)) == Some(Color::White.pawn())
+            && board.piece_at(Square::from_coords(f, Rank::Seventh)) == Some(Color::Black.pawn())
     });
     if !pawns_ok {
         return None;
