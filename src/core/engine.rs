@@ -628,7 +628,8 @@ impl BoardEngine {
             out,
             EventKind::GameStarted {
                 fen,
-                chess960: s.chess960,
+                // The standard arrangement is number 518, but a standard game is no Chess960.
+                chess960: s.chess960.filter(|&n| n != start::STANDARD_960_NUMBER),
             },
         );
         if orientation == Orientation::Reversed {
