@@ -13,7 +13,7 @@
 //! not as text: the move counters of a set-up position cannot be read off a board, and X-FEN
 //! `KQkq` and Shredder-FEN `HAha` castling fields are both fine.
 //! - Irregularities: `irregularity` events as `(code, ply)` pairs against `irregularities`
-//!   (ignored until issue 3, except `board_reversed`, which is part of the core).
+//!   (every code, including `board_reversed`).
 //! - Determinism, and what happens on bad input.
 //!
 //! Every folder test checks every file in it and reports all failing files in one panic message.
@@ -741,37 +741,31 @@ fn board_reversed_irregular_promotion() {
 // Tests: every irregularity (issue 3)
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_clean() {
     all_irregularities("clean");
 }
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_human() {
     all_irregularities("human");
 }
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_blitz() {
     all_irregularities("blitz");
 }
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_chess960() {
     all_irregularities("chess960");
 }
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_irregular() {
     all_irregularities("irregular");
 }
 
 #[test]
-#[ignore = "issue 3: irregularity detection"]
 fn irregularities_irregular_promotion() {
     all_irregularities("irregular-promotion");
 }

@@ -117,6 +117,8 @@ pub enum EventKind {
     },
     /// Something an arbiter must know.
     Irregularity {
+        /// The ply of the turn in which it happened (0 before the first move).
+        ply: u32,
         /// The code from the spec, e.g. `"touched_piece_not_moved"`.
         code: &'static str,
         /// The article, e.g. `"4.3a"`.

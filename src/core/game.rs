@@ -97,6 +97,11 @@ impl GameRecord {
         self.positions.last().unwrap_or(&self.positions[0])
     }
 
+    /// The position after `n` made moves (0 = the start position).
+    pub fn position_after(&self, n: u32) -> &Chess {
+        &self.positions[(n as usize).min(self.positions.len() - 1)]
+    }
+
     /// The position before the last made move (the start position when there is none).
     pub fn position_before_last(&self) -> &Chess {
         let n = self.positions.len();

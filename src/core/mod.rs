@@ -4,6 +4,8 @@ pub mod clock;
 pub mod engine;
 pub mod event;
 pub mod game;
+pub mod irregular;
+pub mod ledger;
 pub mod observation;
 pub mod sensed;
 pub mod start;

@@ -1,0 +1,564 @@
+//! What an arbiter must know (FIDE Laws 4, 6, 7): touch-move, changed moves, clock presses
+//! without a move, illegal moves, unpromoted pawns, displaced pieces, result signals.
+
+use shakmaty::{Color, Move, Position, Role, Square};
+
+use super::super::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
+use super::super::game::mover_of_ply;
+use super::super::irregular::{
+    can_move, capturable, diff, is_move_in_progress, kings_signal, move_squares, single_relocation,
+    unpromoted_pawn,
+};
+use super::super::observation::{Micros, SpecialPiece};
+use super::{BoardEngine, Displaced};
+
+/// The article of each irregularity code (`capture-and-events.md` §3).
+pub fn rule_of(code: &str) -> &'static str {
+    match code {
+        "touched_piece_not_moved" => "4.3a",
+        "touched_opponent_not_captured" => "4.3b",
+        "castling_rook_touched_first" => "4.4b",
+        "king_touched_castling_illegal" => "4.4c",
+        "promotion_piece_changed" => "4.4d",
+        "move_changed_after_release" => "4.6",
+        "illegal_move" => "7.5.1",
+        "pawn_not_promoted" => "7.5.2",
+        "clock_pressed_without_move" => "7.8.1",
+        "displaced_pieces" => "7.4 / 7.6",
+        "adjusted_out_of_turn" => "6.2.5",
+        "two_hands_hint" => "7.7.1",
+        "board_reversed" => "7.2.2",
+        _ => "",
+    }
+}
+
+fn names(squares: &[Square]) -> Vec<String> {
+    squares.iter().map(|s| s.to_string()).collect()
+}
+
+fn colour(c: Color) -> &'static str {
+    c.fold_wb("White", "Black")
+}
+
+impl BoardEngine {
+    /// Emit an irregularity of the turn `ply`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn irregularity_at(
+        &self,
+        t: Micros,
+        out: &mut Vec<CoreEvent>,
+        ply: u32,
+        code: &'static str,
+        player: Color,
+        squares: Vec<Square>,
+        detail: String,
+    ) {
+        self.emit(
+            t,
+            out,
+            EventKind::Irregularity {
+                ply,
+                code,
+                rule: rule_of(code),
+                player: player.fold_wb("white", "black"),
+                squares: names(&squares),
+                detail,
+            },
+        );
+    }
+
+    /// Emit an irregularity of the turn being played.
+    pub(super) fn irregularity(
+        &self,
+        t: Micros,
+        out: &mut Vec<CoreEvent>,
+        code: &'static str,
+        player: Color,
+        squares: Vec<Square>,
+        detail: String,
+    ) {
+        let ply = if code == "board_reversed" {
+            0
+        } else {
+            self.current_turn()
+        };
+        self.irregularity_at(t, out, ply, code, player, squares, detail);
+    }
+
+    /// A clock press, once the board had time to settle: it completes the presser's move, or it
+    /// was a press without a move, a pawn left on the last rank, or an illegal move.
+    pub(super) fn resolve_press(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some(press) = self.pending_press.take() else {
+            return;
+        };
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let mut tracker = self.clock.clone();
+        tracker.update(press.reading);
+        if game.uncompleted_last().is_some() {
+            let mover = mover_of_ply(game.start(), game.ply());
+            // The first press of the game tells which side White is on (6.5), unless fixed.
+            if game.ply() == 1 || self.clock.white_side.is_none() {
+                self.clock.learn_press(press.side, mover);
+                tracker.learn_press(press.side, mover);
+            }
+            if self.clock.color_of(press.side) == Some(mover) {
+                self.complete(t, CompletedBy::Clock, tracker.times(), out);
+            }
+            return;
+        }
+        let pos = game.position().clone();
+        let to_move = pos.turn();
+        if self
+            .clock
+            .color_of(press.side)
+            .is_some_and(|c| c != to_move)
+        {
+            return;
+        }
+        let board = self.sensed.board(self.orientation);
+        let changed = diff(pos.board(), &board);
+        if changed.iter().all(|&sq| board.piece_at(sq).is_none()) {
+            self.irregularity(
+                t,
+                out,
+                "clock_pressed_without_move",
+                to_move,
+                changed,
+                format!(
+                    "{} pressed the clock without making a move.",
+                    colour(to_move)
+                ),
+            );
+        } else if let Some(m) = unpromoted_pawn(&pos, &board) {
+            let square = m.to();
+            self.make(t, m, out);
+            self.complete(t, CompletedBy::Clock, tracker.times(), out);
+            let ply = self.active_game().map_or(0, |g| g.ply());
+            self.irregularity_at(
+                t,
+                out,
+                ply,
+                "pawn_not_promoted",
+                to_move,
+                vec![square],
+                format!(
+                    "{} pressed the clock with a pawn on {square} not replaced; it counts as a queen (7.5.2).",
+                    colour(to_move)
+                ),
+            );
+        } else {
+            self.illegal_move(t, to_move, changed, tracker.times(), out);
+        }
+    }
+
+    fn illegal_move(
+        &mut self,
+        t: Micros,
+        offender: Color,
+        squares: Vec<Square>,
+        _clock: Option<ClockTimes>,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let idx = offender.fold_wb(0, 1);
+        self.illegal_moves[idx] += 1;
+        let count = self.illegal_moves[idx];
+        let consequence = match (count, self.active_game()) {
+            (1, _) => format!(
+                "first illegal move by {}: a warning and two minutes added to {}'s clock",
+                colour(offender),
+                colour(!offender)
+            ),
+            (_, Some(g)) if g.position().has_insufficient_material(!offender) => format!(
+                "illegal move number {count} by {}: the game is drawn, {} cannot checkmate",
+                colour(offender),
+                colour(!offender)
+            ),
+            _ => format!(
+                "illegal move number {count} by {}: the game is lost by {}",
+                colour(offender),
+                colour(offender)
+            ),
+        };
+        let turn = self.current_turn();
+        self.ledger.forget_turn(turn);
+        self.illegal_open = Some(names(&squares));
+        self.displaced = None;
+        self.relocation = None;
+        self.irregularity(
+            t,
+            out,
+            "illegal_move",
+            offender,
+            squares,
+            format!("An illegal move was completed by a clock press; 7.5.3 gives: {consequence}."),
+        );
+    }
+
+    /// Touch-move and castling order of the completed move of `ply` (4.3, 4.4b, 6.2.5).
+    pub(super) fn judge_turn(&mut self, t: Micros, ply: u32, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.game() else {
+            return;
+        };
+        let Some(record) = game.moves.get(ply as usize - 1) else {
+            return;
+        };
+        let pos = game.position_after(ply - 1).clone();
+        let (m, made_at) = (record.mv, record.made_at);
+        let mover = pos.turn();
+        let mut found: Vec<(&'static str, Color, Vec<Square>, String)> = Vec::new();
+        if let Move::Castle { king, rook } = m {
+            let k = self.ledger.first_lift(ply, king).map(|x| x.lifted_at);
+            let r = self.ledger.first_lift(ply, rook).map(|x| x.lifted_at);
+            if let (Some(k), Some(r)) = (k, r)
+                && r < k
+            {
+                found.push((
+                    "castling_rook_touched_first",
+                    mover,
+                    vec![rook, king],
+                    format!(
+                        "{} touched the rook on {rook} before the king and then castled.",
+                        colour(mover)
+                    ),
+                ));
+            }
+        }
+        let part_of_move = move_squares(&m);
+        let touches: Vec<_> = self
+            .ledger
+            .of_turn(ply)
+            .filter(|x| x.is_touch() && x.lifted_at < made_at && !part_of_move.contains(&x.square))
+            .copied()
+            .collect();
+        if let Some(x) = touches
+            .iter()
+            .find(|x| x.piece.color == mover && can_move(&pos, x.square))
+        {
+            found.push((
+                "touched_piece_not_moved",
+                mover,
+                vec![x.square],
+                format!(
+                    "{} touched the {} on {} which could move, and moved another piece.",
+                    colour(mover),
+                    x.piece.role.upper_char(),
+                    x.square
+                ),
+            ));
+        }
+        let captured = match m {
+            Move::EnPassant { from, to } => Some(Square::from_coords(to.file(), from.rank())),
+            Move::Normal {
+                capture: Some(_),
+                to,
+                ..
+            } => Some(to),
+            _ => None,
+        };
+        if let Some(x) = touches.iter().find(|x| x.piece.color != mover) {
+            if capturable(&pos, x.square) {
+                if captured != Some(x.square) {
+                    found.push((
+                        "touched_opponent_not_captured",
+                        mover,
+                        vec![x.square],
+                        format!(
+                            "{} touched the opponent's piece on {} which could be captured, and did not capture it.",
+                            colour(mover),
+                            x.square
+                        ),
+                    ));
+                }
+            } else {
+                found.push((
+                    "adjusted_out_of_turn",
+                    !mover,
+                    vec![x.square],
+                    format!(
+                        "A {} piece on {} was lifted and put back while {}'s clock was running (a hint: the sensors cannot tell whose hand).",
+                        colour(!mover).to_lowercase(),
+                        x.square,
+                        colour(mover)
+                    ),
+                ));
+            }
+        }
+        for (code, player, squares, detail) in found {
+            self.irregularity_at(t, out, ply, code, player, squares, detail);
+        }
+    }
+
+    /// Whether the piece of `m` stood on its square long enough to count as released.
+    fn released(&self, m: Move, made_at: Micros, ply: u32, mover: Color) -> bool {
+        let to = m.to();
+        self.ledger.since(ply).any(|x| {
+            x.square == to
+                && x.piece.color == mover
+                && x.lifted_at >= made_at
+                && x.lifted_at - made_at >= self.cfg.release_hold
+        })
+    }
+
+    /// The made move is about to be revised into `new`: 4.4d or 4.6 when it was released.
+    pub(super) fn judge_revision(&mut self, t: Micros, new: Move, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let Some(last) = game.uncompleted_last() else {
+            return;
+        };
+        let (old, made_at, ply) = (last.mv, last.made_at, game.ply());
+        let mover = game.position_before_last().turn();
+        let same_squares = old.from() == new.from() && old.to() == new.to();
+        if same_squares && old.promotion().is_some() && new.promotion().is_some() {
+            self.irregularity_at(
+                t,
+                out,
+                ply,
+                "promotion_piece_changed",
+                mover,
+                vec![new.to()],
+                format!(
+                    "{} replaced the promoted piece on {} after placing it.",
+                    colour(mover),
+                    new.to()
+                ),
+            );
+            return;
+        }
+        if let Move::Castle { king, rook } = new
+            && (old.from() == Some(king) || old.from() == Some(rook))
+        {
+            return;
+        }
+        if self.released(old, made_at, ply, mover) {
+            self.irregularity_at(
+                t,
+                out,
+                ply,
+                "move_changed_after_release",
+                mover,
+                vec![old.to(), new.to()],
+                format!(
+                    "{} released a piece on {} as a legal move, then moved it on.",
+                    colour(mover),
+                    old.to()
+                ),
+            );
+        }
+    }
+
+    /// The made move is being taken back to the position before it.
+    pub(super) fn note_taken_back(&mut self) {
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let Some(last) = game.uncompleted_last() else {
+            return;
+        };
+        let mover = game.position_before_last().turn();
+        if self.released(last.mv, last.made_at, game.ply(), mover) {
+            self.taken_back = Some((last.mv, game.ply()));
+        }
+    }
+
+    /// A move is made after a released move was taken back in the same turn.
+    pub(super) fn judge_taken_back(&mut self, t: Micros, m: Move, out: &mut Vec<CoreEvent>) {
+        let Some((old, ply)) = self.taken_back.take() else {
+            return;
+        };
+        let next_ply = self.active_game().map_or(0, |g| g.ply() + 1);
+        if ply == next_ply && old != m {
+            let mover = self
+                .active_game()
+                .map_or(Color::White, |g| g.position().turn());
+            self.irregularity_at(
+                t,
+                out,
+                ply,
+                "move_changed_after_release",
+                mover,
+                vec![old.to(), m.to()],
+                format!(
+                    "{} released a piece on {} as a legal move, took it back and played another move.",
+                    colour(mover),
+                    old.to()
+                ),
+            );
+        }
+    }
+
+    /// The board differs from the position and no move matched: pieces displaced, unless a
+    /// legal move is in progress or a move-shaped (possibly illegal) change awaits the clock.
+    pub(super) fn track_displaced(
+        &mut self,
+        t: Micros,
+        board: &shakmaty::Board,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let mut references = vec![game.position()];
+        if game.uncompleted_last().is_some() {
+            references.push(game.position_before_last());
+        }
+        let in_progress = self.illegal_open.is_some()
+            || references.iter().any(|pos| is_move_in_progress(pos, board));
+        let relocated = references
+            .iter()
+            .find_map(|pos| single_relocation(pos.board(), board, pos.turn()));
+        if in_progress {
+            self.clear_displaced(t, out);
+            self.close_relocation(t, out);
+        } else if let Some((from, to)) = relocated {
+            self.clear_displaced(t, out);
+            if self.relocation.is_none() {
+                let ply = self.current_turn();
+                self.relocation = Some((t, ply, vec![from, to]));
+            }
+        } else if self.displaced.is_none() {
+            self.close_relocation(t, out);
+            self.displaced = Some(Displaced {
+                since: t,
+                raised: None,
+            });
+        }
+    }
+
+    /// The displaced state lasted long enough: raise it.
+    pub(super) fn raise_displaced(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.active_game() else {
+            self.displaced = None;
+            return;
+        };
+        let board = self.sensed.board(self.orientation);
+        let squares = diff(game.position().board(), &board);
+        let ply = self.current_turn();
+        let player = mover_of_ply(game.start(), ply.max(1));
+        if let Some(d) = self.displaced.as_mut() {
+            d.raised = Some(names(&squares));
+        }
+        self.irregularity_at(
+            t,
+            out,
+            ply,
+            "displaced_pieces",
+            player,
+            squares.clone(),
+            format!(
+                "Pieces are off their squares outside any legal move: {}.",
+                names(&squares).join(", ")
+            ),
+        );
+    }
+
+    pub(super) fn clear_displaced(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        if let Some(Displaced {
+            raised: Some(squares),
+            ..
+        }) = self.displaced.take()
+        {
+            self.emit(
+                t,
+                out,
+                EventKind::IrregularityResolved {
+                    code: "displaced_pieces",
+                    squares,
+                },
+            );
+        }
+    }
+
+    /// A single piece stood off its square, outside any legal move, and was then put right
+    /// without a clock press: a displaced piece when it stood long enough.
+    pub(super) fn close_relocation(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some((since, ply, squares)) = self.relocation.take() else {
+            return;
+        };
+        if t - since < self.cfg.displaced_after {
+            return;
+        }
+        let player = self
+            .game()
+            .map_or(Color::White, |g| mover_of_ply(g.start(), ply.max(1)));
+        self.irregularity_at(
+            t,
+            out,
+            ply,
+            "displaced_pieces",
+            player,
+            squares.clone(),
+            format!(
+                "A piece stood on {} outside any legal move for {:.1} s before it was put right.",
+                squares.last().map_or(String::new(), |s| s.to_string()),
+                (t - since) as f64 / 1e6
+            ),
+        );
+        self.emit(
+            t,
+            out,
+            EventKind::IrregularityResolved {
+                code: "displaced_pieces",
+                squares: names(&squares),
+            },
+        );
+    }
+
+    /// The board shows the game position again.
+    pub(super) fn board_restored(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        self.clear_displaced(t, out);
+        self.close_relocation(t, out);
+        if let Some(squares) = self.illegal_open.take() {
+            self.emit(
+                t,
+                out,
+                EventKind::IrregularityResolved {
+                    code: "illegal_move",
+                    squares,
+                },
+            );
+        }
+    }
+
+    /// Result signals on the board: a special piece (13–15) or both kings on the centre.
+    /// Returns whether the game ended.
+    pub(super) fn result_signal(
+        &mut self,
+        t: Micros,
+        board: &shakmaty::Board,
+        out: &mut Vec<CoreEvent>,
+    ) -> bool {
+        let special = self
+            .sensed
+            .specials(self.orientation)
+            .first()
+            .map(|(_, s)| match s {
+                SpecialPiece::Draw => "1/2-1/2",
+                SpecialPiece::WhiteWins => "1-0",
+                SpecialPiece::BlackWins => "0-1",
+            });
+        let Some(result) = special.or_else(|| kings_signal(board)) else {
+            return false;
+        };
+        // The first king carried to the centre may have looked like a legal king move.
+        let king_move = self
+            .active_game()
+            .and_then(|g| g.uncompleted_last())
+            .is_some_and(|m| {
+                m.mv.role() == Role::King
+                    && board
+                        .king_of(Color::White)
+                        .into_iter()
+                        .chain(board.king_of(Color::Black))
+                        .any(|k| k == m.mv.to())
+            });
+        if special.is_none() && king_move {
+            self.retract(t, out);
+        }
+        self.end_game(t, result, EndReason::KingsSignal, out);
+        true
+    }
+}

@@ -1,0 +1,255 @@
+//! Games beginning and ending, the clock, and operator actions.
+
+use shakmaty::{Board, CastlingMode, Chess, Color, Position};
+
+use super::super::clock::ClockChange;
+use super::super::event::{CoreEvent, EndReason, EventKind};
+use super::super::game::GameRecord;
+use super::super::observation::{ClockReading, Micros, OperatorAction};
+use super::super::sensed::Orientation;
+use super::super::start;
+use super::{BoardEngine, PendingPress};
+
+/// How long a board must stand still before it counts as a set-up position.
+pub(super) const SETUP_STILL: Micros = 2_000_000;
+
+impl BoardEngine {
+    /// Start a game when the board shows a start position (standard or Chess960, either way
+    /// round), or before any game a set-up position. Returns whether a game started.
+    pub(super) fn try_start(&mut self, t: Micros, out: &mut Vec<CoreEvent>) -> bool {
+        let full = self.sensed.occupied() == 32;
+        for orientation in [Orientation::Normal, Orientation::Reversed] {
+            let Some(s) = full
+                .then(|| start::recognise(&self.sensed.board(orientation)))
+                .flatten()
+            else {
+                continue;
+            };
+            if let Some(g) = self.games.last() {
+                let same = g.ply() == 0
+                    && !g.ended()
+                    && g.start().board() == s.position.board()
+                    && self.orientation == orientation;
+                if same {
+                    return false;
+                }
+            }
+            self.start_game(t, s, orientation, out);
+            return true;
+        }
+        self.games.is_empty() && self.try_setup(t, out)
+    }
+
+    /// Guidelines I.5: a board first seen in another position is a set-up position; the side
+    /// to move is the side whose legal move the board shows first.
+    fn try_setup(&mut self, t: Micros, out: &mut Vec<CoreEvent>) -> bool {
+        let Some(reference) = self.setup_ref.clone() else {
+            return false;
+        };
+        let board = self.sensed.board(Orientation::Normal);
+        for turn in [Color::White, Color::Black] {
+            let Some(pos) = setup_position(&reference, turn) else {
+                continue;
+            };
+            let found = pos.legal_moves().into_iter().find(|&m| {
+                let mut after = pos.clone();
+                after.play_unchecked(m);
+                *after.board() == board
+            });
+            if let Some(m) = found {
+                let s = start::StartPosition {
+                    position: pos,
+                    mode: CastlingMode::Standard,
+                    chess960: None,
+                };
+                self.start_game(t, s, Orientation::Normal, out);
+                self.make(t, m, out);
+                return true;
+            }
+        }
+        false
+    }
+
+    pub(super) fn start_game(
+        &mut self,
+        t: Micros,
+        s: start::StartPosition,
+        orientation: Orientation,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        // A game with no move at all is replaced, keeping its number.
+        let number = match self.games.last() {
+            Some(g) if g.ply() == 0 && !g.ended() => {
+                self.games.pop();
+                self.game_number() + 1
+            }
+            Some(g) => g.number + 1,
+            None => 1,
+        };
+        let mut game = GameRecord::new(number, s.position, s.mode, s.chess960, t);
+        game.reversed = orientation == Orientation::Reversed;
+        let fen = game.start_fen();
+        self.games.push(game);
+        self.orientation = orientation;
+        self.version += 1;
+        self.ledger.clear();
+        self.pending_press = None;
+        self.pending_end = None;
+        self.fifty_claimed = false;
+        self.illegal_moves = [0, 0];
+        self.illegal_open = None;
+        self.displaced = None;
+        self.relocation = None;
+        self.taken_back = None;
+        if !self.clock.fixed {
+            self.clock.white_side = None;
+        }
+        self.clock.learn_start();
+        self.emit(
+            t,
+            out,
+            EventKind::GameStarted {
+                fen,
+                // The standard arrangement is number 518, but a standard game is no Chess960.
+                chess960: s.chess960.filter(|&n| n != start::STANDARD_960_NUMBER),
+            },
+        );
+        if orientation == Orientation::Reversed {
+            self.irregularity(
+                t,
+                out,
+                "board_reversed",
+                Color::White,
+                Vec::new(),
+                "The board is turned round (h1 where a8 should be); squares are mapped and play continues.".into(),
+            );
+        }
+    }
+
+    pub(super) fn resolve_end(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        self.pending_end = None;
+        let Some((result, reason)) = self.active_game().and_then(|g| g.ending()) else {
+            return;
+        };
+        self.end_game(t, result, reason, out);
+    }
+
+    pub(super) fn end_game(
+        &mut self,
+        t: Micros,
+        result: &'static str,
+        reason: EndReason,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        if self.active_game().is_none() {
+            return;
+        }
+        let clock = self.clock.times();
+        self.complete(t, super::CompletedBy::GameEnd, clock, out);
+        if let Some(game) = self.games.last_mut() {
+            game.result = Some((result, reason));
+        }
+        self.pending_press = None;
+        self.pending_end = None;
+        self.displaced = None;
+        self.relocation = None;
+        self.emit(t, out, EventKind::GameEnded { result, reason });
+    }
+
+    pub(super) fn on_clock(&mut self, t: Micros, reading: ClockReading, out: &mut Vec<CoreEvent>) {
+        let change = self.clock.update(reading);
+        if self.active_game().is_none() {
+            return;
+        }
+        if let ClockChange::Press { side } = change {
+            if self.pending_press.is_some() {
+                self.resolve_press(t, out);
+            }
+            self.pending_press = Some(PendingPress {
+                side,
+                deadline: t + self.cfg.settle,
+                reading,
+            });
+        }
+        if let Some(times) = self.clock.times() {
+            let running = self.clock.running();
+            if self.last_clock_event != Some((times, running)) {
+                self.last_clock_event = Some((times, running));
+                self.emit(
+                    t,
+                    out,
+                    EventKind::Clock {
+                        white: times.white,
+                        black: times.black,
+                        running: running.map(|c| c.fold_wb("white", "black")),
+                    },
+                );
+            }
+        }
+        if let (Some(loser), Some(game)) = (self.clock.flagged(), self.active_game()) {
+            let result = game.flag_result(loser);
+            self.end_game(t, result, EndReason::Flag, out);
+        }
+    }
+
+    pub(super) fn on_operator(
+        &mut self,
+        t: Micros,
+        action: &OperatorAction,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        match action {
+            OperatorAction::NewGame { fen } => {
+                let start = fen.as_deref().and_then(|f| {
+                    let fen: shakmaty::fen::Fen = f.parse().ok()?;
+                    let mode = CastlingMode::Chess960;
+                    let pos: Chess = fen.into_position(mode).ok()?;
+                    Some(start::StartPosition {
+                        position: pos,
+                        mode,
+                        chess960: None,
+                    })
+                });
+                match start {
+                    Some(s) => self.start_game(t, s, self.orientation, out),
+                    None => {
+                        if let Some(g) = self
+                            .games
+                            .last_mut()
+                            .filter(|g| g.result.is_none() && g.ply() > 0)
+                        {
+                            g.result = Some(("*", EndReason::Arbiter));
+                        }
+                        self.try_start(t, out);
+                    }
+                }
+            }
+            OperatorAction::SetResult { result } => {
+                let result = match result.as_str() {
+                    "1-0" => "1-0",
+                    "0-1" => "0-1",
+                    "1/2-1/2" => "1/2-1/2",
+                    _ => return,
+                };
+                self.end_game(t, result, EndReason::Arbiter, out);
+            }
+            OperatorAction::SetClockSide { white } => self.clock.fix_white_side(*white),
+        }
+    }
+}
+
+/// A set-up position with `turn` to move; castling rights only for a king and rook still on
+/// their original squares.
+fn setup_position(board: &Board, turn: Color) -> Option<Chess> {
+    use shakmaty::{Bitboard, FromSetup, Setup};
+    let setup = Setup {
+        board: board.clone(),
+        turn,
+        castling_rights: Bitboard::CORNERS,
+        ..Setup::empty()
+    };
+    match Chess::from_setup(setup, CastlingMode::Standard) {
+        Ok(pos) => Some(pos),
+        Err(e) => e.ignore_invalid_castling_rights().ok(),
+    }
+}

@@ -1,0 +1,440 @@
+//! The per-board state machine: observations with timestamps in, events out.
+//!
+//! Moves are inferred by comparing the sensed board with the board after every legal move of
+//! the current position (design rule 2). A made move stays revisable until it is completed (by a
+//! clock press, the opponent's next move, or the end of the game): a rook placed before the king
+//! is first a rook move and then castling; a sliding piece is first a move to a square it passed.
+//! Time is an input; decisions that wait for the board to settle (a press reported before the
+//! move's last field update, a displaced piece) are taken at their deadline, found by the first
+//! observation past it or by [`BoardEngine::tick`] / [`BoardEngine::finish`].
+
+mod arbiter;
+mod lifecycle;
+
+use shakmaty::{Board, Chess, Color, Move, Position, Square};
+
+use super::clock::ClockTracker;
+use super::event::{ClockTimes, CompletedBy, CoreEvent, EventKind};
+use super::game::GameRecord;
+use super::ledger::Ledger;
+use super::observation::{ClockReading, ClockSide, Micros, Observation, SquareReading};
+use super::sensed::{Orientation, SensedBoard};
+
+/// Tunables of the state machine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// How long after a clock press the board may still report the move's last field update.
+    pub settle: Micros,
+    /// How long a board must stay unexplained by any legal move in progress before its pieces
+    /// count as displaced.
+    pub displaced_after: Micros,
+    /// How long a piece must stand on a square after a legal move before lifting it again counts
+    /// as changing a released move (4.6) rather than a slide passing over the square.
+    pub release_hold: Micros,
+    /// White's physical clock side when fixed by configuration (else learned).
+    pub white_clock_side: Option<ClockSide>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            settle: 400_000,
+            displaced_after: 1_000_000,
+            release_hold: 1_000_000,
+            white_clock_side: None,
+        }
+    }
+}
+
+/// A press waiting for the board to settle.
+#[derive(Debug, Clone, Copy)]
+struct PendingPress {
+    side: ClockSide,
+    deadline: Micros,
+    reading: ClockReading,
+}
+
+/// A board that no legal move in progress explains.
+#[derive(Debug, Clone)]
+struct Displaced {
+    since: Micros,
+    /// The squares reported, once raised.
+    raised: Option<Vec<String>>,
+}
+
+/// Boards after each legal move of one position.
+#[derive(Debug, Default)]
+struct Candidates {
+    key: Option<(u32, u64)>,
+    moves: Vec<(Move, Board)>,
+}
+
+impl Candidates {
+    fn for_position(&mut self, key: (u32, u64), pos: &Chess) -> &[(Move, Board)] {
+        if self.key != Some(key) {
+            self.moves.clear();
+            for m in pos.legal_moves() {
+                let mut after = pos.clone();
+                after.play_unchecked(m);
+                self.moves.push((m, after.board().clone()));
+            }
+            self.key = Some(key);
+        }
+        &self.moves
+    }
+}
+
+/// The state machine of one board.
+#[derive(Debug, Default)]
+pub struct BoardEngine {
+    cfg: EngineConfig,
+    sensed: SensedBoard,
+    orientation: Orientation,
+    clock: ClockTracker,
+    games: Vec<GameRecord>,
+    ledger: Ledger,
+    pending_press: Option<PendingPress>,
+    pending_end: Option<Micros>,
+    last_clock_event: Option<(ClockTimes, Option<Color>)>,
+    fifty_claimed: bool,
+    /// Completed illegal moves per player (White, Black) in the current game.
+    illegal_moves: [u32; 2],
+    /// An illegal move was completed and the position is not restored yet.
+    illegal_open: Option<Vec<String>>,
+    displaced: Option<Displaced>,
+    /// A single piece off to a square no legal move explains: (since, ply, squares). Judged when
+    /// it ends: an illegal move if the clock is pressed, a displaced piece if it is put right.
+    relocation: Option<(Micros, u32, Vec<Square>)>,
+    /// A released move taken back to its origin in this turn: (move, ply).
+    taken_back: Option<(Move, u32)>,
+    /// Before any game: the last board that stood still, a candidate set-up position (I.5).
+    setup_ref: Option<Board>,
+    last_change: Micros,
+    /// Bumped whenever the move list changes, to key the candidate caches.
+    version: u64,
+    current: Candidates,
+    before: Candidates,
+}
+
+impl BoardEngine {
+    /// A new engine.
+    pub fn new(cfg: EngineConfig) -> Self {
+        let clock = ClockTracker::new(cfg.white_clock_side);
+        BoardEngine {
+            cfg,
+            clock,
+            ..Default::default()
+        }
+    }
+
+    /// Every game seen so far, in the order they started.
+    pub fn games(&self) -> &[GameRecord] {
+        &self.games
+    }
+
+    /// The board's orientation (of the current game).
+    pub fn orientation(&self) -> Orientation {
+        self.orientation
+    }
+
+    /// Feed one observation.
+    pub fn handle(&mut self, t: Micros, obs: &Observation, out: &mut Vec<CoreEvent>) {
+        self.tick(t, out);
+        match obs {
+            Observation::BoardDump(fields) => {
+                self.sensed.set_all(fields);
+                if self.games.is_empty() {
+                    self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+                }
+                self.last_change = t;
+                self.evaluate(t, out);
+            }
+            Observation::Field { index, reading } => self.on_field(t, *index, *reading, out),
+            Observation::Clock(reading) => self.on_clock(t, *reading, out),
+            Observation::ClockAbsent => {}
+            Observation::Connected { driver, serial } => self.emit(
+                t,
+                out,
+                EventKind::BoardConnected {
+                    driver: driver.clone(),
+                    serial: serial.clone(),
+                },
+            ),
+            Observation::Disconnected => self.emit(
+                t,
+                out,
+                EventKind::BoardDisconnected {
+                    driver: "dgt".into(),
+                    serial: None,
+                },
+            ),
+            Observation::Operator(action) => self.on_operator(t, action, out),
+        }
+    }
+
+    /// Take every decision whose deadline has passed at time `t` (events carry the deadline).
+    pub fn tick(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        loop {
+            let press = self.pending_press.map(|p| (p.deadline, 0));
+            let end = self.pending_end.map(|d| (d, 1));
+            let displaced = self
+                .displaced
+                .as_ref()
+                .filter(|d| d.raised.is_none())
+                .map(|d| (d.since + self.cfg.displaced_after, 2));
+            let next = [press, end, displaced].into_iter().flatten().min();
+            match next {
+                Some((d, 0)) if d <= t => self.resolve_press(d, out),
+                Some((d, 1)) if d <= t => self.resolve_end(d, out),
+                Some((d, _)) if d <= t => self.raise_displaced(d, out),
+                _ => break,
+            }
+        }
+    }
+
+    /// End of input at time `_t`: take every pending decision now.
+    pub fn finish(&mut self, _t: Micros, out: &mut Vec<CoreEvent>) {
+        self.tick(Micros::MAX, out);
+    }
+
+    fn game(&self) -> Option<&GameRecord> {
+        self.games.last()
+    }
+
+    fn active_game(&self) -> Option<&GameRecord> {
+        self.games.last().filter(|g| !g.ended())
+    }
+
+    fn game_number(&self) -> u32 {
+        self.game().map_or(0, |g| g.number)
+    }
+
+    fn emit(&self, t: Micros, out: &mut Vec<CoreEvent>, kind: EventKind) {
+        out.push(CoreEvent {
+            t,
+            game: self.game_number(),
+            kind,
+        });
+    }
+
+    /// The ply of the turn being played: the uncompleted move's, until its player presses.
+    fn current_turn(&self) -> u32 {
+        match self.active_game() {
+            None => 0,
+            Some(g) if g.uncompleted_last().is_some() && self.pending_press.is_none() => g.ply(),
+            Some(g) => g.ply() + 1,
+        }
+    }
+
+    fn on_field(&mut self, t: Micros, index: u8, reading: SquareReading, out: &mut Vec<CoreEvent>) {
+        if self.sensed.get(index) == reading {
+            return;
+        }
+        if self.games.is_empty() && t - self.last_change >= lifecycle::SETUP_STILL {
+            self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+        }
+        self.last_change = t;
+        let before = self.sensed.set(index, reading);
+        let square = self.orientation.square_of(index);
+        if let SquareReading::Piece(piece) = before {
+            let turn = self.current_turn();
+            self.ledger.lift(square, piece, t, turn);
+        }
+        if let SquareReading::Piece(piece) = reading {
+            self.ledger.place(square, piece, t);
+        }
+        self.evaluate(t, out);
+    }
+
+    fn evaluate(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.active_game() else {
+            self.try_start(t, out);
+            return;
+        };
+        let ply = game.ply();
+        let board = self.sensed.board(self.orientation);
+        if self.result_signal(t, &board, out) {
+            return;
+        }
+        let game = self.active_game().expect("active");
+        if board == *game.position().board() {
+            self.board_restored(t, out);
+            self.check_preference(t, &board, out);
+            return;
+        }
+        if let Some(m) = self.choose_current(&board) {
+            self.make(t, m, out);
+            return;
+        }
+        let game = self.active_game().expect("active");
+        if game.uncompleted_last().is_some() {
+            if let Some(m) = self.choose_before(&board) {
+                self.judge_revision(t, m, out);
+                self.retract(t, out);
+                self.make(t, m, out);
+                return;
+            }
+            let game = self.active_game().expect("active");
+            if board == *game.position_before_last().board() {
+                self.note_taken_back();
+                self.retract(t, out);
+                return;
+            }
+        }
+        if ply > 0 && self.try_start(t, out) {
+            return;
+        }
+        self.track_displaced(t, &board, out);
+    }
+
+    /// Among the legal moves whose board equals `board`, the one the lifts point to.
+    fn pick(
+        moves: &[(Move, Board)],
+        board: &Board,
+        ledger: &Ledger,
+        since_ply: u32,
+        mover: Color,
+    ) -> Option<Move> {
+        let mut found = moves.iter().filter(|(_, b)| b == board).map(|(m, _)| *m);
+        let first = found.next()?;
+        let Some(second) = found.next() else {
+            return Some(first);
+        };
+        // Identical boards: a castling that looks like a plain king or rook move. It is
+        // castling when both king and rook were lifted during the turn.
+        let lifted = |sq: Square| {
+            ledger
+                .since(since_ply)
+                .any(|x| x.square == sq && x.piece.color == mover && !x.is_glitch())
+        };
+        let (castle, plain) = if first.is_castle() {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        match castle {
+            Move::Castle { king, rook } if lifted(king) && lifted(rook) => Some(castle),
+            _ => Some(plain),
+        }
+    }
+
+    fn choose_current(&mut self, board: &Board) -> Option<Move> {
+        let game = self.games.last()?;
+        let pos = game.position();
+        let key = (game.number, self.version);
+        let since = game.ply() + 1;
+        let moves = self.current.for_position(key, pos);
+        Self::pick(moves, board, &self.ledger, since, pos.turn())
+    }
+
+    fn choose_before(&mut self, board: &Board) -> Option<Move> {
+        let game = self.games.last()?;
+        let pos = game.position_before_last();
+        let key = (game.number, self.version);
+        let since = game.ply();
+        let moves = self.before.for_position(key, pos);
+        Self::pick(moves, board, &self.ledger, since, pos.turn())
+    }
+
+    /// The board equals the position: a made move may still be re-read as another move with
+    /// the same board (a castling whose king and rook were both lifted).
+    fn check_preference(&mut self, t: Micros, board: &Board, out: &mut Vec<CoreEvent>) {
+        let Some(last) = self.active_game().and_then(|g| g.uncompleted_last()) else {
+            return;
+        };
+        let made = last.mv;
+        if let Some(m) = self.choose_before(board).filter(|&m| m != made) {
+            self.retract(t, out);
+            self.make(t, m, out);
+        }
+    }
+
+    fn make(&mut self, t: Micros, m: Move, out: &mut Vec<CoreEvent>) {
+        if self.has_uncompleted() {
+            if self.pending_press.is_some() {
+                self.resolve_press(t, out);
+            }
+            if self.has_uncompleted() {
+                let clock = self.clock.times();
+                self.complete(t, CompletedBy::NextMove, clock, out);
+            }
+        }
+        self.clear_displaced(t, out);
+        self.close_relocation(t, out);
+        self.judge_taken_back(t, m, out);
+        let Some(game) = self.games.last_mut() else {
+            return;
+        };
+        let record = game.push(m, t).clone();
+        let kind = EventKind::MoveMade {
+            ply: game.ply(),
+            san: record.san,
+            uci: record.uci,
+            fen: record.fen,
+        };
+        let ends = game.ending().is_some();
+        self.version += 1;
+        self.emit(t, out, kind);
+        self.pending_end = ends.then_some(t + self.cfg.settle);
+    }
+
+    fn has_uncompleted(&self) -> bool {
+        self.active_game()
+            .and_then(|g| g.uncompleted_last())
+            .is_some()
+    }
+
+    fn retract(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.games.last_mut() else {
+            return;
+        };
+        let ply = game.ply();
+        if game.pop().is_some() {
+            self.version += 1;
+            self.pending_end = None;
+            self.emit(t, out, EventKind::MoveRetracted { ply });
+        }
+    }
+
+    fn complete(
+        &mut self,
+        t: Micros,
+        by: CompletedBy,
+        clock: Option<ClockTimes>,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let Some(game) = self.games.last_mut() else {
+            return;
+        };
+        let ply = game.ply();
+        let Some(record) = game.moves.last_mut().filter(|m| m.completed.is_none()) else {
+            return;
+        };
+        record.completed = Some(by);
+        record.clock = clock;
+        let kind = EventKind::MoveCompleted {
+            ply,
+            san: record.san.clone(),
+            by,
+            clock,
+        };
+        let threefold = game.repetitions() >= 3;
+        let fifty = game.position().halfmoves() >= 100;
+        self.emit(t, out, kind);
+        self.judge_turn(t, ply, out);
+        self.taken_back = None;
+        if threefold {
+            self.emit(t, out, EventKind::ClaimAvailable { claim: "threefold" });
+        }
+        if fifty && !self.fifty_claimed {
+            self.fifty_claimed = true;
+            self.emit(
+                t,
+                out,
+                EventKind::ClaimAvailable {
+                    claim: "fifty_moves",
+                },
+            );
+        }
+    }
+}

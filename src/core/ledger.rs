@@ -1,0 +1,110 @@
+//! The touch ledger: every lift the sensors showed, with when the piece came back, per turn.
+//! It is the evidence for touch-move (FIDE 4.3/4.4) and for telling castling orders apart.
+
+use shakmaty::{Piece, Square};
+
+use super::observation::Micros;
+
+/// A put-back sooner than this after the lift is sensor noise, not a touch.
+pub const NOISE: Micros = 300_000;
+
+/// One lift of a piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touch {
+    /// Where the piece was lifted.
+    pub square: Square,
+    /// The piece lifted.
+    pub piece: Piece,
+    /// When it was lifted.
+    pub lifted_at: Micros,
+    /// When the same piece was put back on the same square, if it was.
+    pub back_at: Option<Micros>,
+    /// The ply of the turn during which it was lifted.
+    pub turn: u32,
+    /// Another piece was placed on the square before this one came back.
+    pub replaced: bool,
+    /// While it was off its square, the same kind of piece appeared on another square: it was
+    /// carried somewhere (a move, a slide, a displacement), not just touched.
+    pub moved_on: bool,
+}
+
+impl Touch {
+    /// Lifted and put back on its square, and held longer than sensor noise.
+    pub fn is_touch(&self) -> bool {
+        !self.moved_on && self.back_at.is_some_and(|b| b - self.lifted_at >= NOISE)
+    }
+
+    /// Lifted and put back within the noise window: a sensor glitch.
+    pub fn is_glitch(&self) -> bool {
+        self.back_at.is_some_and(|b| b - self.lifted_at < NOISE)
+    }
+}
+
+/// The lifts of the last few turns.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    touches: Vec<Touch>,
+}
+
+impl Ledger {
+    /// Forget everything (new game).
+    pub fn clear(&mut self) {
+        self.touches.clear();
+    }
+
+    /// A piece was lifted from `square`.
+    pub fn lift(&mut self, square: Square, piece: Piece, t: Micros, turn: u32) {
+        self.touches.push(Touch {
+            square,
+            piece,
+            lifted_at: t,
+            back_at: None,
+            turn,
+            replaced: false,
+            moved_on: false,
+        });
+        self.touches.retain(|x| x.turn + 4 >= turn);
+    }
+
+    /// A piece was placed on `square`: closes the open lift of the same piece there.
+    pub fn place(&mut self, square: Square, piece: Piece, t: Micros) {
+        for open in self.touches.iter_mut().filter(|x| {
+            x.back_at.is_none() && !x.replaced && x.square != square && x.piece == piece
+        }) {
+            open.moved_on = true;
+        }
+        if let Some(open) = self
+            .touches
+            .iter_mut()
+            .rev()
+            .find(|x| x.square == square && x.back_at.is_none() && !x.replaced)
+        {
+            if open.piece == piece {
+                open.back_at = Some(t);
+            } else {
+                open.replaced = true;
+            }
+        }
+    }
+
+    /// Forget the lifts of a turn (after an illegal move the arbiter's hands move pieces).
+    pub fn forget_turn(&mut self, ply: u32) {
+        self.touches.retain(|x| x.turn != ply);
+    }
+
+    /// Lifts during the turn of `ply`, in order.
+    pub fn of_turn(&self, ply: u32) -> impl Iterator<Item = &Touch> {
+        self.touches.iter().filter(move |x| x.turn == ply)
+    }
+
+    /// Lifts from `ply` on (the turn of a revisable move and after).
+    pub fn since(&self, ply: u32) -> impl Iterator<Item = &Touch> {
+        self.touches.iter().filter(move |x| x.turn >= ply)
+    }
+
+    /// The first non-glitch lift of `square` during the turn of `ply`.
+    pub fn first_lift(&self, ply: u32, square: Square) -> Option<&Touch> {
+        self.of_turn(ply)
+            .find(|x| x.square == square && !x.is_glitch())
+    }
+}
