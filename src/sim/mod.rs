@@ -7,8 +7,10 @@
 //! is driven by one seed: the same game and configuration give the same bytes.
 
 pub mod clock;
+pub mod emulator;
 pub mod hand;
 pub mod pgn;
+pub mod pty;
 pub mod rng;
 pub mod scan;
 pub mod timeline;

@@ -1,0 +1,591 @@
+//! An emulated DGT board with a DGT 3000 clock on its cable, as a daemon sees it on a serial
+//! port: it answers the host's commands (`dgt-protocol.md` §1.2: mode, version, serial number,
+//! board dump, clock times, clock messages with acks) and plays a script of games made by the
+//! [simulator](super) with human handling.
+//!
+//! [`Emulator`] is sans-IO: host bytes in, board bytes out, script time as an input. The
+//! [`runner`] paces it on a pseudo-terminal at real or accelerated speed, and can unplug and
+//! replug it, hold the players while the host is away, and inject line noise.
+//!
+//! The board behaves like the real one: after power-up (and after every replug) it sits in IDLE
+//! and sends nothing until a mode command (0x43, 0x44, 0x4B) arrives; in IDLE and while
+//! unplugged the players go on and only the board's state changes, which the next dump shows.
+
+pub mod runner;
+
+use shakmaty::Position;
+
+use super::pgn::ScriptGame;
+use super::rng::Rng;
+use super::{SimConfig, simulate};
+use crate::capture::RecordKind;
+use crate::core::observation::{ClockReading, FieldArray, Micros, SquareReading};
+use crate::protocol::dgt::{ClockAck, DgtDecoder, DgtMessage};
+
+/// The clock on the board's cable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockModel {
+    /// No clock: BWTIME says "no clock", clock messages get no ack.
+    None,
+    /// A DGT 3000 (clock version 2.1): takes 8-character ASCII texts.
+    #[default]
+    Dgt3000,
+    /// A DGT XL (clock version 1.4): 7-segment display only.
+    Xl,
+}
+
+/// Identity and behaviour of the emulated board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmulatorConfig {
+    /// The 5-digit serial number (0x45 → 0x91).
+    pub serial: String,
+    /// Board firmware version (0x4D → 0x93).
+    pub version: (u8, u8),
+    /// The clock on the cable.
+    pub clock: ClockModel,
+    /// Script time between the end of a game and the players resetting the pieces.
+    pub gap_between_games: Micros,
+    /// Inject a burst of line noise (bytes that form no valid frame) between frames about this
+    /// often (script time).
+    pub noise_every: Option<Micros>,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            serial: "10001".into(),
+            version: (3, 1),
+            clock: ClockModel::Dgt3000,
+            gap_between_games: 10_000_000,
+            noise_every: None,
+        }
+    }
+}
+
+/// One ply of the script: when its first hand action happens and when it is settled (its clock
+/// press, or its last action for a game-ending move), in script time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlyMark {
+    /// Game index in the script, from 0.
+    pub game: usize,
+    /// Ply number within the game, from 1.
+    pub ply: usize,
+    /// Time of the first hand action.
+    pub first_action: Micros,
+    /// Time of the clock press (or of the last action when the move ends the game).
+    pub settled: Micros,
+}
+
+/// What the board will report, in script time: games played one after another, with the pieces
+/// reset between games.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// Every message the board reports while in an update mode, in time order.
+    pub steps: Vec<(Micros, DgtMessage)>,
+    /// Every ply of every game, in time order.
+    pub plies: Vec<PlyMark>,
+    /// The board before the first step (the first game's start position).
+    pub initial: FieldArray,
+    /// When each game's first step is.
+    pub game_starts: Vec<Micros>,
+}
+
+impl Script {
+    /// The script of `games` played one after another on one board, each synthesised with `cfg`
+    /// (its seed advanced per game), `gap` script time between a game's end and the reset.
+    pub fn from_games(games: &[ScriptGame], cfg: &SimConfig, gap: Micros) -> Script {
+        let mut steps: Vec<(Micros, DgtMessage)> = Vec::new();
+        let mut plies = Vec::new();
+        let mut game_starts = Vec::new();
+        let mut initial: Option<FieldArray> = None;
+        let mut board: FieldArray = [SquareReading::Empty; 64];
+        let mut offset: Micros = 0;
+        let mut decoder = DgtDecoder::new();
+        let mut msgs = Vec::new();
+        for (i, game) in games.iter().enumerate() {
+            let mut c = cfg.clone();
+            c.seed = cfg.seed.wrapping_add(i as u64 * 0x9E37_79B9);
+            let syn = simulate(
+                &game.start,
+                &game.moves,
+                &game.clocks,
+                game.time_control(),
+                &c,
+            );
+            let mut start_fields = None;
+            let mut game_steps = Vec::new();
+            for r in &syn.records {
+                let RecordKind::Rx(bytes) = &r.kind else {
+                    continue;
+                };
+                msgs.clear();
+                decoder.decode(bytes, &mut msgs);
+                for m in msgs.drain(..) {
+                    match m {
+                        DgtMessage::BoardDump(f) if start_fields.is_none() => {
+                            start_fields = Some(*f);
+                        }
+                        m => game_steps.push((r.t, m)),
+                    }
+                }
+            }
+            let start_fields = start_fields.unwrap_or_else(|| fields_of(game));
+            match initial {
+                None => {
+                    initial = Some(start_fields);
+                    board = start_fields;
+                }
+                Some(_) => {
+                    // The players reset the pieces: wrong pieces off first, then the rest on.
+                    let mut t = offset;
+                    for lift in [true, false] {
+                        for (i, (now, want)) in board.iter().zip(&start_fields).enumerate() {
+                            let reading = match (lift, now == want, *now, *want) {
+                                (_, true, _, _) => continue,
+                                (true, _, SquareReading::Empty, _) => continue,
+                                (true, _, _, _) => SquareReading::Empty,
+                                (false, _, _, SquareReading::Empty) => continue,
+                                (false, _, _, want) => want,
+                            };
+                            t += 150_000;
+                            steps.push((
+                                t,
+                                DgtMessage::FieldUpdate {
+                                    index: i as u8,
+                                    reading,
+                                },
+                            ));
+                        }
+                    }
+                    board = start_fields;
+                    offset = t + 2_000_000;
+                }
+            }
+            game_starts.push(offset);
+            let mut last = offset;
+            for (t, m) in game_steps {
+                if let DgtMessage::FieldUpdate { index, reading } = m {
+                    board[usize::from(index)] = reading;
+                }
+                last = offset + t;
+                steps.push((last, m));
+            }
+            for p in &syn.plies {
+                plies.push(PlyMark {
+                    game: i,
+                    ply: p.ply,
+                    first_action: offset + p.first_action,
+                    settled: offset + p.press.unwrap_or(p.last_action),
+                });
+            }
+            offset = last + gap;
+        }
+        Script {
+            steps,
+            plies,
+            initial: initial.unwrap_or([SquareReading::Empty; 64]),
+            game_starts,
+        }
+    }
+
+    /// When the last step is.
+    pub fn end(&self) -> Micros {
+        self.steps.last().map_or(0, |(t, _)| *t)
+    }
+}
+
+fn fields_of(game: &ScriptGame) -> FieldArray {
+    let mut f = [SquareReading::Empty; 64];
+    for (sq, piece) in game.start.board() {
+        f[usize::from(super::field_index(sq, false))] = SquareReading::Piece(piece);
+    }
+    f
+}
+
+/// The board's reporting mode (§1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Sends only answers to requests.
+    Idle,
+    /// 0x43: field updates and clock times.
+    Update,
+    /// 0x44: field updates only; clock messages get no ack.
+    UpdateBoard,
+    /// 0x4B: field updates and clock times when they change.
+    UpdateNice,
+}
+
+/// Host→board command parser state: inside a `0x2B <n> …` clock message or not.
+#[derive(Debug, Default)]
+struct HostParser {
+    /// Bytes of the clock message so far (after 0x2B), when inside one.
+    clock_msg: Option<Vec<u8>>,
+}
+
+/// The emulated board and clock.
+#[derive(Debug)]
+pub struct Emulator {
+    cfg: EmulatorConfig,
+    script: Script,
+    next: usize,
+    fields: FieldArray,
+    clock: Option<ClockReading>,
+    mode: Mode,
+    parser: HostParser,
+    noise: Rng,
+    next_noise: Micros,
+    /// Texts shown on the DGT 3000, in order.
+    pub texts: Vec<String>,
+    /// Host commands received, by command byte (clock messages counted under 0x2B).
+    pub commands: std::collections::BTreeMap<u8, u64>,
+}
+
+impl Emulator {
+    /// A board holding the script's first position, in IDLE, clock not started.
+    pub fn new(script: Script, cfg: EmulatorConfig) -> Emulator {
+        let clock = script.steps.iter().find_map(|(_, m)| match m {
+            DgtMessage::ClockTimes(r) => Some(ClockReading {
+                running: false,
+                ..*r
+            }),
+            _ => None,
+        });
+        let clock = if cfg.clock == ClockModel::None {
+            None
+        } else {
+            Some(clock.unwrap_or_default())
+        };
+        let noise = Rng::new(cfg.serial.bytes().map(u64::from).sum::<u64>() ^ 0x5EED);
+        Emulator {
+            next_noise: cfg.noise_every.unwrap_or(Micros::MAX),
+            fields: script.initial,
+            script,
+            next: 0,
+            clock,
+            mode: Mode::Idle,
+            parser: HostParser::default(),
+            noise,
+            texts: Vec::new(),
+            commands: Default::default(),
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EmulatorConfig {
+        &self.cfg
+    }
+
+    /// The script being played.
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+
+    /// What the board's sensors read now.
+    pub fn fields(&self) -> &FieldArray {
+        &self.fields
+    }
+
+    /// The current reporting mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Script time of the next step, if any.
+    pub fn next_due(&self) -> Option<Micros> {
+        self.script.steps.get(self.next).map(|(t, _)| *t)
+    }
+
+    /// Whether every step has been played.
+    pub fn finished(&self) -> bool {
+        self.next >= self.script.steps.len()
+    }
+
+    /// Plies whose first hand action is at or before `t`.
+    pub fn plies_started(&self, t: Micros) -> usize {
+        self.script
+            .plies
+            .iter()
+            .take_while(|p| p.first_action <= t)
+            .count()
+    }
+
+    /// A time at which exactly `k` more plies (after those started by `t`) are settled and the
+    /// next has not started: the moment to stop fast-forwarding.
+    pub fn after_plies(&self, t: Micros, k: usize) -> Micros {
+        let started = self.plies_started(t);
+        if k == 0 {
+            return t;
+        }
+        let Some(last) = self.script.plies.get(started + k - 1) else {
+            return self.script.end();
+        };
+        let next_start = self
+            .script
+            .plies
+            .get(started + k)
+            .map_or(Micros::MAX, |p| p.first_action);
+        // Let the move's last field updates (possibly reported after the press) go out.
+        (last.settled + 600_000)
+            .min(next_start - 1)
+            .max(last.settled)
+    }
+
+    /// Plays every step due at or before `now`: the board's state changes, and in an update
+    /// mode the messages go to `out`.
+    pub fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
+        while let Some((t, msg)) = self.script.steps.get(self.next) {
+            if *t > now {
+                break;
+            }
+            let t = *t;
+            let msg = msg.clone();
+            self.next += 1;
+            let send = match &msg {
+                DgtMessage::FieldUpdate { index, reading } => {
+                    self.fields[usize::from(*index)] = *reading;
+                    self.mode != Mode::Idle
+                }
+                DgtMessage::ClockTimes(r) => match &mut self.clock {
+                    Some(c) => {
+                        *c = *r;
+                        matches!(self.mode, Mode::Update | Mode::UpdateNice)
+                    }
+                    None => false,
+                },
+                _ => self.mode != Mode::Idle,
+            };
+            if send {
+                if t >= self.next_noise {
+                    self.noise_burst(out);
+                    self.next_noise = t + self.cfg.noise_every.unwrap_or(Micros::MAX / 2);
+                }
+                out.extend(msg.encode());
+            }
+        }
+    }
+
+    /// Line noise: bytes without bit 7 (dropped by a decoder looking for a header), unknown
+    /// message ids and frames cut short; never a valid frame.
+    fn noise_burst(&mut self, out: &mut Vec<u8>) {
+        let n = 1 + self.noise.below(12) as usize;
+        for _ in 0..n {
+            match self.noise.below(4) {
+                0 => out.push(0x80 | [0x00, 0x01, 0x7F, 0x40, 0x3F][self.noise.below(5) as usize]),
+                1 => out.extend([0x8E, 0x00]),
+                2 => out.extend([0x86, 0x00, 0x43, 0x08, 0x09]),
+                _ => out.push(self.noise.below(0x80) as u8),
+            }
+        }
+    }
+
+    /// The board was unplugged (or powered off and on): back to IDLE, partial commands lost.
+    pub fn unplugged(&mut self) {
+        self.mode = Mode::Idle;
+        self.parser = HostParser::default();
+    }
+
+    /// Bytes from the host; answers go to `out`. Returns whether a mode command was among them
+    /// (the players wait for the board to be "on" before they start).
+    pub fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+        let mut mode_set = false;
+        for &b in bytes {
+            if let Some(msg) = &mut self.parser.clock_msg {
+                msg.push(b);
+                let complete = msg.len() >= 2 && msg.len() > usize::from(msg[0]);
+                if complete {
+                    let msg = self.parser.clock_msg.take().unwrap_or_default();
+                    self.clock_message(&msg, out);
+                }
+                continue;
+            }
+            *self.commands.entry(b).or_default() += 1;
+            match b {
+                0x2B => self.parser.clock_msg = Some(Vec::new()),
+                0x40 => self.mode = Mode::Idle,
+                0x41 => out.extend(self.clock_report().encode()),
+                0x42 => out.extend(DgtMessage::BoardDump(Box::new(self.fields)).encode()),
+                0x43 | 0x44 | 0x4B => {
+                    self.mode = match b {
+                        0x43 => Mode::Update,
+                        0x44 => Mode::UpdateBoard,
+                        _ => Mode::UpdateNice,
+                    };
+                    mode_set = true;
+                }
+                0x45 => out.extend(DgtMessage::SerialNumber(self.cfg.serial.clone()).encode()),
+                0x46 => {
+                    let n: u16 = self.cfg.serial.parse().unwrap_or(0);
+                    out.extend(DgtMessage::BusAddress(n & 0x3FFF).encode());
+                }
+                0x47 => out.extend(
+                    DgtMessage::Trademark(format!(
+                        "Digital Game Technology (eboardd emulator) Serial nr. {}",
+                        self.cfg.serial
+                    ))
+                    .encode(),
+                ),
+                0x4D => out.extend(
+                    DgtMessage::Version {
+                        major: self.cfg.version.0,
+                        minor: self.cfg.version.1,
+                    }
+                    .encode(),
+                ),
+                0x55 => out.extend(
+                    DgtMessage::LongSerialNumber(format!("{:0>10}", self.cfg.serial)).encode(),
+                ),
+                _ => {}
+            }
+        }
+        mode_set
+    }
+
+    fn clock_report(&self) -> DgtMessage {
+        match self.clock {
+            Some(r) => DgtMessage::ClockTimes(r),
+            None => DgtMessage::NoClock,
+        }
+    }
+
+    /// A complete `0x2B` message: `msg` = `[n, 0x03, cmd, data…, 0x00]`.
+    fn clock_message(&mut self, msg: &[u8], out: &mut Vec<u8>) {
+        let Some(&cmd) = msg.get(2) else { return };
+        if self.clock.is_none() {
+            return;
+        }
+        let data = &msg[3..msg.len().saturating_sub(1).max(3)];
+        if cmd == 0x0C && self.cfg.clock == ClockModel::Dgt3000 {
+            let text: String = data
+                .iter()
+                .take(8)
+                .map(|&b| char::from(b))
+                .collect::<String>()
+                .trim_end()
+                .to_string();
+            self.texts.push(text);
+        }
+        if !matches!(self.mode, Mode::Update | Mode::UpdateNice) {
+            return;
+        }
+        let ack2 = match (cmd, self.cfg.clock) {
+            (0x09, ClockModel::Dgt3000) => 0x21,
+            (0x09, _) => 0x14,
+            _ => 0,
+        };
+        let ack = ClockAck {
+            ack0: 0x10,
+            ack1: cmd,
+            ack2,
+            ack3: 0,
+        };
+        out.extend(DgtMessage::ClockAck(ack).encode());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::pgn::parse_games;
+
+    fn script() -> Script {
+        let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 *\n\n1. d4 d5 2. c4 *\n";
+        let games: Vec<ScriptGame> = parse_games(pgn).into_iter().map(|g| g.unwrap()).collect();
+        Script::from_games(&games, &SimConfig::human(7), 5_000_000)
+    }
+
+    fn decode(bytes: &[u8]) -> Vec<DgtMessage> {
+        let mut out = Vec::new();
+        DgtDecoder::new().decode(bytes, &mut out);
+        out
+    }
+
+    #[test]
+    fn handshake_answers() {
+        let mut em = Emulator::new(script(), EmulatorConfig::default());
+        let mut out = Vec::new();
+        assert!(!em.host_input(&[0x40, 0x4D, 0x45], &mut out));
+        assert_eq!(
+            decode(&out),
+            [
+                DgtMessage::Version { major: 3, minor: 1 },
+                DgtMessage::SerialNumber("10001".into())
+            ]
+        );
+        out.clear();
+        assert!(em.host_input(&[0x4B, 0x42, 0x2B, 0x03, 0x03, 0x09, 0x00], &mut out));
+        let msgs = decode(&out);
+        assert!(matches!(msgs[0], DgtMessage::BoardDump(_)));
+        assert_eq!(
+            msgs[1],
+            DgtMessage::ClockAck(ClockAck {
+                ack0: 0x10,
+                ack1: 0x09,
+                ack2: 0x21,
+                ack3: 0
+            })
+        );
+        out.clear();
+        em.host_input(b"\x2b\x0c\x03\x0cNf3     \x00\x00", &mut out);
+        assert_eq!(em.texts, ["Nf3"]);
+        assert_eq!(decode(&out).len(), 1);
+    }
+
+    #[test]
+    fn idle_board_changes_silently_and_the_dump_shows_it() {
+        let s = script();
+        let end = s.end();
+        let plies = s.plies.len();
+        assert_eq!(plies, 9);
+        assert_eq!(s.game_starts.len(), 2);
+        let mut em = Emulator::new(s, EmulatorConfig::default());
+        let mut out = Vec::new();
+        em.advance(end, &mut out);
+        assert!(out.is_empty(), "IDLE: nothing sent");
+        assert!(em.finished());
+        em.host_input(&[0x42], &mut out);
+        let DgtMessage::BoardDump(f) = &decode(&out)[0] else {
+            panic!()
+        };
+        // After 1. d4 d5 2. c4 of the second game.
+        let pos = "1. d4 d5 2. c4";
+        let g = parse_games(pos).remove(0).unwrap();
+        let mut p = g.start.clone();
+        for m in &g.moves {
+            p.play_unchecked(*m);
+        }
+        let mut want = [SquareReading::Empty; 64];
+        for (sq, piece) in p.board() {
+            want[usize::from(crate::sim::field_index(sq, false))] = SquareReading::Piece(piece);
+        }
+        assert_eq!(**f, want);
+    }
+
+    #[test]
+    fn update_mode_streams_the_script_with_noise_that_decodes_to_nothing_extra() {
+        let s = script();
+        let n_steps = s.steps.len();
+        let end = s.end();
+        let cfg = EmulatorConfig {
+            noise_every: Some(1_000_000),
+            ..Default::default()
+        };
+        let mut em = Emulator::new(s, cfg);
+        let mut out = Vec::new();
+        em.host_input(&[0x43], &mut out);
+        em.advance(end, &mut out);
+        let msgs = decode(&out);
+        assert_eq!(msgs.len(), n_steps);
+        assert!(out.len() > n_steps * 5);
+    }
+
+    #[test]
+    fn after_plies_stops_between_moves() {
+        let s = script();
+        let em = Emulator::new(s.clone(), EmulatorConfig::default());
+        let t = em.after_plies(0, 2);
+        assert_eq!(em.plies_started(t), 2);
+        assert!(t >= s.plies[1].settled);
+        assert!(t < s.plies[2].first_action);
+    }
+}

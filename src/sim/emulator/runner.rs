@@ -1,0 +1,348 @@
+//! Runs an [`Emulator`] on a pseudo-terminal at real or accelerated pace, with controls to
+//! unplug and replug it, hold the players while the host is away, and put noise on the line.
+//!
+//! Script time runs at `speed` × real time. The players wait for the host: the script clock
+//! starts at the host's first mode command (unless told otherwise), and after a replug or a
+//! hold it stops until the next mode command, as players wait for the arbiter to get the board
+//! back on.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::Emulator;
+use crate::core::observation::Micros;
+use crate::sim::pty::{Pty, Written, relink};
+
+/// Something to do to the running board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// Pull the cable now. The players go on for `plies` more plies (fast-forwarded); after
+    /// `away` the board is plugged in again on a new pty (the link, if any, follows) and the
+    /// players wait for the host's next mode command.
+    Unplug {
+        /// Plies played while the board is unplugged.
+        plies: usize,
+        /// How long the board stays unplugged (real time).
+        away: Duration,
+    },
+    /// The host went away (crashed): the players go on for `plies` more plies, the board's
+    /// output is lost, and then they wait for the host's next mode command.
+    Hold {
+        /// Plies played while the host is away.
+        plies: usize,
+    },
+    /// Put these raw bytes on the line now.
+    Noise(Vec<u8>),
+    /// Unplug for good and end the runner.
+    Stop,
+}
+
+/// Runner settings.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Script time per real time (1 = real pace).
+    pub speed: f64,
+    /// A symlink kept pointing at the current pty (removed while unplugged).
+    pub link: Option<PathBuf>,
+    /// Start the script clock only at the host's first mode command.
+    pub wait_for_host: bool,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            speed: 1.0,
+            link: None,
+            wait_for_host: true,
+        }
+    }
+}
+
+/// What the runner is doing, for whoever drives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Status {
+    /// The current pty's slave path (the last one while unplugged).
+    pub path: PathBuf,
+    /// Whether the board is plugged in.
+    pub plugged: bool,
+    /// Number of times the board was plugged in (1 at start).
+    pub generation: u32,
+    /// Script time now.
+    pub script_time: Micros,
+    /// Plies whose first hand action has happened.
+    pub plies_started: usize,
+    /// Whether the players are waiting for the host's mode command.
+    pub waiting: bool,
+    /// Whether every step of the script has been played.
+    pub finished: bool,
+    /// Texts the host showed on the clock, in order.
+    pub texts: Vec<String>,
+    /// Board bytes that could not be written (pty buffer full, no one reading).
+    pub dropped: u64,
+}
+
+/// A running emulator.
+#[derive(Debug)]
+pub struct Handle {
+    /// Controls.
+    pub control: mpsc::UnboundedSender<Control>,
+    /// Status, updated as it changes.
+    pub status: watch::Receiver<Status>,
+    /// The runner task; ends after [`Control::Stop`] or when `control` is dropped.
+    pub task: JoinHandle<io::Result<()>>,
+}
+
+impl Handle {
+    /// The current status.
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    /// Sends a control (ignored when the runner has ended).
+    pub fn send(&self, c: Control) {
+        let _ = self.control.send(c);
+    }
+
+    /// Waits until `f(status)` holds or `timeout` passes; returns whether it held.
+    pub async fn wait_for(&mut self, timeout: Duration, f: impl FnMut(&Status) -> bool) -> bool {
+        matches!(
+            tokio::time::timeout(timeout, self.status.wait_for(f)).await,
+            Ok(Ok(_))
+        )
+    }
+}
+
+/// Script time, paced against real time.
+#[derive(Debug)]
+struct ScriptClock {
+    running: bool,
+    base_real: Instant,
+    base_script: Micros,
+    speed: f64,
+}
+
+impl ScriptClock {
+    fn now(&self) -> Micros {
+        if !self.running {
+            return self.base_script;
+        }
+        let real = self.base_real.elapsed().as_secs_f64() * 1e6;
+        self.base_script + (real * self.speed) as Micros
+    }
+
+    fn real_at(&self, t: Micros) -> Instant {
+        let ahead = (t - self.base_script).max(0) as f64 / self.speed;
+        self.base_real + Duration::from_micros(ahead as u64)
+    }
+
+    fn pause_at(&mut self, t: Micros) {
+        self.running = false;
+        self.base_script = t;
+    }
+
+    fn resume(&mut self) {
+        if !self.running {
+            self.running = true;
+            self.base_real = Instant::now();
+        }
+    }
+}
+
+fn plug(link: &Option<PathBuf>) -> io::Result<Pty> {
+    let pty = Pty::open()?;
+    if let Some(link) = link {
+        relink(pty.path(), link)?;
+    }
+    Ok(pty)
+}
+
+/// Opens a pty and runs `em` on it in a new task. Must be called inside a tokio runtime.
+pub fn spawn(em: Emulator, cfg: RunnerConfig) -> io::Result<Handle> {
+    let pty = plug(&cfg.link)?;
+    let status = Status {
+        path: pty.path().to_path_buf(),
+        plugged: true,
+        generation: 1,
+        waiting: cfg.wait_for_host,
+        ..Default::default()
+    };
+    let (status_tx, status_rx) = watch::channel(status);
+    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(run(em, cfg, pty, control_rx, status_tx));
+    Ok(Handle {
+        control: control_tx,
+        status: status_rx,
+        task,
+    })
+}
+
+async fn run(
+    mut em: Emulator,
+    cfg: RunnerConfig,
+    pty: Pty,
+    mut control: mpsc::UnboundedReceiver<Control>,
+    status: watch::Sender<Status>,
+) -> io::Result<()> {
+    let mut pty = Some(pty);
+    let mut clock = ScriptClock {
+        running: !cfg.wait_for_host,
+        base_real: Instant::now(),
+        base_script: 0,
+        speed: cfg.speed.max(1e-6),
+    };
+    let mut replug_at: Option<Instant> = None;
+    let mut buf = vec![0u8; 4096];
+    let mut out = Vec::new();
+    let mut dropped = 0u64;
+    loop {
+        out.clear();
+        let wake = if clock.running {
+            em.next_due().map(|t| clock.real_at(t))
+        } else {
+            None
+        };
+        tokio::select! {
+            biased;
+            c = control.recv() => match c {
+                None | Some(Control::Stop) => {
+                    if let Some(link) = &cfg.link {
+                        let _ = std::fs::remove_file(link);
+                    }
+                    return Ok(());
+                }
+                Some(Control::Unplug { plies, away }) => {
+                    pty = None;
+                    if let Some(link) = &cfg.link {
+                        let _ = std::fs::remove_file(link);
+                    }
+                    em.unplugged();
+                    let target = em.after_plies(clock.now(), plies).max(clock.now());
+                    em.advance(target, &mut out);
+                    out.clear();
+                    clock.pause_at(target);
+                    replug_at = Some(Instant::now() + away);
+                }
+                Some(Control::Hold { plies }) => {
+                    let target = em.after_plies(clock.now(), plies).max(clock.now());
+                    em.advance(target, &mut out);
+                    out.clear();
+                    clock.pause_at(target);
+                }
+                Some(Control::Noise(bytes)) => out.extend(bytes),
+            },
+            r = async {
+                match &pty {
+                    Some(p) => p.read(&mut buf).await,
+                    None => std::future::pending().await,
+                }
+            } => match r {
+                Ok(n) if n > 0 => {
+                    let mode_set = em.host_input(&buf[..n], &mut out);
+                    if mode_set {
+                        clock.resume();
+                    }
+                }
+                _ => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
+                em.advance(clock.now(), &mut out);
+            }
+            _ = tokio::time::sleep_until(replug_at.unwrap_or_else(Instant::now)), if replug_at.is_some() => {
+                replug_at = None;
+                pty = Some(plug(&cfg.link)?);
+                em.unplugged();
+            }
+        }
+        if let (Some(p), false) = (&pty, out.is_empty())
+            && let Written::Partial(n) = p.write_now(&out)?
+        {
+            dropped += (out.len() - n) as u64;
+        }
+        let now = clock.now();
+        status.send_if_modified(|s| {
+            let mut changed = false;
+            let set = |changed: &mut bool, cond: bool| *changed |= cond;
+            let plugged = pty.is_some();
+            if let Some(p) = &pty
+                && s.path != p.path()
+            {
+                s.path = p.path().to_path_buf();
+                s.generation += 1;
+                changed = true;
+            }
+            set(&mut changed, s.plugged != plugged);
+            s.plugged = plugged;
+            s.script_time = now;
+            let started = em.plies_started(now);
+            set(&mut changed, s.plies_started != started);
+            s.plies_started = started;
+            set(&mut changed, s.waiting == clock.running);
+            s.waiting = !clock.running;
+            set(&mut changed, s.finished != em.finished());
+            s.finished = em.finished();
+            if s.texts.len() != em.texts.len() {
+                s.texts = em.texts.clone();
+                changed = true;
+            }
+            set(&mut changed, s.dropped != dropped);
+            s.dropped = dropped;
+            changed
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::dgt::{DgtDecoder, DgtMessage};
+    use crate::sim::emulator::{EmulatorConfig, Script};
+    use crate::sim::{SimConfig, pgn::parse_games};
+    use std::io::{Read, Write};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn plays_on_a_pty_once_the_host_sets_a_mode() {
+        let games: Vec<_> = parse_games("1. e4 e5 2. Nf3 Nc6 *")
+            .into_iter()
+            .map(|g| g.unwrap())
+            .collect();
+        let script = Script::from_games(&games, &SimConfig::clean(1), 1_000_000);
+        let n_steps = script.steps.len();
+        let em = Emulator::new(script, EmulatorConfig::default());
+        let mut h = spawn(
+            em,
+            RunnerConfig {
+                speed: 1000.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let path = h.status().path;
+        let got = tokio::task::spawn_blocking(move || {
+            let mut port = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap();
+            port.write_all(&[0x4D, 0x43]).unwrap();
+            let mut dec = DgtDecoder::new();
+            let mut msgs = Vec::new();
+            let mut buf = [0u8; 256];
+            while msgs.len() < 1 + n_steps {
+                let n = port.read(&mut buf).unwrap();
+                dec.decode(&buf[..n], &mut msgs);
+            }
+            msgs
+        })
+        .await
+        .unwrap();
+        assert_eq!(got[0], DgtMessage::Version { major: 3, minor: 1 });
+        assert!(h.wait_for(Duration::from_secs(5), |s| s.finished).await);
+        h.send(Control::Stop);
+        h.task.await.unwrap().unwrap();
+    }
+}
