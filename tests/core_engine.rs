@@ -286,11 +286,7 @@ fn reversed_board_is_detected_and_mapped() {
     rig.place(Square::E4, Color::White, Role::Pawn);
     assert_eq!(
         rig.kinds(),
-        vec![
-            "started None",
-            "irregularity board_reversed",
-            "made e4"
-        ]
+        vec!["started None", "irregularity board_reversed", "made e4"]
     );
 }
 
@@ -332,4 +328,29 @@ fn chess960_rook_only_castling_with_or_without_king_touched() {
 fn chess960_numbers_are_reported() {
     let rig = Rig::new(&start::board_of(0));
     assert_eq!(rig.kinds(), vec!["started Some(0)"]);
+}
+
+#[test]
+fn fivefold_ends_the_game_and_moves_played_on_are_still_recorded() {
+    use Square::*;
+    let mut rig = Rig::new(&Board::default());
+    let shuffle = [(G1, F3), (G8, F6), (F3, G1), (F6, G8)];
+    for _ in 0..4 {
+        play(&mut rig, &shuffle);
+    }
+    play(&mut rig, &[(E2, E4)]);
+    rig.wait(1_000_000);
+    let kinds = rig.kinds();
+    assert!(
+        kinds.contains(&"ended 1/2-1/2 Fivefold".to_string()),
+        "{kinds:?}"
+    );
+    let game = &rig.engine.games()[0];
+    assert_eq!(game.moves.len(), 17, "the move played on is recorded");
+    assert_eq!(game.moves.last().unwrap().san, "e4");
+    assert_eq!(
+        kinds.iter().filter(|k| k.starts_with("ended")).count(),
+        1,
+        "one game end only"
+    );
 }

@@ -123,6 +123,19 @@ impl GameRecord {
         self.result.is_some()
     }
 
+    /// Whether moves are still recorded: while the game runs, and after a draw that the rules
+    /// declare on their own (fivefold, 75 moves, dead position) when the players play on — the
+    /// daemon records the game exactly as played and leaves the rest to the arbiter.
+    pub fn accepts_moves(&self) -> bool {
+        match self.result {
+            None => true,
+            Some((_, reason)) => matches!(
+                reason,
+                EndReason::Fivefold | EndReason::SeventyFiveMoves | EndReason::InsufficientMaterial
+            ),
+        }
+    }
+
     /// Whether this game was set up from a non-standard position.
     pub fn is_setup(&self) -> bool {
         self.chess960 != Some(super::start::STANDARD_960_NUMBER)

@@ -27,7 +27,7 @@ impl BoardEngine {
             };
             if let Some(g) = self.games.last() {
                 let same = g.ply() == 0
-                    && !g.ended()
+                    && g.accepts_moves()
                     && g.start().board() == s.position.board()
                     && self.orientation == orientation;
                 if same {
@@ -146,6 +146,10 @@ impl BoardEngine {
         }
         let clock = self.clock.times();
         self.complete(t, super::CompletedBy::GameEnd, clock, out);
+        if self.games.last().is_some_and(|g| g.ended()) {
+            // Played on after a draw the rules declared: the result stands.
+            return;
+        }
         if let Some(game) = self.games.last_mut() {
             game.result = Some((result, reason));
         }

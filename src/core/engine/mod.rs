@@ -201,8 +201,9 @@ impl BoardEngine {
         self.games.last()
     }
 
+    /// The game that moves go to (see [`GameRecord::accepts_moves`]).
     fn active_game(&self) -> Option<&GameRecord> {
-        self.games.last().filter(|g| !g.ended())
+        self.games.last().filter(|g| g.accepts_moves())
     }
 
     fn game_number(&self) -> u32 {
@@ -350,6 +351,10 @@ impl BoardEngine {
     }
 
     fn make(&mut self, t: Micros, m: Move, out: &mut Vec<CoreEvent>) {
+        if self.pending_end.is_some() {
+            // The opponent replied: the move that ended the game by rule stands.
+            self.resolve_end(t, out);
+        }
         if self.has_uncompleted() {
             if self.pending_press.is_some() {
                 self.resolve_press(t, out);
@@ -372,7 +377,7 @@ impl BoardEngine {
             uci: record.uci,
             fen: record.fen,
         };
-        let ends = game.ending().is_some();
+        let ends = game.result.is_none() && game.ending().is_some();
         self.version += 1;
         self.emit(t, out, kind);
         self.pending_end = ends.then_some(t + self.cfg.settle);
