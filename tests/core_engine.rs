@@ -354,3 +354,26 @@ fn fivefold_ends_the_game_and_moves_played_on_are_still_recorded() {
         "one game end only"
     );
 }
+
+#[test]
+fn setup_position_on_a_turned_board_starts_with_the_side_that_moves_first() {
+    use shakmaty::fen::Fen;
+    use shakmaty::{CastlingMode, Chess, Position};
+    let pos: Chess = "r1b2k2/pp2q1b1/2pp3r/4pp2/2B1P3/2N3Q1/PPP2PPP/3R1RK1 w - - 0 17"
+        .parse::<Fen>()
+        .unwrap()
+        .into_position(CastlingMode::Standard)
+        .unwrap();
+    for orientation in [Orientation::Normal, Orientation::Reversed] {
+        let mut rig = Rig::with(pos.board(), orientation);
+        rig.t += 3_000_000;
+        rig.lift(Square::F2);
+        rig.place(Square::F4, Color::White, Role::Pawn);
+        let mut want = vec!["started None".to_string()];
+        if orientation == Orientation::Reversed {
+            want.push("irregularity board_reversed".into());
+        }
+        want.push("made f4".into());
+        assert_eq!(rig.kinds(), want, "{orientation:?}");
+    }
+}

@@ -46,25 +46,28 @@ impl BoardEngine {
         let Some(reference) = self.setup_ref.clone() else {
             return false;
         };
-        let board = self.sensed.board(Orientation::Normal);
-        for turn in [Color::White, Color::Black] {
-            let Some(pos) = setup_position(&reference, turn) else {
-                continue;
-            };
-            let found = pos.legal_moves().into_iter().find(|&m| {
-                let mut after = pos.clone();
-                after.play_unchecked(m);
-                *after.board() == board
-            });
-            if let Some(m) = found {
-                let s = start::StartPosition {
-                    position: pos,
-                    mode: CastlingMode::Standard,
-                    chess960: None,
+        for orientation in [Orientation::Normal, Orientation::Reversed] {
+            let board = self.sensed.board(orientation);
+            let before = reference.board(orientation);
+            for turn in [Color::White, Color::Black] {
+                let Some(pos) = setup_position(&before, turn) else {
+                    continue;
                 };
-                self.start_game(t, s, Orientation::Normal, out);
-                self.make(t, m, out);
-                return true;
+                let found = pos.legal_moves().into_iter().find(|&m| {
+                    let mut after = pos.clone();
+                    after.play_unchecked(m);
+                    *after.board() == board
+                });
+                if let Some(m) = found {
+                    let s = start::StartPosition {
+                        position: pos,
+                        mode: CastlingMode::Standard,
+                        chess960: None,
+                    };
+                    self.start_game(t, s, orientation, out);
+                    self.make(t, m, out);
+                    return true;
+                }
             }
         }
         false

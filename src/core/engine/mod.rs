@@ -108,7 +108,7 @@ pub struct BoardEngine {
     /// A released move taken back to its origin in this turn: (move, ply).
     taken_back: Option<(Move, u32)>,
     /// Before any game: the last board that stood still, a candidate set-up position (I.5).
-    setup_ref: Option<Board>,
+    setup_ref: Option<SensedBoard>,
     last_change: Micros,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
@@ -144,7 +144,7 @@ impl BoardEngine {
             Observation::BoardDump(fields) => {
                 self.sensed.set_all(fields);
                 if self.games.is_empty() {
-                    self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+                    self.setup_ref = Some(self.sensed.clone());
                 }
                 self.last_change = t;
                 self.evaluate(t, out);
@@ -232,7 +232,7 @@ impl BoardEngine {
             return;
         }
         if self.games.is_empty() && t - self.last_change >= lifecycle::SETUP_STILL {
-            self.setup_ref = Some(self.sensed.board(Orientation::Normal));
+            self.setup_ref = Some(self.sensed.clone());
         }
         self.last_change = t;
         let before = self.sensed.set(index, reading);
