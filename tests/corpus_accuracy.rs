@@ -1,0 +1,480 @@
+//! Corpus accuracy ("How it is judged"): captures synthesised from real PGN games, replayed
+//! through the whole pipeline (DGT decoding → core → game record), give exactly the moves played.
+//!
+//! The replayed game's SAN list (`GameRecord.moves[].san`) is compared with the SAN of the
+//! game's moves computed with shakmaty from the [`ScriptGame`]. Thresholds:
+//!
+//! - Clean style: 100% of the sampled standard games;
+//! - Human and Blitz styles (scanning board: out-of-order reports within a scan, direct
+//!   replacement captures, slides, sensor glitches, clock press before the last update):
+//!   at least 99.5% of the sampled standard games;
+//! - Chess960: 100% of the 382 games of `tests/data/pgn/chess960`, human style;
+//! - reversed board (connector on White's right): 100%.
+//!
+//! The standard corpus is sampled deterministically (every 9th game, three seed rounds per
+//! style, about 420 games per style) so that the file runs in seconds in release mode; the
+//! ignored test `whole_corpus_every_style` plays every game in every style. Each test prints
+//! `N/M exact` and lists failing games (file, game number in the file from 1, seed, first
+//! differing ply) in its assertion message.
+//!
+//! Known limitations (reported, marked here so that the suite stays green):
+//!
+//! - [`KNOWN_PLAY_PAST_AUTOMATIC_END`]: a few corpus games go on after a position that ends the
+//!   game at once under the Laws (dead position 5.2.2, fivefold repetition 9.6.1). The core ends
+//!   the game there (`game_ended`, spec `fide-laws.md` "End of the game") and records no later
+//!   move. Such a game counts as passed when its replay is the whole PGN or exactly the moves up
+//!   to that position, and is listed as "known" in the counts.
+//! - A game from a set-up position (PGN `[FEN]` fragment that is neither the standard nor a
+//!   Chess960 start) on a reversed board: the core only detects a reversed board from a start
+//!   position, so a turned-round set-up position is read as the rotated position. The
+//!   reversed-board batch therefore only uses games that begin from a start position.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use eboardd::capture::{Capture, FORMAT, Header, Record, VERSION};
+use eboardd::core::engine::EngineConfig;
+use eboardd::core::event::CoreEvent;
+use eboardd::replay::Replayer;
+use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
+use eboardd::sim::{SimConfig, Style, synthesize};
+use pgn_reader::{Reader, SanPlus as PgnSan, Visitor};
+use shakmaty::san::SanPlus;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{EnPassantMode, Position};
+
+/// Games of the corpus that go on after a position ending the game at once under the Laws:
+/// (file under `tests/data/pgn`, game number in the file from 1, ply after which the game is
+/// over, why). Checked against the corpus by `known_limitations_are_exactly_the_corpus_games`.
+const KNOWN_PLAY_PAST_AUTOMATIC_END: &[(&str, usize, usize, &str)] = &[
+    ("standard/gnuchess-book_public.pgn", 1229, 75, "fivefold"),
+    (
+        "standard/gnuchess-book_public.pgn",
+        1381,
+        152,
+        "insufficient material",
+    ),
+    (
+        "standard/gnuchess-book_public.pgn",
+        2455,
+        253,
+        "insufficient material",
+    ),
+    ("standard/pychess_world_matches.pgn", 259, 75, "fivefold"),
+    ("standard/pychess_world_matches.pgn", 267, 144, "fivefold"),
+];
+
+/// One corpus game with where it comes from.
+struct CorpusGame {
+    /// File name relative to `tests/data/pgn`.
+    file: String,
+    /// Game number in the file, from 1 (counting games without moves too).
+    number: usize,
+    game: ScriptGame,
+    /// The SAN of every move, with check and mate suffixes.
+    sans: Vec<String>,
+    /// Known limitation: the ply after which the game is over by rule though play went on.
+    known_end: Option<usize>,
+}
+
+impl CorpusGame {
+    /// Starts from a position that is neither the standard nor a Chess960 start.
+    fn is_setup_position(&self) -> bool {
+        !self.game.is_chess960() && self.game.tag("FEN").is_some()
+    }
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pgn")
+}
+
+fn pgn_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.expect("directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "pgn") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Per game of a PGN file, in file order: whether it has main-line moves (the simulator's
+/// parser skips games without moves; this gives the real game numbers back).
+struct HasMoves;
+
+impl Visitor for HasMoves {
+    type Tags = ();
+    type Movetext = bool;
+    type Output = bool;
+
+    fn begin_tags(&mut self) -> ControlFlow<bool, ()> {
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, _: ()) -> ControlFlow<bool, bool> {
+        ControlFlow::Continue(false)
+    }
+
+    fn san(&mut self, any: &mut bool, _: PgnSan) -> ControlFlow<bool> {
+        *any = true;
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, any: bool) -> bool {
+        any
+    }
+}
+
+fn game_numbers(pgn: &[u8]) -> Vec<usize> {
+    let mut reader = Reader::new(std::io::Cursor::new(pgn));
+    let mut numbers = Vec::new();
+    let mut n = 0;
+    while let Some(has_moves) = reader.read_game(&mut HasMoves).expect("PGN") {
+        n += 1;
+        if has_moves {
+            numbers.push(n);
+        }
+    }
+    numbers
+}
+
+fn sans_of(game: &ScriptGame) -> Vec<String> {
+    let mut pos = game.start.clone();
+    game.moves
+        .iter()
+        .map(|m| SanPlus::from_move_and_play_unchecked(&mut pos, *m).to_string())
+        .collect()
+}
+
+/// The first ply before the last one after which the game is over at once by rule (checkmate,
+/// stalemate, dead position by insufficient material, fivefold repetition, 75 moves), computed
+/// with shakmaty alone (independently of the core's rules).
+fn automatic_end(game: &ScriptGame) -> Option<(usize, &'static str)> {
+    let key = |p: &shakmaty::Chess| -> u64 {
+        let z: Zobrist64 = p.zobrist_hash(EnPassantMode::Legal);
+        z.0
+    };
+    let mut pos = game.start.clone();
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    *seen.entry(key(&pos)).or_default() += 1;
+    for (i, m) in game.moves.iter().enumerate() {
+        if pos.is_irreversible(*m) {
+            seen.clear();
+        }
+        pos.play_unchecked(*m);
+        let reps = seen.entry(key(&pos)).or_default();
+        *reps += 1;
+        if i + 1 == game.moves.len() {
+            break;
+        }
+        let why = if pos.is_checkmate() {
+            "checkmate"
+        } else if pos.is_stalemate() {
+            "stalemate"
+        } else if pos.is_insufficient_material() {
+            "insufficient material"
+        } else if *reps >= 5 {
+            "fivefold"
+        } else if pos.halfmoves() >= 150 {
+            "seventy-five moves"
+        } else {
+            continue;
+        };
+        return Some((i + 1, why));
+    }
+    None
+}
+
+fn load(sub: &str) -> Vec<CorpusGame> {
+    let root = data_dir();
+    let mut out = Vec::new();
+    for f in pgn_files(&root.join(sub)) {
+        let name = f
+            .strip_prefix(&root)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .into_owned();
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let numbers = game_numbers(&bytes);
+        let games = parse_games_bytes(&bytes);
+        assert_eq!(numbers.len(), games.len(), "{name}: games with moves");
+        for (g, number) in games.into_iter().zip(numbers) {
+            let game = g.unwrap_or_else(|e| panic!("{name}: {e}"));
+            let sans = sans_of(&game);
+            let known_end = KNOWN_PLAY_PAST_AUTOMATIC_END
+                .iter()
+                .find(|k| k.0 == name && k.1 == number)
+                .map(|k| k.2);
+            out.push(CorpusGame {
+                file: name.clone(),
+                number,
+                game,
+                sans,
+                known_end,
+            });
+        }
+    }
+    out
+}
+
+fn standard() -> &'static [CorpusGame] {
+    static GAMES: OnceLock<Vec<CorpusGame>> = OnceLock::new();
+    GAMES.get_or_init(|| {
+        let g = load("standard");
+        assert!(g.len() > 3700, "standard corpus: {} games", g.len());
+        g
+    })
+}
+
+fn chess960() -> &'static [CorpusGame] {
+    static GAMES: OnceLock<Vec<CorpusGame>> = OnceLock::new();
+    GAMES.get_or_init(|| load("chess960"))
+}
+
+/// Replays a synthesised capture and returns the SAN list of every game the board recorded.
+fn replay(records: Vec<Record>) -> Vec<Vec<String>> {
+    let cap = Capture {
+        header: Header {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            extra: serde_json::Map::new(),
+        },
+        records,
+        warnings: Vec::new(),
+    };
+    let mut replayer = Replayer::new(EngineConfig::default());
+    let mut sink = |_: &str, _: &CoreEvent| Ok(());
+    replayer
+        .replay_capture(&cap, &mut sink)
+        .expect("replay of a synthesised capture");
+    replayer.finish(&mut sink).expect("finish");
+    replayer
+        .devices()
+        .flat_map(|d| d.engine.games())
+        .map(|g| g.moves.iter().map(|m| m.san.clone()).collect())
+        .collect()
+}
+
+/// How one replay went.
+enum Outcome {
+    Exact,
+    /// A known limitation, replayed exactly up to the automatic end of the game.
+    Known,
+    Failed(String),
+}
+
+fn check(g: &CorpusGame, cfg: &SimConfig) -> Outcome {
+    let games = replay(synthesize(&g.game, cfg));
+    let what = format!(
+        "{} game {} (seed {}, {:?}{})",
+        g.file,
+        g.number,
+        cfg.seed,
+        cfg.style,
+        if cfg.reversed_board { ", reversed" } else { "" }
+    );
+    let [got] = games.as_slice() else {
+        let plies: Vec<usize> = games.iter().map(Vec::len).collect();
+        return Outcome::Failed(format!(
+            "{what}: {} games recorded (plies {plies:?}), expected one of {} plies",
+            games.len(),
+            g.sans.len()
+        ));
+    };
+    if *got == g.sans {
+        return Outcome::Exact;
+    }
+    if g.known_end.is_some_and(|end| *got == g.sans[..end]) {
+        return Outcome::Known;
+    }
+    let ply = got
+        .iter()
+        .zip(&g.sans)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(g.sans.len()));
+    Outcome::Failed(format!(
+        "{what}: first difference at ply {} (expected {}, got {}); {} plies expected, {} replayed",
+        ply + 1,
+        g.sans.get(ply).map_or("end of game", String::as_str),
+        got.get(ply).map_or("end of game", String::as_str),
+        g.sans.len(),
+        got.len()
+    ))
+}
+
+/// Counts of a batch.
+#[derive(Default)]
+struct Tally {
+    exact: usize,
+    known: usize,
+    total: usize,
+    failures: Vec<String>,
+}
+
+fn run<'a>(cases: impl Iterator<Item = (&'a CorpusGame, SimConfig)>) -> Tally {
+    let mut t = Tally::default();
+    for (g, cfg) in cases {
+        t.total += 1;
+        match check(g, &cfg) {
+            Outcome::Exact => t.exact += 1,
+            Outcome::Known => t.known += 1,
+            Outcome::Failed(f) => t.failures.push(f),
+        }
+    }
+    t
+}
+
+/// Prints the counts and asserts that at least `min_percent` of the games passed (exact, or a
+/// known limitation replayed as expected).
+fn judge(what: &str, t: Tally, min_percent: f64) {
+    let passed = t.exact + t.known;
+    let percent = 100.0 * passed as f64 / t.total.max(1) as f64;
+    let exact_percent = 100.0 * t.exact as f64 / t.total.max(1) as f64;
+    let summary = format!(
+        "{what}: {}/{} exact ({exact_percent:.2}%), {} known limitation (play past an automatic \
+         end), {} failed; {percent:.2}% passed, need {min_percent}%",
+        t.exact,
+        t.total,
+        t.known,
+        t.failures.len()
+    );
+    println!("{summary}");
+    for f in &t.failures {
+        println!("  {f}");
+    }
+    assert!(t.total > 0, "{what}: no games");
+    assert!(
+        percent >= min_percent,
+        "{summary}; failing games:\n{}",
+        t.failures.join("\n")
+    );
+}
+
+/// Standard games sampled for one style: in each of `ROUNDS` rounds (each with its own seeds)
+/// every `STEP * ROUNDS`-th game from a round offset; about 420 distinct games per style.
+const STEP: usize = 9;
+const ROUNDS: usize = 3;
+
+fn standard_sample(
+    style: Style,
+    salt: u64,
+) -> impl Iterator<Item = (&'static CorpusGame, SimConfig)> {
+    let games = standard();
+    (0..ROUNDS).flat_map(move |round| {
+        let offset = (round * STEP / ROUNDS + salt as usize) % STEP;
+        games
+            .iter()
+            .enumerate()
+            .skip(offset)
+            .step_by(STEP * ROUNDS)
+            .map(move |(i, g)| {
+                let seed = salt * 1_000_000 + round as u64 * 100_000 + i as u64;
+                (g, SimConfig::new(style, seed))
+            })
+    })
+}
+
+#[test]
+fn known_limitations_are_exactly_the_corpus_games() {
+    let found: Vec<(String, usize, usize, &str)> = standard()
+        .iter()
+        .chain(chess960())
+        .filter_map(|g| {
+            automatic_end(&g.game).map(|(ply, why)| (g.file.clone(), g.number, ply, why))
+        })
+        .collect();
+    let listed: Vec<(String, usize, usize, &str)> = KNOWN_PLAY_PAST_AUTOMATIC_END
+        .iter()
+        .map(|&(f, n, p, w)| (f.to_owned(), n, p, w))
+        .collect();
+    assert_eq!(found, listed);
+}
+
+#[test]
+fn clean_style_is_exact() {
+    judge("clean", run(standard_sample(Style::Clean, 1)), 100.0);
+}
+
+#[test]
+fn human_style_is_at_least_99_5_percent_exact() {
+    judge("human", run(standard_sample(Style::Human, 2)), 99.5);
+}
+
+#[test]
+fn blitz_style_is_at_least_99_5_percent_exact() {
+    judge("blitz", run(standard_sample(Style::Blitz, 4)), 99.5);
+}
+
+#[test]
+fn every_chess960_game_is_exact() {
+    let games = chess960();
+    assert_eq!(games.len(), 382, "chess960 corpus");
+    assert!(games.iter().all(|g| g.game.is_chess960()));
+    let cases = games
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g, SimConfig::human(9_600_000 + i as u64)));
+    judge("chess960 (human)", run(cases), 100.0);
+}
+
+#[test]
+fn reversed_board_is_exact() {
+    let styles = [Style::Clean, Style::Human, Style::Blitz];
+    let reversed = |style: Style, seed: u64| SimConfig {
+        reversed_board: true,
+        ..SimConfig::new(style, seed)
+    };
+    // Set-up positions are left out: see the module documentation.
+    let std_cases = standard()
+        .iter()
+        .enumerate()
+        .skip(5)
+        .step_by(19)
+        .filter(|(_, g)| !g.is_setup_position())
+        .map(|(i, g)| (g, reversed(styles[i % 3], 7_000_000 + i as u64)));
+    let c960_cases = chess960()
+        .iter()
+        .enumerate()
+        .step_by(5)
+        .map(|(i, g)| (g, reversed(styles[i % 3], 7_960_000 + i as u64)));
+    judge("reversed board", run(std_cases.chain(c960_cases)), 100.0);
+}
+
+/// Every game of the corpus in every style (with a reversed board for one game in five, set-up
+/// positions excepted): about 12,500 replays, some 10 s in release mode. The environment
+/// variable `CORPUS_SEED` (default 0) changes every seed.
+#[test]
+#[ignore = "whole corpus; run with --ignored"]
+fn whole_corpus_every_style() {
+    let base: u64 = std::env::var("CORPUS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    for (style, min) in [
+        (Style::Clean, 100.0),
+        (Style::Human, 99.5),
+        (Style::Blitz, 99.5),
+    ] {
+        let cases = standard()
+            .iter()
+            .chain(chess960())
+            .enumerate()
+            .map(|(i, g)| {
+                let cfg = SimConfig {
+                    reversed_board: i % 5 == 2 && !g.is_setup_position(),
+                    ..SimConfig::new(style, (base + 50) * 1_000_000 + i as u64)
+                };
+                (g, cfg)
+            });
+        judge(&format!("whole corpus, {style:?}"), run(cases), min);
+    }
+}
