@@ -26,11 +26,15 @@ pub enum Command {
         #[arg(long)]
         events: bool,
     },
+    /// Replay captures at recorded (or faster) pace into the broadcaster and serve every
+    /// output: HTTP API, event streams, relay files, MQTT, LiveChess API, arbiter page.
+    ServeReplay(Box<crate::output::cli::ServeReplayArgs>),
 }
 
 /// Run the command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),
         Command::Replay { files, events } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());

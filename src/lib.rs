@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod cli;
 pub mod core;
+pub mod output;
 pub mod pgn;
 pub mod protocol;
 pub mod replay;

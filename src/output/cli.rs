@@ -1,0 +1,231 @@
+//! Command-line options of the outputs (shared by `eboardd serve-replay` and the live daemon)
+//! and the `serve-replay` command.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+
+/// Where the outputs go, and what the round is called.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// HTTP API, event streams, relay files and arbiter page: ADDR:PORT, or "off".
+    #[arg(long, value_name = "ADDR", default_value = super::DEFAULT_HTTP)]
+    pub http: String,
+    /// LiveChess-compatible EBoards API, e.g. 127.0.0.1:1982 (off unless given).
+    #[arg(long, value_name = "ADDR")]
+    pub livechess: Option<String>,
+    /// Publish to an MQTT broker: mqtt://HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    pub mqtt: Option<String>,
+    /// This daemon's name in MQTT topics (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub mqtt_node: Option<String>,
+    /// First level of MQTT topics.
+    #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
+    pub mqtt_prefix: String,
+    /// Write relay files (games.pgn, LiveChessCloud JSON) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub relay_dir: Option<PathBuf>,
+    /// File holding the access token that state-changing requests must carry.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The access token itself (visible to other local users: prefer --token-file).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Event name (PGN Event tag).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Site (PGN Site tag).
+    #[arg(long)]
+    pub site: Option<String>,
+    /// Round number.
+    #[arg(long, default_value_t = 1)]
+    pub round: u32,
+    /// PGN TimeControl tag, e.g. 5400+30.
+    #[arg(long)]
+    pub time_control: Option<String>,
+}
+
+fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let s = s
+        .strip_prefix("localhost:")
+        .map_or(s.to_string(), |p| format!("127.0.0.1:{p}"));
+    s.parse()
+        .map(Some)
+        .map_err(|_| format!("{what}: {s:?} is not an address like 127.0.0.1:8080"))
+}
+
+fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(s) if s.chars().any(|c| c.is_control()) || s.chars().count() > 200 => Err(format!(
+            "{what} must be at most 200 characters without control characters"
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl OutputArgs {
+    /// The output configuration these options describe.
+    pub fn output_config(&self) -> Result<OutputConfig, String> {
+        let token = match (&self.token, &self.token_file) {
+            (Some(_), Some(_)) => return Err("give --token or --token-file, not both".into()),
+            (Some(t), None) => Some(t.clone()),
+            (None, Some(f)) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("token file {}: {e}", f.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        if token.as_ref().is_some_and(|t| t.len() < 8) {
+            return Err("the access token must have at least 8 characters".into());
+        }
+        let mqtt = match &self.mqtt {
+            None => None,
+            Some(url) => {
+                let mut m = MqttConfig::from_url(url)?;
+                if let Some(n) = &self.mqtt_node {
+                    m.node = n.clone();
+                }
+                m.prefix = self.mqtt_prefix.clone();
+                Some(m)
+            }
+        };
+        Ok(OutputConfig {
+            http: parse_addr("--http", &self.http)?,
+            livechess: match &self.livechess {
+                Some(s) => parse_addr("--livechess", s)?,
+                None => None,
+            },
+            mqtt,
+            relay_dir: self.relay_dir.clone(),
+            token,
+            relay_debounce_ms: None,
+        })
+    }
+
+    /// The round information these options describe.
+    pub fn round_info(&self) -> Result<RoundInfo, String> {
+        check_text("--event", &self.event)?;
+        check_text("--site", &self.site)?;
+        check_text("--time-control", &self.time_control)?;
+        if self.round == 0 || self.round > 999 {
+            return Err("--round must be from 1 to 999".into());
+        }
+        Ok(RoundInfo {
+            event: self.event.clone(),
+            site: self.site.clone(),
+            round: self.round,
+            time_control: self.time_control.clone(),
+            epoch_ms: now_ms(),
+            ..Default::default()
+        })
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `eboardd serve-replay`: play captures into the broadcaster and serve every output.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeReplayArgs {
+    /// Capture files (format eboard-capture v1).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Replay speed: event seconds per wall second (0 = as fast as possible).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Every file is its own board (board-1, board-2, ...), all starting together, instead of
+    /// playing the files one after another as `eboardd replay` does.
+    #[arg(long)]
+    pub boards: bool,
+    /// Exit when the replay is over (default: keep serving until interrupted).
+    #[arg(long)]
+    pub exit: bool,
+    /// Outputs.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Run `eboardd serve-replay`.
+pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let fail = |e: String| {
+        eprintln!("eboardd: error: {e}");
+        ExitCode::from(2)
+    };
+    if !(args.speed >= 0.0 && args.speed.is_finite()) {
+        return fail(format!("--speed must be 0 or more, not {}", args.speed));
+    }
+    let cfg = match args.out.output_config() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let mut info = match args.out.round_info() {
+        Ok(i) => i,
+        Err(e) => return fail(e),
+    };
+    let plan = match super::replay_source::Plan::load(&args.files, args.boards) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    for w in &plan.warnings {
+        eprintln!("eboardd: warning: {w}");
+    }
+    info.date = plan.date.clone();
+    info.boards = plan.boards.clone();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("starting the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let hub = Broadcaster::new(info, HubConfig::default());
+        let outputs = match super::start(hub.clone(), &cfg).await {
+            Ok(o) => o,
+            Err(e) => return fail(e.to_string()),
+        };
+        if let Some(a) = outputs.http {
+            eprintln!("eboardd: serving http://{a}/");
+        }
+        let speed = (args.speed > 0.0).then_some(args.speed);
+        let mut replay = super::replay_source::spawn(hub.clone(), plan, speed);
+        let interrupted = tokio::select! {
+            _ = replay.wait_done() => false,
+            _ = tokio::signal::ctrl_c() => true,
+        };
+        if !interrupted {
+            eprintln!(
+                "eboardd: replay done: {} events",
+                replay.events.load(std::sync::atomic::Ordering::Relaxed)
+            );
+            if !args.exit {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        // Let relay files and MQTT catch up before stopping.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        replay.stop();
+        outputs.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,345 @@
+//! The [`Broadcaster`]: numbers events, keeps the round model and a bounded backlog, and fans
+//! messages out to live subscribers through a `tokio::sync::broadcast` channel.
+//!
+//! Publishing never waits: it takes a short lock, serialises the event once and sends it to the
+//! channel. A subscriber that falls more than the channel's capacity behind gets a `Lagged`
+//! error; the transports then send it a snapshot and drop it if it lags again.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::extract::ws::Utf8Bytes;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
+use crate::core::event::{CoreEvent, EventEnvelope};
+use crate::core::observation::{Micros, OperatorAction};
+
+/// One numbered message of the event stream, serialised once for every consumer.
+#[derive(Debug, Clone)]
+pub struct Msg {
+    /// Its `seq`.
+    pub seq: u64,
+    /// The board it is about.
+    pub board: Arc<str>,
+    /// The event kind (`"move_made"`, ..., `"board_status"`).
+    pub kind: &'static str,
+    /// Event time.
+    pub t: Micros,
+    /// The JSON line.
+    pub json: Utf8Bytes,
+}
+
+/// What a new subscriber gets first.
+#[derive(Debug)]
+pub enum Start {
+    /// Every message after the requested `seq`, from the backlog (may be empty).
+    Backlog(Vec<Arc<Msg>>),
+    /// A snapshot (JSON text of a `snapshot` message), when the requested `seq` is older than
+    /// the backlog or none was given.
+    Snapshot(String),
+}
+
+/// Limits of the hub.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// Messages kept for resuming clients.
+    pub backlog: usize,
+    /// How far a live subscriber may fall behind before it lags.
+    pub channel: usize,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        HubConfig {
+            backlog: 50_000,
+            channel: 4096,
+        }
+    }
+}
+
+/// Operator actions the broadcaster cannot carry out itself (they change a game), forwarded to
+/// whoever owns the board engines: the live daemon, or the replay driver.
+pub trait Control: Send + Sync {
+    /// Carry out `action` on `board`; a human sentence on refusal.
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String>;
+}
+
+struct State {
+    round: RoundState,
+    backlog: VecDeque<Arc<Msg>>,
+    next_seq: u64,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    tx: broadcast::Sender<Arc<Msg>>,
+    changed: watch::Sender<u64>,
+    control: Mutex<Option<Arc<dyn Control>>>,
+    cfg: HubConfig,
+}
+
+/// The hub every output reads from. Cheap to clone; all clones share one state.
+#[derive(Clone)]
+pub struct Broadcaster {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Broadcaster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broadcaster").finish_non_exhaustive()
+    }
+}
+
+/// JSON of a `snapshot` message.
+fn snapshot_json(round: &RoundState) -> String {
+    let mut v = round_json(round);
+    if let Value::Object(map) = &mut v {
+        map.insert("kind".into(), "snapshot".into());
+    }
+    v.to_string()
+}
+
+impl Broadcaster {
+    /// A broadcaster for one round.
+    pub fn new(info: RoundInfo, cfg: HubConfig) -> Self {
+        let (tx, _) = broadcast::channel(cfg.channel.max(16));
+        let (changed, _) = watch::channel(0);
+        Broadcaster {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    round: RoundState::new(info),
+                    backlog: VecDeque::new(),
+                    next_seq: 1,
+                }),
+                tx,
+                changed,
+                control: Mutex::new(None),
+                cfg,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Publish one core event of `board`: it gets the next `seq`, updates the model, goes to
+    /// the backlog and to every live subscriber. Never blocks on a subscriber. Returns its seq.
+    pub fn publish(&self, board: &str, event: &CoreEvent) -> u64 {
+        let mut st = self.lock();
+        let seq = st.next_seq;
+        let json = EventEnvelope::new(seq, board, event).to_json();
+        st.round.apply(seq, board, event);
+        let kind = kind_name(&event.kind);
+        self.push(&mut st, seq, board, kind, event.t, json)
+    }
+
+    /// Publish a message the broadcaster makes itself (status, acknowledgement, players): the
+    /// common envelope with `kind` and `fields`.
+    fn publish_own(&self, st: &mut State, board: &str, kind: &'static str, fields: Value) -> u64 {
+        let seq = st.next_seq;
+        let (t, game) = st
+            .round
+            .board(board)
+            .map(|b| (b.last_t, b.game().map_or(0, |g| g.number)))
+            .unwrap_or((st.round.last_t, 0));
+        let mut v = json!({
+            "v": 1, "seq": seq, "t": t as f64 / 1e6, "board": board, "game": game, "kind": kind,
+        });
+        if let (Value::Object(map), Value::Object(extra)) = (&mut v, fields) {
+            map.extend(extra);
+        }
+        st.round.last_seq = seq;
+        st.round.board_mut(board).last_seq = seq;
+        self.push(st, seq, board, kind, t, v.to_string())
+    }
+
+    fn push(
+        &self,
+        st: &mut State,
+        seq: u64,
+        board: &str,
+        kind: &'static str,
+        t: Micros,
+        json: String,
+    ) -> u64 {
+        st.next_seq = seq + 1;
+        let msg = Arc::new(Msg {
+            seq,
+            board: Arc::from(board),
+            kind,
+            t,
+            json: Utf8Bytes::from(json),
+        });
+        if st.backlog.len() >= self.inner.cfg.backlog.max(1) {
+            st.backlog.pop_front();
+        }
+        st.backlog.push_back(msg.clone());
+        // No receivers is fine: the backlog still has it.
+        let _ = self.inner.tx.send(msg);
+        self.inner.changed.send_replace(seq);
+        seq
+    }
+
+    /// Set a board's health (link state, port, serial, clock presence, battery). Publishes a
+    /// `board_status` message when it changed.
+    pub fn set_status(&self, board: &str, status: BoardStatus) {
+        let mut st = self.lock();
+        if st.round.board(board).is_some_and(|b| b.status == status) {
+            return;
+        }
+        st.round.board_mut(board).status = status.clone();
+        let fields = json!({ "status": status });
+        self.publish_own(&mut st, board, "board_status", fields);
+    }
+
+    /// Set the players of a board. Publishes a `players` message.
+    pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), String> {
+        pairing.white.validate()?;
+        pairing.black.validate()?;
+        let mut st = self.lock();
+        st.round.board_mut(board);
+        st.round
+            .info
+            .pairings
+            .insert(board.to_string(), pairing.clone());
+        let fields = json!({ "white": pairing.white, "black": pairing.black });
+        self.publish_own(&mut st, board, "players", fields);
+        Ok(())
+    }
+
+    /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.
+    pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), String> {
+        let mut st = self.lock();
+        let b = st
+            .round
+            .board(board)
+            .ok_or_else(|| format!("no board {board:?}"))?;
+        let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
+            return Err(format!("board {board:?} has no irregularity {id}"));
+        };
+        let irr = &mut st.round.board_mut(board).irregularities[i];
+        irr.acknowledged = true;
+        let fields = json!({ "irregularity": id, "code": irr.code });
+        self.publish_own(&mut st, board, "irregularity_acknowledged", fields);
+        Ok(())
+    }
+
+    /// Install the handler of game-changing operator actions.
+    pub fn set_control(&self, control: Arc<dyn Control>) {
+        *self.inner.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control);
+    }
+
+    /// Forward an operator action to the installed [`Control`].
+    pub fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+        let control = self
+            .inner
+            .control
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match control {
+            Some(c) => c.operator(board, action),
+            None => Err("this server cannot change games (no board engines attached)".into()),
+        }
+    }
+
+    /// Subscribe to live messages after `since` (`None`: start with a snapshot). Messages in
+    /// the backlog after `since` come first; if `since` is older than the backlog, a snapshot
+    /// does. The receiver continues exactly after what `Start` covers.
+    pub fn subscribe(&self, since: Option<u64>) -> (Start, broadcast::Receiver<Arc<Msg>>) {
+        let st = self.lock();
+        let rx = self.inner.tx.subscribe();
+        let last = st.next_seq - 1;
+        let start = match since {
+            Some(s) if s == last => Start::Backlog(Vec::new()),
+            Some(s) => {
+                let first = st.backlog.front().map_or(last + 1, |m| m.seq);
+                if s < last && s + 1 >= first {
+                    let skip = (s + 1 - first) as usize;
+                    Start::Backlog(st.backlog.iter().skip(skip).cloned().collect())
+                } else {
+                    Start::Snapshot(snapshot_json(&st.round))
+                }
+            }
+            None => Start::Snapshot(snapshot_json(&st.round)),
+        };
+        (start, rx)
+    }
+
+    /// A snapshot message and a receiver that continues right after it.
+    pub fn resync(&self) -> (String, broadcast::Receiver<Arc<Msg>>) {
+        let st = self.lock();
+        (snapshot_json(&st.round), self.inner.tx.subscribe())
+    }
+
+    /// A receiver of live messages only.
+    pub fn receiver(&self) -> broadcast::Receiver<Arc<Msg>> {
+        self.inner.tx.subscribe()
+    }
+
+    /// Notified with the last seq whenever anything changed.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Run `f` on the round model (under the lock: keep it short).
+    pub fn with_round<R>(&self, f: impl FnOnce(&RoundState) -> R) -> R {
+        f(&self.lock().round)
+    }
+
+    /// JSON of the whole round.
+    pub fn snapshot(&self) -> Value {
+        self.with_round(round_json)
+    }
+
+    /// JSON of one board, if known.
+    pub fn board_snapshot(&self, board: &str) -> Option<Value> {
+        self.with_round(|r| r.board(board).map(|b| board_json(r, b)))
+    }
+
+    /// The last seq published (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.lock().next_seq - 1
+    }
+
+    /// Number of live subscribers.
+    pub fn subscribers(&self) -> usize {
+        self.inner.tx.receiver_count()
+    }
+
+    /// Change the round information (event, round number, date, ...).
+    pub fn update_info(&self, f: impl FnOnce(&mut RoundInfo)) {
+        let mut st = self.lock();
+        f(&mut st.round.info);
+        for id in st.round.info.boards.clone() {
+            st.round.board_mut(&id);
+        }
+        let seq = st.next_seq - 1;
+        drop(st);
+        self.inner.changed.send_replace(seq);
+    }
+}
+
+/// The spec name of an event kind.
+pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
+    use crate::core::event::EventKind as K;
+    match kind {
+        K::BoardConnected { .. } => "board_connected",
+        K::BoardDisconnected { .. } => "board_disconnected",
+        K::GameStarted { .. } => "game_started",
+        K::MoveMade { .. } => "move_made",
+        K::MoveRetracted { .. } => "move_retracted",
+        K::MoveCompleted { .. } => "move_completed",
+        K::Clock { .. } => "clock",
+        K::Irregularity { .. } => "irregularity",
+        K::IrregularityResolved { .. } => "irregularity_resolved",
+        K::ClaimAvailable { .. } => "claim_available",
+        K::GameEnded { .. } => "game_ended",
+    }
+}

@@ -1,0 +1,180 @@
+//! Broadcasting: the hub ([`Broadcaster`]) and every output fed from it — the HTTP API with
+//! WebSocket and SSE event streams, relay files (PGN and LiveChessCloud JSON), MQTT, the
+//! LiveChess EBoards API and the arbiter web page.
+//!
+//! Feeding it (the live daemon, or [`replay_source`] for captures):
+//! - [`Broadcaster::publish`] for every core event of a board, in order;
+//! - [`Broadcaster::set_status`] whenever a board's health changes (link, port, battery,
+//!   clock presence);
+//! - [`Broadcaster::set_control`] once, with the handler of game-changing operator actions;
+//! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
+
+pub mod cli;
+pub mod http;
+pub mod hub;
+pub mod livechess;
+pub mod model;
+pub mod mqtt;
+pub mod relay;
+pub mod render;
+pub mod replay_source;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use hub::{Broadcaster, Control, HubConfig, Msg, Start};
+pub use model::{BoardStatus, LinkState, Pairing, Player, RoundInfo, RoundState};
+pub use mqtt::MqttConfig;
+
+/// Default address of the HTTP API and page.
+pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
+/// Default address of the LiveChess-compatible API.
+pub const DEFAULT_LIVECHESS: &str = "127.0.0.1:1982";
+
+/// Which outputs to run and where.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    /// HTTP API, event streams, relay files and page (`None`: off).
+    pub http: Option<SocketAddr>,
+    /// LiveChess-compatible EBoards API (`None`: off).
+    pub livechess: Option<SocketAddr>,
+    /// MQTT publisher (`None`: off).
+    pub mqtt: Option<MqttConfig>,
+    /// Directory for relay files (`None`: not written).
+    pub relay_dir: Option<PathBuf>,
+    /// Secret required by every state-changing request (`None`: such requests are refused).
+    pub token: Option<String>,
+    /// Coalescing delay of relay file writes, milliseconds (default 300).
+    pub relay_debounce_ms: Option<u64>,
+}
+
+/// Why outputs could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// A listening address could not be bound.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// Which server.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// The relay directory could not be created.
+    #[error("relay directory {dir}: {source}")]
+    RelayDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+/// Running outputs: bound addresses, counters, and a way to stop them.
+#[derive(Debug)]
+pub struct Outputs {
+    /// Address the HTTP server listens on.
+    pub http: Option<SocketAddr>,
+    /// Address the LiveChess API listens on.
+    pub livechess: Option<SocketAddr>,
+    /// MQTT counters, when publishing.
+    pub mqtt: Option<Arc<mqtt::MqttStats>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Outputs {
+    /// Stop every output (a last relay write, MQTT offline status) and wait for them.
+    pub async fn shutdown(self) {
+        self.stop.send_replace(true);
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
+
+async fn bind(
+    what: &'static str,
+    addr: SocketAddr,
+) -> Result<tokio::net::TcpListener, OutputError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| OutputError::Bind { what, addr, source })
+}
+
+fn serve_router(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stop.changed().await;
+        };
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!("HTTP server: {e}");
+        }
+    })
+}
+
+/// Start the configured outputs on `hub`. Must run inside a tokio runtime. Listening
+/// addresses are bound before it returns (port 0 picks a free port; see [`Outputs`]).
+pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::new();
+    let mut out = Outputs {
+        http: None,
+        livechess: None,
+        mqtt: None,
+        stop,
+        tasks: Vec::new(),
+    };
+    if let Some(addr) = cfg.http {
+        let listener = bind("HTTP", addr).await?;
+        out.http = listener.local_addr().ok();
+        let router = http::router(hub.clone(), cfg.token.clone());
+        tasks.push(serve_router(listener, router, stop_rx.clone()));
+        tracing::info!("HTTP API and page on http://{}", out.http.unwrap_or(addr));
+    }
+    if let Some(addr) = cfg.livechess {
+        let listener = bind("LiveChess API", addr).await?;
+        out.livechess = listener.local_addr().ok();
+        tasks.push(serve_router(
+            listener,
+            livechess::router(hub.clone()),
+            stop_rx.clone(),
+        ));
+        tracing::info!(
+            "LiveChess EBoards API on ws://{}/api/v1.0",
+            out.livechess.unwrap_or(addr)
+        );
+    }
+    if let Some(dir) = &cfg.relay_dir {
+        let writer = relay::RelayWriter::new(dir).map_err(|source| OutputError::RelayDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let debounce = Duration::from_millis(cfg.relay_debounce_ms.unwrap_or(300));
+        tasks.push(tokio::spawn(writer.run(
+            hub.clone(),
+            debounce,
+            stop_rx.clone(),
+        )));
+        tracing::info!("relay files in {}", dir.display());
+    }
+    if let Some(m) = &cfg.mqtt {
+        let (stats, task) = mqtt::spawn(hub.clone(), m.clone(), stop_rx.clone());
+        out.mqtt = Some(stats);
+        tasks.push(task);
+        tracing::info!("MQTT to {}:{} as {}/{}", m.host, m.port, m.prefix, m.node);
+    }
+    out.tasks = tasks;
+    Ok(out)
+}

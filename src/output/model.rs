@@ -1,0 +1,665 @@
+//! The broadcast side's own model of the round: per-board state rebuilt from the event stream
+//! alone (`capture-and-events.md` §3), so every output — PGN, LiveChessCloud JSON, the
+//! LiveChess EBoards API, JSON snapshots, MQTT state — is derived from one place and never
+//! disagrees with the events a client saw.
+//!
+//! Games are rebuilt as [`GameRecord`]s by replaying the SAN of `move_made` events on the start
+//! position of `game_started`, so PGN export goes through the same writer as `eboardd replay`.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use shakmaty::{CastlingMode, Chess, Color, Position, fen::Fen, san::SanPlus};
+
+use crate::core::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
+use crate::core::game::{GameRecord, mover_of_ply};
+use crate::core::observation::Micros;
+use crate::core::start;
+
+/// Most irregularities kept per board (oldest dropped first).
+const MAX_IRREGULARITIES: usize = 200;
+
+/// One player of a pairing, as configured (nothing here comes from the board).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Player {
+    /// Name, DGT style `"Last, First"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// FIDE id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fide_id: Option<u64>,
+    /// FIDE title (`GM`, `WFM`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Rating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elo: Option<u32>,
+    /// Federation (three letters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<String>,
+}
+
+impl Player {
+    /// Check the fields; a human sentence on the first bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(name) = &self.name {
+            if name.trim().is_empty() || name.chars().count() > 100 {
+                return Err("player name must have 1 to 100 characters".into());
+            }
+            if name
+                .chars()
+                .any(|c| c.is_control() || c == '"' || c == '\\')
+            {
+                return Err(
+                    "player name must not contain control characters, quotes or backslashes".into(),
+                );
+            }
+        }
+        for (what, v) in [("title", &self.title), ("federation", &self.federation)] {
+            if let Some(v) = v
+                && (v.is_empty() || v.len() > 4 || !v.chars().all(|c| c.is_ascii_alphabetic()))
+            {
+                return Err(format!("player {what} must be 1 to 4 letters"));
+            }
+        }
+        if self.fide_id.is_some_and(|id| id == 0 || id > 999_999_999) {
+            return Err("FIDE id must be a number from 1 to 999999999".into());
+        }
+        if self.elo.is_some_and(|e| e > 4000) {
+            return Err("rating must be at most 4000".into());
+        }
+        Ok(())
+    }
+}
+
+/// The players of one board.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// White.
+    #[serde(default)]
+    pub white: Player,
+    /// Black.
+    #[serde(default)]
+    pub black: Player,
+}
+
+/// What the round is: names and numbers that the sensors cannot know.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoundInfo {
+    /// Event name (PGN `Event`, LCC `name`).
+    pub event: Option<String>,
+    /// Site (PGN `Site`, LCC `location`).
+    pub site: Option<String>,
+    /// Date `YYYY.MM.DD`.
+    pub date: Option<String>,
+    /// Round number (PGN `Round "R.B"`, LCC `round-R`).
+    pub round: u32,
+    /// PGN `TimeControl`, e.g. `5400+30`.
+    pub time_control: Option<String>,
+    /// Board ids in board order; boards not listed follow in order of appearance.
+    pub boards: Vec<String>,
+    /// Players per board id.
+    pub pairings: HashMap<String, Pairing>,
+    /// Wall-clock epoch milliseconds at event time `t = 0` (for LCC/LiveChess `time` fields).
+    pub epoch_ms: i64,
+}
+
+impl Default for RoundInfo {
+    fn default() -> Self {
+        RoundInfo {
+            event: None,
+            site: None,
+            date: None,
+            round: 1,
+            time_control: None,
+            boards: Vec::new(),
+            pairings: HashMap::new(),
+            epoch_ms: 0,
+        }
+    }
+}
+
+/// Link state of a board as the daemon sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Not known yet (no event, no status).
+    #[default]
+    Unknown,
+    /// Connected and answering.
+    Active,
+    /// Connected but silent for too long.
+    NotResponding,
+    /// Disconnected.
+    Disconnected,
+}
+
+/// Health of a board that only the daemon knows (port, battery, clock presence). Set with
+/// [`super::Broadcaster::set_status`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoardStatus {
+    /// Link state.
+    pub state: LinkState,
+    /// Port or device path the board is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Board serial number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Whether a clock is connected (`None` = not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_connected: Option<bool>,
+    /// Battery, as the device reports it (`"87%"`, `"4.1V"`, `"low"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battery: Option<String>,
+    /// Free operator comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// Last clock reading of a board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockState {
+    /// White's remaining milliseconds.
+    pub white: u32,
+    /// Black's remaining milliseconds.
+    pub black: u32,
+    /// Whose clock runs.
+    pub running: Option<Color>,
+    /// Event time of the reading.
+    pub t: Micros,
+}
+
+/// One irregularity raised on a board.
+#[derive(Debug, Clone, Serialize)]
+pub struct Irregularity {
+    /// Id: the `seq` of the event that raised it (unique per daemon run).
+    pub id: u64,
+    /// Game number.
+    pub game: u32,
+    /// Event time, seconds.
+    pub t: f64,
+    /// Ply of the turn.
+    pub ply: u32,
+    /// Spec code.
+    pub code: &'static str,
+    /// FIDE article.
+    pub rule: &'static str,
+    /// `"white"` or `"black"`.
+    pub player: &'static str,
+    /// Squares involved.
+    pub squares: Vec<String>,
+    /// One sentence.
+    pub detail: String,
+    /// Put right (an `irregularity_resolved` event).
+    pub resolved: bool,
+    /// Acknowledged by an arbiter.
+    pub acknowledged: bool,
+}
+
+/// Per-game extras that a [`GameRecord`] does not hold.
+#[derive(Debug, Clone, Default)]
+struct GameExtra {
+    claims: Vec<&'static str>,
+}
+
+/// Everything known about one board.
+#[derive(Debug, Clone)]
+pub struct BoardState {
+    /// Device id.
+    pub id: String,
+    /// Games in the order they started (rebuilt from events).
+    pub games: Vec<GameRecord>,
+    extras: Vec<GameExtra>,
+    /// Last clock reading.
+    pub clock: Option<ClockState>,
+    /// Whether the link is up according to the events (`None` before any connect event).
+    pub connected: Option<bool>,
+    /// Driver name from the connect event.
+    pub driver: Option<String>,
+    /// Serial number from the connect event.
+    pub serial: Option<String>,
+    /// Health from the daemon.
+    pub status: BoardStatus,
+    /// Irregularities, oldest first.
+    pub irregularities: Vec<Irregularity>,
+    /// Seq of the last event about this board.
+    pub last_seq: u64,
+    /// Time of the last event about this board.
+    pub last_t: Micros,
+    /// An event could not be applied to the model (e.g. a SAN that does not parse): the
+    /// reason, for the status display. The stream itself is unaffected.
+    pub model_error: Option<String>,
+}
+
+impl BoardState {
+    fn new(id: &str) -> Self {
+        BoardState {
+            id: id.to_string(),
+            games: Vec::new(),
+            extras: Vec::new(),
+            clock: None,
+            connected: None,
+            driver: None,
+            serial: None,
+            status: BoardStatus::default(),
+            irregularities: Vec::new(),
+            last_seq: 0,
+            last_t: 0,
+            model_error: None,
+        }
+    }
+
+    /// The current (last started) game.
+    pub fn game(&self) -> Option<&GameRecord> {
+        self.games.last()
+    }
+
+    /// Serial number: the daemon's, else the connect event's.
+    pub fn serial(&self) -> Option<&str> {
+        self.status.serial.as_deref().or(self.serial.as_deref())
+    }
+
+    /// Link state from status and events together.
+    pub fn link(&self) -> LinkState {
+        match (self.status.state, self.connected) {
+            (LinkState::Unknown, Some(true)) => LinkState::Active,
+            (LinkState::Unknown, Some(false)) => LinkState::Disconnected,
+            (s, _) => s,
+        }
+    }
+
+    /// Whether the current game is running (started, no result).
+    pub fn live(&self) -> bool {
+        self.game().is_some_and(|g| !g.ended()) && self.link() != LinkState::Disconnected
+    }
+
+    /// Open (unresolved or unacknowledged) irregularities of the current game, and any
+    /// unacknowledged ones of earlier games.
+    pub fn open_irregularities(&self) -> impl Iterator<Item = &Irregularity> {
+        let game = self.game().map_or(0, |g| g.number);
+        self.irregularities
+            .iter()
+            .filter(move |i| !i.acknowledged || (i.game == game && !i.resolved))
+    }
+
+    /// Piece placement (FEN field 1) of the current position, if a game runs.
+    pub fn placement(&self) -> Option<String> {
+        let g = self.game()?;
+        Some(g.position().board().to_string())
+    }
+
+    /// Whether the board is believed to match the reconstructed position (no open
+    /// displaced-piece or illegal-move irregularity).
+    pub fn matches(&self) -> bool {
+        let game = self.game().map_or(0, |g| g.number);
+        !self.irregularities.iter().any(|i| {
+            i.game == game
+                && !i.resolved
+                && matches!(
+                    i.code,
+                    "displaced_pieces" | "illegal_move" | "pawn_not_promoted"
+                )
+        })
+    }
+
+    fn apply(&mut self, seq: u64, ev: &CoreEvent) {
+        self.last_seq = seq;
+        self.last_t = self.last_t.max(ev.t);
+        match &ev.kind {
+            EventKind::BoardConnected { driver, serial } => {
+                self.connected = Some(true);
+                self.driver = Some(driver.clone());
+                if serial.is_some() {
+                    self.serial = serial.clone();
+                }
+            }
+            EventKind::BoardDisconnected { driver, serial } => {
+                self.connected = Some(false);
+                self.driver = Some(driver.clone());
+                if serial.is_some() {
+                    self.serial = serial.clone();
+                }
+            }
+            EventKind::GameStarted { fen, chess960 } => match start_game(ev, fen, *chess960) {
+                Ok(game) => {
+                    if self.games.last().is_some_and(|g| g.number == game.number) {
+                        self.games.pop();
+                        self.extras.pop();
+                    }
+                    self.games.push(game);
+                    self.extras.push(GameExtra::default());
+                    self.model_error = None;
+                }
+                Err(e) => self.model_error = Some(e),
+            },
+            EventKind::MoveMade { ply, san, .. } => {
+                if let Err(e) = self.make(ev, *ply, san) {
+                    self.model_error = Some(e);
+                }
+            }
+            EventKind::MoveRetracted { ply } => {
+                if let Some(g) = self.game_mut(ev.game)
+                    && g.ply() == *ply
+                {
+                    g.pop();
+                }
+            }
+            EventKind::MoveCompleted { ply, by, clock, .. } => {
+                if let Some(g) = self.game_mut(ev.game)
+                    && g.ply() == *ply
+                    && let Some(m) = g.moves.last_mut()
+                {
+                    m.completed = Some(*by);
+                    m.clock = *clock;
+                }
+            }
+            EventKind::Clock {
+                white,
+                black,
+                running,
+            } => {
+                self.clock = Some(ClockState {
+                    white: *white,
+                    black: *black,
+                    running: match *running {
+                        Some("white") => Some(Color::White),
+                        Some("black") => Some(Color::Black),
+                        _ => None,
+                    },
+                    t: ev.t,
+                });
+            }
+            EventKind::Irregularity {
+                ply,
+                code,
+                rule,
+                player,
+                squares,
+                detail,
+            } => {
+                if self.irregularities.len() >= MAX_IRREGULARITIES {
+                    self.irregularities.remove(0);
+                }
+                self.irregularities.push(Irregularity {
+                    id: seq,
+                    game: ev.game,
+                    t: ev.t as f64 / 1e6,
+                    ply: *ply,
+                    code,
+                    rule,
+                    player,
+                    squares: squares.clone(),
+                    detail: detail.clone(),
+                    resolved: false,
+                    acknowledged: false,
+                });
+            }
+            EventKind::IrregularityResolved { code, squares } => {
+                let open = |i: &&mut Irregularity| !i.resolved && i.code == *code;
+                let mut found = self
+                    .irregularities
+                    .iter_mut()
+                    .rev()
+                    .filter(open)
+                    .find(|i| i.squares == *squares || squares.is_empty());
+                if found.is_none() {
+                    found = self.irregularities.iter_mut().rev().find(open);
+                }
+                if let Some(i) = found {
+                    i.resolved = true;
+                }
+            }
+            EventKind::ClaimAvailable { claim } => {
+                if let Some(x) = self.extras.last_mut()
+                    && !x.claims.contains(claim)
+                {
+                    x.claims.push(claim);
+                }
+            }
+            EventKind::GameEnded { result, reason } => {
+                if let Some(g) = self.game_mut(ev.game) {
+                    g.result = Some((result, *reason));
+                }
+            }
+        }
+    }
+
+    fn game_mut(&mut self, number: u32) -> Option<&mut GameRecord> {
+        self.games.last_mut().filter(|g| g.number == number)
+    }
+
+    fn make(&mut self, ev: &CoreEvent, ply: u32, san: &str) -> Result<(), String> {
+        let id = self.id.clone();
+        let g = self
+            .game_mut(ev.game)
+            .ok_or_else(|| format!("{id}: move_made for game {} that did not start", ev.game))?;
+        if g.ply() + 1 != ply {
+            return Err(format!("{id}: move_made ply {ply} after ply {}", g.ply()));
+        }
+        let parsed = SanPlus::from_str(san).map_err(|e| format!("{id}: SAN {san:?}: {e}"))?;
+        let mv = parsed.san.to_move(g.position()).map_err(|e| {
+            format!(
+                "{id}: SAN {san:?} in {}: {e}",
+                crate::core::game::fen_of(g.position())
+            )
+        })?;
+        g.push(mv, ev.t);
+        Ok(())
+    }
+
+    fn claims(&self) -> &[&'static str] {
+        self.extras.last().map_or(&[], |x| &x.claims[..])
+    }
+}
+
+/// A [`GameRecord`] for a `game_started` event.
+fn start_game(ev: &CoreEvent, fen: &str, chess960: Option<u16>) -> Result<GameRecord, String> {
+    let parsed = Fen::from_str(fen).map_err(|e| format!("start FEN {fen:?}: {e}"))?;
+    let (mode, number) = match chess960 {
+        Some(n) => (CastlingMode::Chess960, Some(n)),
+        None => match start::recognise(&parsed.as_setup().board) {
+            Some(s) => (s.mode, s.chess960),
+            None => (CastlingMode::Standard, None),
+        },
+    };
+    let pos: Chess = match parsed.clone().into_position(mode) {
+        Ok(p) => p,
+        Err(_) => parsed
+            .into_position(CastlingMode::Chess960)
+            .map_err(|e| format!("start FEN {fen:?}: {e}"))?,
+    };
+    Ok(GameRecord::new(ev.game, pos, mode, number, ev.t))
+}
+
+/// The round: every board, in board order.
+#[derive(Debug, Clone, Default)]
+pub struct RoundState {
+    /// Names and numbers from configuration.
+    pub info: RoundInfo,
+    boards: Vec<BoardState>,
+    index: HashMap<String, usize>,
+    /// Seq of the last event applied.
+    pub last_seq: u64,
+    /// Largest event time seen.
+    pub last_t: Micros,
+}
+
+impl RoundState {
+    /// An empty round; the configured boards are listed at once.
+    pub fn new(info: RoundInfo) -> Self {
+        let mut state = RoundState {
+            info,
+            ..Default::default()
+        };
+        for id in state.info.boards.clone() {
+            state.board_mut(&id);
+        }
+        state
+    }
+
+    /// Boards in board order.
+    pub fn boards(&self) -> &[BoardState] {
+        &self.boards
+    }
+
+    /// One board by id.
+    pub fn board(&self, id: &str) -> Option<&BoardState> {
+        self.index.get(id).map(|&i| &self.boards[i])
+    }
+
+    /// Board number (1-based position in board order).
+    pub fn board_number(&self, id: &str) -> Option<usize> {
+        self.index.get(id).map(|i| i + 1)
+    }
+
+    /// The board, created (appended to board order) when new.
+    pub fn board_mut(&mut self, id: &str) -> &mut BoardState {
+        let i = match self.index.get(id) {
+            Some(&i) => i,
+            None => {
+                self.boards.push(BoardState::new(id));
+                self.index.insert(id.to_string(), self.boards.len() - 1);
+                self.boards.len() - 1
+            }
+        };
+        &mut self.boards[i]
+    }
+
+    /// Apply one event.
+    pub fn apply(&mut self, seq: u64, board: &str, ev: &CoreEvent) {
+        self.last_seq = self.last_seq.max(seq);
+        self.last_t = self.last_t.max(ev.t);
+        self.board_mut(board).apply(seq, ev);
+    }
+
+    /// The players of a board.
+    pub fn pairing(&self, board: &str) -> Pairing {
+        self.info.pairings.get(board).cloned().unwrap_or_default()
+    }
+
+    /// Epoch milliseconds of event time `t`.
+    pub fn epoch_ms(&self, t: Micros) -> i64 {
+        self.info.epoch_ms + t / 1000
+    }
+}
+
+/// JSON of a clock state (ms, and the running side).
+fn clock_json(c: &ClockState) -> Value {
+    json!({
+        "white": c.white,
+        "black": c.black,
+        "running": c.running.map(|c| c.fold_wb("white", "black")),
+        "t": c.t as f64 / 1e6,
+    })
+}
+
+fn by_str(by: CompletedBy) -> &'static str {
+    match by {
+        CompletedBy::Clock => "clock",
+        CompletedBy::NextMove => "next_move",
+        CompletedBy::GameEnd => "game_end",
+    }
+}
+
+/// The spec's name of an end reason.
+pub fn reason_str(reason: EndReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn clock_times_json(c: Option<ClockTimes>) -> Value {
+    c.map_or(Value::Null, |c| json!({"white": c.white, "black": c.black}))
+}
+
+/// JSON of one game (moves with clocks, position, result).
+pub fn game_json(g: &GameRecord) -> Value {
+    let moves: Vec<Value> = g
+        .moves
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            json!({
+                "ply": i + 1,
+                "san": m.san,
+                "uci": m.uci,
+                "completed": m.completed.map(by_str),
+                "clock": clock_times_json(m.clock),
+                "t": m.made_at as f64 / 1e6,
+            })
+        })
+        .collect();
+    let last = g.moves.last().map(|m| {
+        json!({
+            "ply": g.ply(),
+            "san": m.san,
+            "uci": m.uci,
+            "by": mover_of_ply(g.start(), g.ply()).fold_wb("white", "black"),
+            "completed": m.completed.is_some(),
+        })
+    });
+    json!({
+        "number": g.number,
+        "start_fen": g.start_fen(),
+        "chess960": g.chess960.filter(|_| g.mode == CastlingMode::Chess960),
+        "fen": crate::core::game::fen_of(g.position()),
+        "turn": g.position().turn().fold_wb("white", "black"),
+        "reversed": g.reversed,
+        "moves": moves,
+        "last_move": last,
+        "result": crate::pgn::result_of(g),
+        "reason": g.result.map(|(_, r)| reason_str(r)),
+        "t": g.started_at as f64 / 1e6,
+    })
+}
+
+/// JSON snapshot of one board (the `boards[]` items of `GET /api/v1/boards`, the MQTT state).
+pub fn board_json(round: &RoundState, b: &BoardState) -> Value {
+    let pairing = round.pairing(&b.id);
+    let irregularities: Vec<&Irregularity> = b.open_irregularities().collect();
+    json!({
+        "board": b.id,
+        "number": round.board_number(&b.id),
+        "link": b.link(),
+        "connected": b.connected,
+        "driver": b.driver,
+        "serial": b.serial(),
+        "status": b.status,
+        "white": pairing.white,
+        "black": pairing.black,
+        "game": b.game().map(game_json),
+        "games": b.games.len(),
+        "clock": b.clock.as_ref().map(clock_json),
+        "irregularities": irregularities,
+        "claims": b.claims(),
+        "match": b.matches(),
+        "model_error": b.model_error,
+        "last_seq": b.last_seq,
+        "t": b.last_t as f64 / 1e6,
+    })
+}
+
+/// The whole round as JSON (`GET /api/v1/boards`, and the body of `snapshot` messages).
+pub fn round_json(round: &RoundState) -> Value {
+    let boards: Vec<Value> = round
+        .boards()
+        .iter()
+        .map(|b| board_json(round, b))
+        .collect();
+    json!({
+        "v": 1,
+        "seq": round.last_seq,
+        "event": round.info.event,
+        "site": round.info.site,
+        "round": round.info.round,
+        "t": round.last_t as f64 / 1e6,
+        "boards": boards,
+    })
+}

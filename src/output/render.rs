@@ -1,0 +1,360 @@
+//! Renderings of the round model: PGN (`broadcast.md` §2.6, §3), the LiveChessCloud JSON tree
+//! (§1) and the LiveChess EBoards API objects (§4).
+
+use serde_json::{Value, json};
+use shakmaty::{Color, Position};
+
+use super::model::{BoardState, ClockState, Player, RoundState};
+use crate::core::game::{GameRecord, mover_of_ply};
+use crate::core::observation::Micros;
+use crate::pgn::{self, GameTags};
+
+/// `Round "R.B"` of a board.
+pub fn round_tag(round: &RoundState, board: &BoardState) -> String {
+    let number = round.board_number(&board.id).unwrap_or(0);
+    format!("{}.{}", round.info.round, number)
+}
+
+/// Append one game as PGN: the same writer as `eboardd replay`, with the round's stable tags
+/// (Event, Site, Round `R.B`, players) and extra tags (FIDE ids, titles, ratings, TimeControl).
+pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord, out: &mut String) {
+    let pairing = round.pairing(&board.id);
+    let tags = GameTags {
+        event: round.info.event.clone(),
+        site: round.info.site.clone(),
+        date: round.info.date.clone(),
+        round: Some(round_tag(round, board)),
+        white: pairing.white.name.clone(),
+        black: pairing.black.name.clone(),
+        board: Some(board.id.clone()),
+    };
+    let mut text = String::new();
+    pgn::write_game(game, &tags, &mut text);
+    let mut extra = String::new();
+    let mut tag = |name: &str, value: String| {
+        let v = value.replace('\\', "\\\\").replace('"', "\\\"");
+        extra.push_str(&format!("[{name} \"{v}\"]\n"));
+    };
+    for (side, p) in [("White", &pairing.white), ("Black", &pairing.black)] {
+        if let Some(v) = &p.title {
+            tag(&format!("{side}Title"), v.clone());
+        }
+        if let Some(v) = p.elo {
+            tag(&format!("{side}Elo"), v.to_string());
+        }
+        if let Some(v) = p.fide_id {
+            tag(&format!("{side}FideId"), v.to_string());
+        }
+        if let Some(v) = &p.federation {
+            tag(&format!("{side}Fed"), v.clone());
+        }
+    }
+    if let Some(tc) = &round.info.time_control {
+        tag("TimeControl", tc.clone());
+    }
+    // The tag section ends at the first empty line.
+    match text.find("\n\n") {
+        Some(i) => {
+            out.push_str(&text[..=i]);
+            out.push_str(&extra);
+            out.push_str(&text[i + 1..]);
+        }
+        None => out.push_str(&text),
+    }
+}
+
+/// PGN of the current game of one board (empty when no game started).
+pub fn board_pgn(round: &RoundState, board: &BoardState) -> String {
+    let mut out = String::new();
+    if let Some(g) = board.game() {
+        write_game_pgn(round, board, g, &mut out);
+    }
+    out
+}
+
+/// The round's `games.pgn`: the current game of every board, in board order.
+pub fn round_pgn(round: &RoundState) -> String {
+    let mut out = String::new();
+    for b in round.boards() {
+        if let Some(g) = b.game() {
+            write_game_pgn(round, b, g, &mut out);
+        }
+    }
+    out
+}
+
+/// Every game of every board, in the order they started (as `eboardd replay` prints them).
+pub fn all_games_pgn(round: &RoundState) -> String {
+    let mut games: Vec<_> = round
+        .boards()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, b)| b.games.iter().map(move |g| (g.started_at, i, b, g)))
+        .collect();
+    games.sort_by_key(|(t, i, _, g)| (*t, *i, g.number));
+    let mut out = String::new();
+    for (_, _, b, g) in games {
+        write_game_pgn(round, b, g, &mut out);
+    }
+    out
+}
+
+/// Split `"Last, First Middle"` (or `"First Last"`) into LCC's `fname`, `mname`, `lname`.
+fn split_name(name: Option<&str>) -> (Value, Value, Value) {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+        return (Value::Null, Value::Null, Value::Null);
+    };
+    if let Some((last, first)) = name.split_once(',') {
+        let first = first.trim();
+        let (f, m) = match first.split_once(' ') {
+            Some((f, m)) => (f.trim(), Some(m.trim())),
+            None => (first, None),
+        };
+        let f = if f.is_empty() { Value::Null } else { f.into() };
+        return (f, m.map_or(Value::Null, Into::into), last.trim().into());
+    }
+    match name.rsplit_once(' ') {
+        Some((first, last)) => (first.trim().into(), Value::Null, last.into()),
+        None => (Value::Null, Value::Null, name.into()),
+    }
+}
+
+fn lcc_player(p: &Player) -> Value {
+    let (fname, mname, lname) = split_name(p.name.as_deref());
+    json!({
+        "fname": fname,
+        "mname": mname,
+        "lname": lname,
+        "title": p.title,
+        "federation": p.federation,
+        "gender": null,
+        "fideid": p.fide_id,
+    })
+}
+
+/// LCC `tournament.json`.
+pub fn lcc_tournament(round: &RoundState) -> Value {
+    let name = round.info.event.clone().unwrap_or_else(|| "eboardd".into());
+    let count = round.boards().iter().filter(|b| b.game().is_some()).count();
+    let live = round.boards().iter().filter(|b| b.live()).count();
+    let rounds: Vec<Value> = (1..=round.info.round.max(1))
+        .map(|r| {
+            if r == round.info.round {
+                json!({"count": count, "live": live})
+            } else {
+                json!({"count": 0, "live": 0})
+            }
+        })
+        .collect();
+    let chess960 = round
+        .boards()
+        .iter()
+        .filter_map(|b| b.game())
+        .any(|g| g.mode == shakmaty::CastlingMode::Chess960);
+    let eboards: Vec<String> = round
+        .boards()
+        .iter()
+        .map(|b| b.serial().unwrap_or(&b.id).to_string())
+        .collect();
+    json!({
+        "id": name,
+        "name": name,
+        "location": round.info.site,
+        "country": null,
+        "website": null,
+        "rules": "STANDARD",
+        "chess960": if chess960 { "CHESS960" } else { "STANDARD" },
+        "timecontrol": round.info.time_control,
+        "rounds": rounds,
+        "eboards": eboards,
+    })
+}
+
+/// `YYYY-MM-DD` from the PGN date, when complete.
+fn iso_date(date: Option<&str>) -> Option<String> {
+    let d = date?;
+    let ok = d.len() == 10
+        && d.bytes().enumerate().all(|(i, c)| match i {
+            4 | 7 => c == b'.' || c == b'-',
+            _ => c.is_ascii_digit(),
+        });
+    ok.then(|| d.replace('.', "-"))
+}
+
+/// LCC `round-R/index.json`: one pairing per board (in board order, so `game-G.json` is board
+/// G), results in PGN form.
+pub fn lcc_index(round: &RoundState) -> Value {
+    let pairings: Vec<Value> = round
+        .boards()
+        .iter()
+        .map(|b| {
+            let p = round.pairing(&b.id);
+            json!({
+                "white": lcc_player(&p.white),
+                "black": lcc_player(&p.black),
+                "result": b.game().map_or("*", pgn::result_of),
+                "live": b.live(),
+            })
+        })
+        .collect();
+    json!({
+        "date": iso_date(round.info.date.as_deref()),
+        "pairings": pairings,
+    })
+}
+
+fn lcc_result(g: &GameRecord) -> Value {
+    match pgn::result_of(g) {
+        "1-0" => "WHITEWIN".into(),
+        "0-1" => "BLACKWIN".into(),
+        "1/2-1/2" => "DRAW".into(),
+        _ => Value::Null,
+    }
+}
+
+/// Whole seconds, rounded down, of milliseconds.
+fn secs(ms: u32) -> u32 {
+    ms / 1000
+}
+
+/// LCC move tokens: `"SAN secondsLeft+secondsSpent"`, each time part only when known.
+pub fn lcc_moves(g: &GameRecord) -> Vec<String> {
+    let start = g.start();
+    let mut prev_t: Micros = g.started_at;
+    g.moves
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mover = mover_of_ply(start, i as u32 + 1);
+            let spent = ((m.made_at - prev_t).max(0) / 1_000_000) as u64;
+            prev_t = m.made_at;
+            match m.mover_clock(mover) {
+                Some(ms) => format!("{} {}+{}", m.san, secs(ms), spent),
+                None => format!("{} +{}", m.san, spent),
+            }
+        })
+        .collect()
+}
+
+/// A clock object `{white, black, run, time}`: seconds left, the running side (`true` White,
+/// `false` Black, null stopped) and the epoch-ms reference of the reading.
+pub fn clock_object(round: &RoundState, c: &ClockState) -> Value {
+    json!({
+        "white": secs(c.white),
+        "black": secs(c.black),
+        "run": c.running.map(|s| s == Color::White),
+        "time": round.epoch_ms(c.t),
+    })
+}
+
+/// LCC `round-R/game-G.json` of one board's current game.
+pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
+    let Some(g) = b.game() else {
+        return json!({
+            "live": false, "serialNr": b.serial().unwrap_or(&b.id), "firstMove": null,
+            "chess960": 518, "result": null, "comment": null, "clock": null, "moves": [],
+        });
+    };
+    let chess960 = match g.mode {
+        shakmaty::CastlingMode::Chess960 => g.chess960.map_or(Value::Null, Into::into),
+        shakmaty::CastlingMode::Standard => 518.into(),
+    };
+    json!({
+        "live": b.live(),
+        "serialNr": b.serial().unwrap_or(&b.id),
+        "firstMove": g.moves.first().map(|m| round.epoch_ms(m.made_at)),
+        "chess960": chess960,
+        "result": lcc_result(g),
+        "comment": b.status.comment,
+        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+        "moves": lcc_moves(g),
+    })
+}
+
+/// LiveChess `state` string of a board.
+fn eboard_state(b: &BoardState) -> Value {
+    use super::model::LinkState;
+    match b.link() {
+        LinkState::Active => "ACTIVE".into(),
+        LinkState::NotResponding => "NOTRESPONDING".into(),
+        LinkState::Disconnected => "NOTRESPONDING".into(),
+        LinkState::Unknown => Value::Null,
+    }
+}
+
+/// The LiveChess serial number of a board: its serial, else its device id.
+pub fn serialnr(b: &BoardState) -> String {
+    b.serial().unwrap_or(&b.id).to_string()
+}
+
+/// A LiveChess e-board object (`eboards` call).
+pub fn eboard_object(round: &RoundState, b: &BoardState) -> Value {
+    json!({
+        "serialnr": serialnr(b),
+        "source": b.status.source,
+        "state": eboard_state(b),
+        "battery": b.status.battery,
+        "comment": b.status.comment,
+        "board": b.placement(),
+        "flipped": b.game().is_some_and(|g| g.reversed),
+        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+    })
+}
+
+/// The full-state `eboardevent` feed payload of a board, with a start position (the game's,
+/// unless a client set another with `setup`) and the SAN since then.
+pub fn eboard_event(
+    round: &RoundState,
+    b: &BoardState,
+    setup: Option<&str>,
+    flipped: bool,
+) -> Value {
+    let (start, san, matched) = match b.game() {
+        None => (setup.map(str::to_string), Vec::new(), false),
+        Some(g) => {
+            let game_start = g.start_fen();
+            let from = match setup {
+                None => Some(0),
+                Some(f) if same_position(f, &game_start) => Some(0),
+                Some(f) => (1..=g.ply())
+                    .find(|&n| same_position(f, &crate::core::game::fen_of(g.position_after(n)))),
+            };
+            match from {
+                Some(n) => (
+                    Some(setup.map_or(game_start, str::to_string)),
+                    g.moves[n as usize..]
+                        .iter()
+                        .map(|m| m.san.clone())
+                        .collect(),
+                    b.matches(),
+                ),
+                None => (setup.map(str::to_string), Vec::new(), false),
+            }
+        }
+    };
+    json!({
+        "serialnr": serialnr(b),
+        "flipped": flipped,
+        "board": b.placement(),
+        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+        "start": start,
+        "san": san,
+        "match": matched,
+    })
+}
+
+/// Two FENs describe the same position (placement, turn, castling, en passant).
+fn same_position(a: &str, b: &str) -> bool {
+    let key = |f: &str| f.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+    key(a) == key(b)
+}
+
+/// Whether a FEN parses as a legal position (standard or Chess960 castling).
+pub fn valid_fen(fen: &str) -> bool {
+    let Ok(parsed) = fen.parse::<shakmaty::fen::Fen>() else {
+        return false;
+    };
+    parsed
+        .into_position::<shakmaty::Chess>(shakmaty::CastlingMode::Chess960)
+        .is_ok_and(|p: shakmaty::Chess| p.legal_moves().len() < 256)
+}
