@@ -46,7 +46,13 @@ impl BoardEngine {
         let Some(reference) = self.setup_ref.clone() else {
             return false;
         };
-        for orientation in [Orientation::Normal, Orientation::Reversed] {
+        let normal_first = homeward_score(&reference.board(Orientation::Normal)) >= 0;
+        let orientations = if normal_first {
+            [Orientation::Normal, Orientation::Reversed]
+        } else {
+            [Orientation::Reversed, Orientation::Normal]
+        };
+        for orientation in orientations {
             let board = self.sensed.board(orientation);
             let before = reference.board(orientation);
             for turn in [Color::White, Color::Black] {
@@ -243,6 +249,23 @@ impl BoardEngine {
             OperatorAction::SetClockSide { white } => self.clock.fix_white_side(*white),
         }
     }
+}
+
+/// How much a position read this way round looks like White plays up the board: White's pawns
+/// and king low, Black's high. Positive when this reading is the more plausible one (a piece
+/// move is often legal either way round, so the first move alone cannot tell).
+fn homeward_score(board: &Board) -> i32 {
+    let mut score = 0;
+    for (sq, piece) in board.iter() {
+        let r = sq.rank() as i32 + 1;
+        let weight = match piece.role {
+            shakmaty::Role::Pawn => 1,
+            shakmaty::Role::King => 2,
+            _ => continue,
+        };
+        score += weight * piece.color.fold_wb(9 - 2 * r, 2 * r - 9);
+    }
+    score
 }
 
 /// A set-up position with `turn` to move; castling rights only for a king and rook still on
