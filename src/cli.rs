@@ -17,9 +17,16 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve boards: serial ports and USB boards, captures, events (the daemon).
+    Run(crate::daemon::args::RunArgs),
+    /// Emulated DGT boards with DGT 3000 clocks on pseudo-terminals, playing PGN games.
+    Simulate(crate::daemon::args::SimulateArgs),
+    /// The daemon serving simulated boards that play real games; prints the moves.
+    Demo(crate::daemon::args::DemoArgs),
     /// Replay capture files through the same code as the live daemon; print PGN or events.
     Replay {
-        /// Capture files (format eboard-capture v1), replayed one after another.
+        /// Capture files (format eboard-capture v1), replayed one after another; or capture
+        /// directories (e.g. the daemon's), whose files are merged by time.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print the event stream as JSON Lines instead of PGN.
@@ -34,12 +41,20 @@ pub enum Command {
 /// Run the command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Run(a) => crate::daemon::args::run(a),
+        Command::Simulate(a) => crate::daemon::args::simulate(a),
+        Command::Demo(a) => crate::daemon::args::demo(a),
         Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),
         Command::Replay { files, events } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut warn = |w: &str| eprintln!("eboardd: warning: {w}");
-            match crate::replay::replay_files(&files, events, &mut out, &mut warn) {
+            let result = if files.iter().any(|f| f.is_dir()) {
+                crate::daemon::captures::replay_paths(&files, events, &mut out, &mut warn)
+            } else {
+                crate::replay::replay_files(&files, events, &mut out, &mut warn)
+            };
+            match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(crate::replay::ReplayError::Output(e))
                     if e.kind() == std::io::ErrorKind::BrokenPipe =>

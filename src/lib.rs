@@ -6,7 +6,9 @@
 
 pub mod capture;
 pub mod cli;
+pub mod config;
 pub mod core;
+pub mod daemon;
 pub mod output;
 pub mod pgn;
 pub mod protocol;

@@ -1,0 +1,416 @@
+//! The daemon's configuration file (TOML): only what the sensors cannot know (design rule 7).
+//!
+//! Every section and key is optional; command-line flags override the file, so a board can be
+//! served with no file at all (`eboardd run --port /dev/ttyACM0`). Unknown keys are errors, so a
+//! typo is caught at start (or at reload, which then keeps the configuration in force). See
+//! `eboardd.example.toml` for every key with its meaning.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::core::observation::ClockSide;
+
+/// Why a configuration could not be used. Displays as one line naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown or ill-typed keys.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message (with line and column), on one line.
+        message: String,
+    },
+    /// The values do not make sense together.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file (or `command line`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The event being played: PGN tags for every game.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventConfig {
+    /// PGN `Event`.
+    pub name: Option<String>,
+    /// PGN `Site`.
+    pub site: Option<String>,
+    /// PGN `Round` (e.g. `"3"`); a board's number is appended (`"3.12"`).
+    pub round: Option<String>,
+}
+
+/// Daemon settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Where captures go: `DIR/YYYY-MM-DD/<board>.jsonl`.
+    pub capture_dir: Option<PathBuf>,
+    /// Serial ports to serve besides the discovered ones (e.g. `/dev/eboard-12345`). They are
+    /// retried until they appear.
+    pub ports: Vec<PathBuf>,
+    /// Find DGT boards on USB (045b:8111 at once; 0403:6001 after a protocol probe).
+    pub discovery: bool,
+    /// Sync captures to disk before the events they cause are broadcast (survives a power cut).
+    pub fsync: bool,
+    /// Seconds of silence on a link before a keep-alive request; a link silent for twice this
+    /// is dead and reopened.
+    pub keepalive_secs: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            capture_dir: None,
+            ports: Vec::new(),
+            discovery: true,
+            fsync: true,
+            keepalive_secs: 5,
+        }
+    }
+}
+
+/// Texts on the clock (DGT 3000 only; other clocks are left alone).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockConfig {
+    /// Show texts at all.
+    pub text: bool,
+    /// Show each move made (its SAN) on the clock.
+    pub show_moves: bool,
+    /// Show `ILLEGAL` on an illegal move and `ARBITER` on other irregularities.
+    pub show_irregularities: bool,
+    /// How long a text stays before the times come back, in seconds.
+    pub text_secs: u64,
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        ClockConfig {
+            text: true,
+            show_moves: false,
+            show_irregularities: true,
+            text_secs: 3,
+        }
+    }
+}
+
+/// One board of the event.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardConfig {
+    /// Board number in the event (its device id becomes `board-<number>`).
+    pub number: u32,
+    /// The board's serial number as it reports it (5 digits on DGT boards).
+    pub serial: String,
+    /// White player's name (PGN `White`).
+    pub white: Option<String>,
+    /// Black player's name (PGN `Black`).
+    pub black: Option<String>,
+    /// The clock side White uses, when fixed (else learned from the first press).
+    pub white_clock: Option<ClockSide>,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The event.
+    #[serde(default)]
+    pub event: EventConfig,
+    /// Daemon settings.
+    #[serde(default)]
+    pub daemon: DaemonConfig,
+    /// Clock texts.
+    #[serde(default)]
+    pub clock: ClockConfig,
+    /// Boards by serial number.
+    #[serde(default, rename = "board")]
+    pub boards: Vec<BoardConfig>,
+    /// Settings of the outputs (broadcast layer), kept as given.
+    #[serde(default)]
+    pub outputs: toml::Table,
+}
+
+/// Command-line settings that override the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Ports to serve, added to the file's.
+    pub ports: Vec<PathBuf>,
+    /// Capture directory, replacing the file's.
+    pub capture_dir: Option<PathBuf>,
+    /// Turn USB discovery off.
+    pub no_discovery: bool,
+    /// Turn fsync off (tests, benchmarks).
+    pub no_fsync: bool,
+}
+
+impl Config {
+    /// Parses and validates TOML text; `name` is used in messages.
+    pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: name.to_string(),
+            message: e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        })?;
+        cfg.validate(name)?;
+        Ok(cfg)
+    }
+
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: name.clone(),
+            source,
+        })?;
+        Config::parse(&name, &text)
+    }
+
+    /// The file (or defaults when `path` is `None`) with the command line's overrides applied,
+    /// validated.
+    pub fn load_with(path: Option<&Path>, o: &Overrides) -> Result<Config, ConfigError> {
+        let mut cfg = match path {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        };
+        for p in &o.ports {
+            if !cfg.daemon.ports.contains(p) {
+                cfg.daemon.ports.push(p.clone());
+            }
+        }
+        if let Some(d) = &o.capture_dir {
+            cfg.daemon.capture_dir = Some(d.clone());
+        }
+        if o.no_discovery {
+            cfg.daemon.discovery = false;
+        }
+        if o.no_fsync {
+            cfg.daemon.fsync = false;
+        }
+        cfg.validate("command line")?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, name: &str) -> Result<(), ConfigError> {
+        let bad = |message: String| {
+            Err(ConfigError::Invalid {
+                path: name.to_string(),
+                message,
+            })
+        };
+        let mut numbers = BTreeSet::new();
+        let mut serials = BTreeSet::new();
+        for b in &self.boards {
+            if b.number == 0 {
+                return bad(format!(
+                    "board with serial {:?}: number must be 1 or more",
+                    b.serial
+                ));
+            }
+            if !numbers.insert(b.number) {
+                return bad(format!("board number {} is given twice", b.number));
+            }
+            let s = b.serial.trim();
+            if s.is_empty() || s.len() > 10 || !s.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return bad(format!(
+                    "board {}: serial {:?} must be 1 to 10 letters or digits (DGT boards report 5 digits)",
+                    b.number, b.serial
+                ));
+            }
+            if !serials.insert(s.to_string()) {
+                return bad(format!("serial {s:?} is given to two boards"));
+            }
+        }
+        if !(1..=60).contains(&self.clock.text_secs) {
+            return bad(format!(
+                "clock.text_secs = {}: must be 1 to 60",
+                self.clock.text_secs
+            ));
+        }
+        if !(1..=600).contains(&self.daemon.keepalive_secs) {
+            return bad(format!(
+                "daemon.keepalive_secs = {}: must be 1 to 600",
+                self.daemon.keepalive_secs
+            ));
+        }
+        for p in &self.daemon.ports {
+            if p.as_os_str().is_empty() {
+                return bad("daemon.ports has an empty path".into());
+            }
+        }
+        if let Some(d) = &self.daemon.capture_dir
+            && d.as_os_str().is_empty()
+        {
+            return bad("daemon.capture_dir is empty".into());
+        }
+        Ok(())
+    }
+
+    /// The capture directory: configured, else `$STATE_DIRECTORY/captures` (systemd's
+    /// `StateDirectory=`), else `./captures`.
+    pub fn capture_dir(&self) -> PathBuf {
+        if let Some(d) = &self.daemon.capture_dir {
+            return d.clone();
+        }
+        match std::env::var_os("STATE_DIRECTORY") {
+            // systemd may list several directories separated by colons: take the first.
+            Some(s) if !s.is_empty() => {
+                let s = s.to_string_lossy().to_string();
+                PathBuf::from(s.split(':').next().unwrap_or(&s)).join("captures")
+            }
+            _ => PathBuf::from("captures"),
+        }
+    }
+
+    /// The configured board with this serial number.
+    pub fn board_by_serial(&self, serial: &str) -> Option<&BoardConfig> {
+        let serial = serial.trim();
+        // DGT serials are digits: "01025" and "1025" are the same board.
+        let digits = |s: &str| s.trim_start_matches('0').to_string();
+        self.boards
+            .iter()
+            .find(|b| b.serial.trim() == serial)
+            .or_else(|| {
+                self.boards
+                    .iter()
+                    .find(|b| digits(b.serial.trim()) == digits(serial))
+            })
+    }
+
+    /// The device id of a board: `board-<number>` when configured, else `dgt-<serial>`.
+    pub fn board_id(&self, serial: &str) -> String {
+        match self.board_by_serial(serial) {
+            Some(b) => format!("board-{}", b.number),
+            None => format!("dgt-{}", sanitize(serial)),
+        }
+    }
+}
+
+/// `s` with anything but letters, digits, `-` and `_` replaced by `_` (safe in file names).
+pub fn sanitize(s: &str) -> String {
+    let out: String = s
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        "unknown".into()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_file_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("eboardd.example.toml");
+        let cfg = Config::load(&path).unwrap();
+        assert!(!cfg.boards.is_empty());
+        assert_eq!(cfg.board_id(&cfg.boards[0].serial), "board-1");
+    }
+
+    #[test]
+    fn empty_is_default() {
+        let cfg = Config::parse("x.toml", "").unwrap();
+        assert_eq!(cfg, Config::default());
+        assert!(cfg.daemon.discovery && cfg.daemon.fsync);
+        assert_eq!(cfg.board_id("01234"), "dgt-01234");
+    }
+
+    #[test]
+    fn boards_and_overrides() {
+        let text = r#"
+            [event]
+            name = "Open"
+            round = "3"
+            [daemon]
+            ports = ["/dev/eboard-12345"]
+            [[board]]
+            number = 7
+            serial = "12345"
+            white = "A"
+            white_clock = "right"
+        "#;
+        let cfg = Config::parse("c.toml", text).unwrap();
+        assert_eq!(cfg.boards[0].white_clock, Some(ClockSide::Right));
+        assert_eq!(cfg.board_id("12345"), "board-7");
+        let dir = std::env::temp_dir().join(format!("eboardd-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(&file, text).unwrap();
+        let o = Overrides {
+            ports: vec!["/dev/ttyACM0".into(), "/dev/eboard-12345".into()],
+            capture_dir: Some("/tmp/c".into()),
+            no_discovery: true,
+            no_fsync: false,
+        };
+        let merged = Config::load_with(Some(&file), &o).unwrap();
+        assert_eq!(merged.daemon.ports.len(), 2);
+        assert_eq!(merged.capture_dir(), Path::new("/tmp/c"));
+        assert!(!merged.daemon.discovery);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        let e = |t: &str| Config::parse("c.toml", t).unwrap_err().to_string();
+        let unknown = e("[daemon]\ncapture_dri = \"x\"\n");
+        assert!(unknown.starts_with("c.toml: "), "{unknown}");
+        assert!(unknown.contains("capture_dri"), "{unknown}");
+        assert!(unknown.contains("line 2"), "{unknown}");
+        assert!(!unknown.contains('\n'));
+        let twice =
+            e("[[board]]\nnumber = 1\nserial = \"1\"\n[[board]]\nnumber = 1\nserial = \"2\"\n");
+        assert_eq!(twice, "c.toml: board number 1 is given twice");
+        let side = e("[[board]]\nnumber = 1\nserial = \"1\"\nwhite_clock = \"up\"\n");
+        assert!(
+            side.contains("white_clock") || side.contains("up"),
+            "{side}"
+        );
+        let serial = e("[[board]]\nnumber = 2\nserial = \"12 45\"\n");
+        assert!(serial.contains("serial \"12 45\""), "{serial}");
+        let secs = e("[clock]\ntext_secs = 0\n");
+        assert_eq!(secs, "c.toml: clock.text_secs = 0: must be 1 to 60");
+        let missing = Config::load(Path::new("/nonexistent/eboardd.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.starts_with("/nonexistent/eboardd.toml: "),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn serials_match_with_or_without_leading_zeros() {
+        let cfg = Config::parse("c", "[[board]]\nnumber = 3\nserial = \"01025\"\n").unwrap();
+        assert_eq!(cfg.board_id("01025"), "board-3");
+        assert_eq!(cfg.board_id("1025"), "board-3");
+        assert_eq!(cfg.board_id("9/9"), "dgt-9_9");
+    }
+}

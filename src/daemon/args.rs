@@ -1,0 +1,220 @@
+//! Command-line arguments of `eboardd run`, `eboardd simulate` and `eboardd demo`, and how
+//! they are carried out (logging set up for a terminal or for journald).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::demo::{DemoOptions, SimulateOptions};
+use super::{ConfigSource, Options, Print};
+use crate::config::Overrides;
+use crate::sim::Style;
+
+/// `eboardd run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Configuration file (TOML; see eboardd.example.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve this serial port too (repeatable); it is retried until it appears.
+    #[arg(long = "port", value_name = "PATH")]
+    pub ports: Vec<PathBuf>,
+    /// Write captures here (overrides the file).
+    #[arg(long, value_name = "DIR")]
+    pub capture_dir: Option<PathBuf>,
+    /// Do not look for boards on USB.
+    #[arg(long)]
+    pub no_discovery: bool,
+    /// Do not sync captures to disk before broadcasting (faster; a power cut may lose the
+    /// last moves).
+    #[arg(long)]
+    pub no_fsync: bool,
+    /// Print every event as a JSON line on standard output.
+    #[arg(long)]
+    pub events: bool,
+}
+
+/// Handling styles for the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StyleArg {
+    /// Textbook handling, every change reported at once.
+    Clean,
+    /// Ordinary players on a scanning board.
+    Human,
+    /// Fast hands, early clock presses.
+    Blitz,
+}
+
+/// `eboardd simulate`.
+#[derive(Debug, Clone, Args)]
+pub struct SimulateArgs {
+    /// PGN file with the games to play (default: the demo's games).
+    #[arg(long, value_name = "FILE")]
+    pub pgn: Option<PathBuf>,
+    /// Play only these games of the file (from 1; repeatable).
+    #[arg(long = "game", value_name = "N")]
+    pub games: Vec<usize>,
+    /// Number of boards (board i starts with game i).
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+    /// Pace: 1 = real time, 10 = ten times faster.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Keep a symlink to the pty here (a directory of board-N links with --count > 1).
+    #[arg(long, value_name = "PATH")]
+    pub link: Option<PathBuf>,
+    /// How the players handle the pieces.
+    #[arg(long, value_enum, default_value_t = StyleArg::Human)]
+    pub style: StyleArg,
+    /// Seed of the handling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Serial number of the first board.
+    #[arg(long, default_value_t = 10001)]
+    pub serial: u32,
+    /// No clock on the board's cable.
+    #[arg(long)]
+    pub no_clock: bool,
+    /// Put line noise on the wire about every this many (game) seconds.
+    #[arg(long, value_name = "SECS")]
+    pub noise_every: Option<f64>,
+    /// Start playing at once (default: when the host sets a mode).
+    #[arg(long)]
+    pub start_now: bool,
+    /// Exit when every game has been played.
+    #[arg(long)]
+    pub exit_when_done: bool,
+}
+
+/// `eboardd demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Number of simulated boards.
+    #[arg(long, default_value_t = 4)]
+    pub boards: usize,
+    /// Pace: 1 = real time.
+    #[arg(long, default_value_t = 10.0)]
+    pub speed: f64,
+    /// Write captures here (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub capture_dir: Option<PathBuf>,
+    /// Print events as JSON lines instead of moves.
+    #[arg(long)]
+    pub events: bool,
+}
+
+/// Logs to standard error with `tracing`: level from `RUST_LOG` (else `default`), colours only
+/// on a terminal, no timestamps under journald (it adds its own).
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = std::io::stderr().is_terminal();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+    let _ = result;
+}
+
+fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("eboardd: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Carries out `eboardd run`.
+pub fn run(a: RunArgs) -> ExitCode {
+    init_logging("info");
+    let opts = Options {
+        config: ConfigSource::File {
+            path: a.config,
+            overrides: Overrides {
+                ports: a.ports,
+                capture_dir: a.capture_dir,
+                no_discovery: a.no_discovery,
+                no_fsync: a.no_fsync,
+            },
+        },
+        print: if a.events {
+            Print::Events
+        } else {
+            Print::Nothing
+        },
+    };
+    exit(super::run(opts))
+}
+
+/// Carries out `eboardd simulate`.
+pub fn simulate(a: SimulateArgs) -> ExitCode {
+    init_logging("info");
+    let mut games = match &a.pgn {
+        Some(p) => match std::fs::read(p) {
+            Ok(bytes) => crate::sim::pgn::parse_games_bytes(&bytes)
+                .into_iter()
+                .filter_map(Result::ok)
+                .collect(),
+            Err(e) => {
+                eprintln!("eboardd: error: {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => super::demo::demo_games(),
+    };
+    if !a.games.is_empty() {
+        let all = std::mem::take(&mut games);
+        for n in &a.games {
+            match n.checked_sub(1).and_then(|i| all.get(i)) {
+                Some(g) => games.push(g.clone()),
+                None => {
+                    eprintln!("eboardd: error: no game {n} (the file has {})", all.len());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
+    if games.is_empty() {
+        eprintln!("eboardd: error: no playable game");
+        return ExitCode::from(2);
+    }
+    let style = match a.style {
+        StyleArg::Clean => Style::Clean,
+        StyleArg::Human => Style::Human,
+        StyleArg::Blitz => Style::Blitz,
+    };
+    exit(super::demo::simulate(SimulateOptions {
+        games,
+        count: a.count,
+        speed: a.speed,
+        link: a.link,
+        style,
+        seed: a.seed,
+        serial: a.serial,
+        no_clock: a.no_clock,
+        noise_every: a.noise_every,
+        start_now: a.start_now,
+        exit_when_done: a.exit_when_done,
+    }))
+}
+
+/// Carries out `eboardd demo`.
+pub fn demo(a: DemoArgs) -> ExitCode {
+    init_logging("warn");
+    exit(super::demo::demo(DemoOptions {
+        boards: a.boards,
+        speed: a.speed,
+        capture_dir: a.capture_dir,
+        events: a.events,
+    }))
+}

@@ -1,0 +1,402 @@
+//! One board's state in the daemon: its capture file, its decoder and core state machine (the
+//! same [`Device`] that `replay` uses), and its snapshot in the hub.
+//!
+//! Every input goes to the capture first (`rx`, `tx`, `op` records), then through the core; the
+//! events it causes are published only after the record is written (and synced when it
+//! matters). The core is fed exactly what the capture holds, at the capture's `t`, so replaying
+//! the capture reproduces the live games.
+
+use std::io;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
+use super::hub::{BoardSnapshot, ClockSnapshot, Connection, Hub, LastMove};
+use crate::capture::RecordKind;
+use crate::core::engine::EngineConfig;
+use crate::core::event::{CoreEvent, EventKind};
+use crate::core::game::fen_of;
+use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
+use crate::pgn::{self, GameTags};
+use crate::replay::Device;
+
+/// What the configuration says about a board (PGN tags, clock side).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoardMeta {
+    /// Board number.
+    pub number: Option<u32>,
+    /// Serial number.
+    pub serial: Option<String>,
+    /// PGN Event.
+    pub event: Option<String>,
+    /// PGN Site.
+    pub site: Option<String>,
+    /// PGN Round (with the board number appended).
+    pub round: Option<String>,
+    /// PGN White.
+    pub white: Option<String>,
+    /// PGN Black.
+    pub black: Option<String>,
+    /// White's clock side when fixed.
+    pub white_clock: Option<ClockSide>,
+}
+
+impl BoardMeta {
+    /// The tags as a JSON object (for the capture header and `set_tags` records).
+    fn tags_json(&self) -> Value {
+        json!({
+            "event": self.event, "site": self.site, "round": self.round,
+            "white": self.white, "black": self.black,
+        })
+    }
+}
+
+/// One board: capture, core, snapshot.
+#[derive(Debug)]
+pub struct BoardState {
+    /// Device id (`board` of its events, `dev` of its records).
+    pub id: String,
+    meta: BoardMeta,
+    device: Device,
+    capture: CaptureFile,
+    clock: Option<ClockSnapshot>,
+    connection: Connection,
+    port: Option<String>,
+    /// The tags last written to the capture.
+    tags_written: Value,
+    /// The clock side last written to the capture as an operator action.
+    side_written: Option<ClockSide>,
+    events: Vec<CoreEvent>,
+    /// The port session that has the board now.
+    owner: Option<u64>,
+}
+
+/// Whether events are worth a disk sync before they go out (everything but clock readings).
+fn needs_sync(events: &[CoreEvent]) -> bool {
+    events
+        .iter()
+        .any(|e| !matches!(e.kind, EventKind::Clock { .. }))
+}
+
+impl BoardState {
+    /// Opens the board's capture for today (or continues the file given, e.g. one of an
+    /// earlier day whose game is still running), rebuilding its games from what is there.
+    pub fn open(
+        store: &CaptureStore,
+        id: &str,
+        meta: BoardMeta,
+        continue_file: Option<&Path>,
+    ) -> io::Result<BoardState> {
+        let path = match continue_file {
+            Some(p) => p.to_path_buf(),
+            None => store.path_for(super::captures::today(), id),
+        };
+        let mut header = Map::new();
+        header.insert("board".into(), id.into());
+        header.insert("tags".into(), meta.tags_json());
+        header.insert(
+            "devices".into(),
+            json!([{"id": id, "driver": "dgt", "serial": meta.serial}]),
+        );
+        let opened = CaptureFile::open(&path, header, store.fsync)?;
+        let mut board = BoardState {
+            id: id.to_string(),
+            device: Device::new(id, EngineConfig::default()),
+            capture: opened.file,
+            clock: None,
+            connection: Connection::Offline,
+            port: None,
+            tags_written: meta.tags_json(),
+            side_written: None,
+            meta: BoardMeta::default(),
+            events: Vec::new(),
+            owner: None,
+        };
+        if let Some(cap) = &opened.existing {
+            board.rebuild(cap);
+        }
+        board.set_meta(meta)?;
+        Ok(board)
+    }
+
+    /// Feeds what a capture already holds, without publishing (the events happened in an
+    /// earlier run); only the snapshot is refreshed.
+    fn rebuild(&mut self, cap: &crate::capture::Capture) {
+        let mut events = Vec::new();
+        if let Some(h) = cap.header.extra.get("tags") {
+            self.tags_written = h.clone();
+        }
+        for r in &cap.records {
+            if r.dev != self.id {
+                continue;
+            }
+            match &r.kind {
+                RecordKind::Rx(bytes) => self.device.receive(r.t, bytes, &mut events),
+                RecordKind::Op(v) => {
+                    if v.get("action").and_then(Value::as_str) == Some(SET_TAGS) {
+                        self.tags_written = v.clone();
+                        if let Some(o) = self.tags_written.as_object_mut() {
+                            o.remove("action");
+                        }
+                    } else if let Ok(action) = serde_json::from_value::<OperatorAction>(v.clone()) {
+                        if let OperatorAction::SetClockSide { white } = action {
+                            self.side_written = Some(white);
+                        }
+                        self.device
+                            .engine
+                            .handle(r.t, &Observation::Operator(action), &mut events);
+                    }
+                }
+                RecordKind::Tx(_) | RecordKind::Note(_) => {}
+            }
+            for e in &events {
+                self.observe(e);
+            }
+            events.clear();
+        }
+        let games = self.device.engine.games();
+        tracing::info!(
+            "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
+            self.id,
+            self.capture.path().display(),
+            cap.records.len(),
+            games.len(),
+            games.last().map_or(0, |g| g.ply())
+        );
+    }
+
+    /// The board's configuration changed (or is first known): new tags go to the capture as a
+    /// `set_tags` record, a fixed clock side as a `set_clock_side` operator action.
+    pub fn set_meta(&mut self, meta: BoardMeta) -> io::Result<()> {
+        let tags = meta.tags_json();
+        if tags != self.tags_written {
+            let mut op = tags.clone();
+            if let Some(o) = op.as_object_mut() {
+                o.insert("action".into(), SET_TAGS.into());
+            }
+            let t = self.capture.now();
+            self.capture.write(t, &self.id, RecordKind::Op(op))?;
+            self.tags_written = tags;
+        }
+        let side = meta.white_clock;
+        self.meta = meta;
+        if let Some(white) = side
+            && self.side_written != Some(white)
+        {
+            self.side_written = Some(white);
+            self.operator_quiet(OperatorAction::SetClockSide { white })?;
+        }
+        Ok(())
+    }
+
+    /// A port session takes the board (a replugged board's new session may come before the
+    /// old one has noticed its link is gone).
+    pub fn claim(&mut self, session: u64) {
+        self.owner = Some(session);
+    }
+
+    /// A port session lets the board go; `false` when another session has it since.
+    pub fn release(&mut self, session: u64) -> bool {
+        if self.owner == Some(session) {
+            self.owner = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The board's configuration.
+    pub fn meta(&self) -> &BoardMeta {
+        &self.meta
+    }
+
+    /// The capture file's path.
+    pub fn capture_path(&self) -> &Path {
+        self.capture.path()
+    }
+
+    /// `t` now on this board's capture clock.
+    pub fn now(&self) -> Micros {
+        self.capture.now()
+    }
+
+    fn observe(&mut self, e: &CoreEvent) {
+        if let EventKind::Clock {
+            white,
+            black,
+            running,
+        } = &e.kind
+        {
+            self.clock = Some(ClockSnapshot {
+                white: *white,
+                black: *black,
+                running: running.map(str::to_string),
+            });
+        }
+    }
+
+    /// Publishes the events gathered (after syncing the capture when they matter) with a fresh
+    /// snapshot; returns them for the caller to react to (clock texts).
+    fn flush(&mut self, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+        let events = std::mem::take(&mut self.events);
+        if needs_sync(&events) {
+            self.capture.sync()?;
+        }
+        for e in &events {
+            self.observe(e);
+        }
+        hub.publish(&self.id, &events, Some(self.snapshot()));
+        Ok(events)
+    }
+
+    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived).
+    pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+        let t = self
+            .capture
+            .write(t, &self.id, RecordKind::Rx(bytes.to_vec()))?;
+        self.device.receive(t, bytes, &mut self.events);
+        self.flush(hub)
+    }
+
+    /// Bytes about to be sent at `t`.
+    pub fn tx(&mut self, t: Micros, bytes: &[u8]) -> io::Result<()> {
+        self.capture
+            .write(t, &self.id, RecordKind::Tx(bytes.to_vec()))?;
+        Ok(())
+    }
+
+    /// A free-text note in the capture.
+    pub fn note(&mut self, text: &str) -> io::Result<()> {
+        let t = self.capture.now();
+        self.capture
+            .write(t, &self.id, RecordKind::Note(text.to_string()))?;
+        Ok(())
+    }
+
+    /// An operator action: captured, then handled; its events are published.
+    pub fn operator(&mut self, action: OperatorAction, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+        self.operator_quiet(action)?;
+        self.flush(hub)
+    }
+
+    fn operator_quiet(&mut self, action: OperatorAction) -> io::Result<()> {
+        let value = serde_json::to_value(&action).map_err(io::Error::other)?;
+        let t = self.capture.now();
+        let t = self.capture.write(t, &self.id, RecordKind::Op(value))?;
+        self.device
+            .engine
+            .handle(t, &Observation::Operator(action), &mut self.events);
+        Ok(())
+    }
+
+    /// Lets the core take decisions whose deadline has passed (a press waiting for the board to
+    /// settle); nothing is captured, replay takes the same decisions at the next record.
+    pub fn tick(&mut self, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+        let t = self.capture.now();
+        self.device.engine.tick(t, &mut self.events);
+        if self.events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flush(hub)
+    }
+
+    /// The link came up or went down; publishes `board_connected` / `board_disconnected`.
+    pub fn set_connection(
+        &mut self,
+        connection: Connection,
+        port: Option<&str>,
+        hub: &Hub,
+    ) -> io::Result<()> {
+        if let Some(p) = port {
+            self.port = Some(p.to_string());
+        }
+        let was = self.connection;
+        self.connection = connection;
+        let driver = "dgt".to_string();
+        let serial = self.meta.serial.clone();
+        let kind = match (was, connection) {
+            (Connection::Connected, Connection::Connected) => None,
+            (_, Connection::Connected) => Some(EventKind::BoardConnected { driver, serial }),
+            (Connection::Connected, _) => Some(EventKind::BoardDisconnected { driver, serial }),
+            _ => None,
+        };
+        let note = match connection {
+            Connection::Connected => format!(
+                "connected on {} (serial {})",
+                self.port.as_deref().unwrap_or("?"),
+                self.meta.serial.as_deref().unwrap_or("?")
+            ),
+            _ => "disconnected".to_string(),
+        };
+        self.note(&note)?;
+        if let Some(kind) = kind {
+            let game = self.device.engine.games().last().map_or(0, |g| g.number);
+            self.events.push(CoreEvent {
+                t: self.capture.now(),
+                game,
+                kind,
+            });
+        }
+        self.flush(hub)?;
+        Ok(())
+    }
+
+    /// The number of games and the moves of the last, for logs and tests.
+    pub fn summary(&self) -> (usize, u32) {
+        let games = self.device.engine.games();
+        (games.len(), games.last().map_or(0, |g| g.ply()))
+    }
+
+    /// Whether the current game is still being played (moves made, no result).
+    pub fn game_in_progress(&self) -> bool {
+        self.device
+            .engine
+            .games()
+            .last()
+            .is_some_and(|g| !g.ended() && g.ply() > 0)
+    }
+
+    /// The PGN tags of a game on this board.
+    fn tags(&self) -> GameTags {
+        GameTags {
+            event: self.meta.event.clone(),
+            site: self.meta.site.clone(),
+            date: Some(self.capture.pgn_date()),
+            round: self.meta.round.clone(),
+            white: self.meta.white.clone(),
+            black: self.meta.black.clone(),
+            board: Some(self.id.clone()),
+        }
+    }
+
+    /// The snapshot for the hub.
+    pub fn snapshot(&self) -> BoardSnapshot {
+        let game = self.device.engine.games().last();
+        let mut pgn_text = String::new();
+        if let Some(g) = game {
+            pgn::write_game(g, &self.tags(), &mut pgn_text);
+        }
+        BoardSnapshot {
+            board: self.id.clone(),
+            number: self.meta.number,
+            serial: self.meta.serial.clone(),
+            port: self.port.clone(),
+            connection: self.connection,
+            game: game.map_or(0, |g| g.number),
+            fen: game.map_or(String::new(), |g| fen_of(g.position())),
+            last_move: game.and_then(|g| {
+                g.moves.last().map(|m| LastMove {
+                    ply: g.ply(),
+                    san: m.san.clone(),
+                    uci: m.uci.clone(),
+                    completed: m.completed.is_some(),
+                })
+            }),
+            clock: self.clock.clone(),
+            result: game.and_then(|g| g.result.map(|(r, _)| r.to_string())),
+            pgn: pgn_text,
+            seq: 0,
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! One task per port: open it, do the DGT handshake, stream, keep the link alive, and reopen it
+//! with backoff when it is lost. A slow or broken board only ever stalls its own task.
+//!
+//! Handshake (`dgt-protocol.md` §5.4, §1.9): `40` (reset to IDLE: a board left in an update
+//! mode, or in bus mode, stops streaming), `4D` (version) and `45` (serial number), resent every
+//! 2 s until both answers are in; then the board is known by its serial number and its capture
+//! is opened; then `4B 42` (UPDATE_NICE and a board dump, which the core compares with the game:
+//! a move made while the board was away is recovered when it is one legal move away) and the
+//! clock probe (`2B 03 03 09 00`). Bytes exchanged before the serial number is known are kept
+//! and written to the capture once it is.
+//!
+//! Keep-alive: after `keepalive` of silence the serial number is asked for; a link silent for
+//! twice that is dead (bytes of a long EE dump count as life). Bad frames on the line make the
+//! task ask for a fresh board dump, so a lost field update cannot leave the core with a wrong
+//! board.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::Ctx;
+use super::board::BoardState;
+use super::clock::ClockQueue;
+use super::hub::Connection;
+use crate::capture::RecordKind;
+use crate::core::event::{CoreEvent, EventKind};
+use crate::protocol::dgt::{ClockCommand, DgtDecoder, DgtMessage};
+
+/// How a port task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortEnd {
+    /// The daemon is shutting down (or the port was removed from the configuration).
+    Stopped,
+    /// A probed generic device is not a DGT board.
+    NotDgt,
+    /// A discovered device node went away.
+    Gone,
+}
+
+/// How one session on an open port ended.
+#[derive(Debug)]
+enum SessionEnd {
+    Stopped,
+    NotDgt,
+    Lost(String),
+}
+
+/// Where a port comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Configured (file or `--port`): retried forever, even while the node is missing.
+    Configured,
+    /// Found on USB; `generic` ids are probed first. The task ends when the node goes away.
+    Discovered {
+        /// A shared USB id (FTDI): probe before serving.
+        generic: bool,
+    },
+}
+
+/// Handshake tries before a generic device counts as not a DGT board.
+const PROBE_TRIES: u32 = 2;
+/// Handshake tries before a DGT port is reopened.
+const HANDSHAKE_TRIES: u32 = 5;
+/// Time between handshake tries.
+const HANDSHAKE_RETRY: Duration = Duration::from_secs(2);
+/// A write that takes longer than this means a dead link.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Period of the core's settle decisions and of the clock queue.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Serves one port until told to stop (or, for discovered ports, until it goes away).
+pub async fn serve_port(
+    ctx: Arc<Ctx>,
+    path: PathBuf,
+    origin: Origin,
+    mut stop: watch::Receiver<bool>,
+) -> PortEnd {
+    let mut backoff = Duration::from_millis(250);
+    let mut failing_since: Option<String> = None;
+    loop {
+        if *stop.borrow() {
+            return PortEnd::Stopped;
+        }
+        let opened = super::serial::open(&path);
+        match opened {
+            Ok(port) => {
+                let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                if !ctx.claim_port(&canonical) {
+                    tracing::debug!("{}: already served under another name", path.display());
+                    drop(port);
+                } else {
+                    failing_since = None;
+                    let started = Instant::now();
+                    let end = session(&ctx, &path, origin, port, &mut stop).await;
+                    ctx.release_port(&canonical);
+                    match end {
+                        SessionEnd::Stopped => return PortEnd::Stopped,
+                        SessionEnd::NotDgt => {
+                            tracing::info!("{}: not a DGT board; left alone", path.display());
+                            return PortEnd::NotDgt;
+                        }
+                        SessionEnd::Lost(why) => {
+                            tracing::warn!("{}: link lost: {why}", path.display());
+                            if started.elapsed() > Duration::from_secs(30) {
+                                backoff = Duration::from_millis(250);
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                if matches!(origin, Origin::Discovered { .. }) && !path.exists() {
+                    return PortEnd::Gone;
+                }
+                let msg = e.to_string();
+                if failing_since.as_deref() != Some(&msg) {
+                    tracing::info!("{}: cannot open ({msg}); retrying", path.display());
+                    failing_since = Some(msg);
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => return PortEnd::Stopped,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Writes `bytes` to the port, with a timeout.
+async fn write<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> Result<(), String> {
+    match tokio::time::timeout(WRITE_TIMEOUT, async {
+        w.write_all(bytes).await?;
+        w.flush().await
+    })
+    .await
+    {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("write: {e}")),
+        Err(_) => Err("write timed out".into()),
+    }
+}
+
+type Board = Arc<Mutex<BoardState>>;
+
+fn lock(b: &Board) -> std::sync::MutexGuard<'_, BoardState> {
+    b.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// State of a session once the board is known.
+struct Live {
+    board: Board,
+    clock: ClockQueue,
+    /// When to send END TEXT (a text is showing).
+    text_until: Option<Instant>,
+    /// When to ask for a dump (bad frames seen).
+    dump_at: Option<Instant>,
+}
+
+async fn session<S>(
+    ctx: &Arc<Ctx>,
+    path: &Path,
+    origin: Origin,
+    port: S,
+    stop: &mut watch::Receiver<bool>,
+) -> SessionEnd
+where
+    S: tokio::io::AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut rd, mut wr) = tokio::io::split(port);
+    let mut dec = DgtDecoder::new();
+    let mut msgs = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    // Before the board is known: (when, record) kept for its capture.
+    let mut early: Vec<(Instant, RecordKind)> = Vec::new();
+    let hello = [0x40, 0x4D, 0x45];
+    early.push((Instant::now(), RecordKind::Tx(hello.to_vec())));
+    if let Err(e) = write(&mut wr, &hello).await {
+        return SessionEnd::Lost(e);
+    }
+    let tries_max = match origin {
+        Origin::Discovered { generic: true } => PROBE_TRIES,
+        _ => HANDSHAKE_TRIES,
+    };
+    let mut tries = 1;
+    let mut next_try = Instant::now() + HANDSHAKE_RETRY;
+    let (mut version, mut serial) = (None, None);
+    let serial = loop {
+        if let (Some(_), Some(s)) = (&version, &serial) {
+            break String::clone(s);
+        }
+        tokio::select! {
+            r = rd.read(&mut buf) => match r {
+                Ok(0) => return SessionEnd::Lost("end of file".into()),
+                Ok(n) => {
+                    early.push((Instant::now(), RecordKind::Rx(buf[..n].to_vec())));
+                    dec.decode(&buf[..n], &mut msgs);
+                    for m in msgs.drain(..) {
+                        match m {
+                            DgtMessage::Version { major, minor } => version = Some((major, minor)),
+                            DgtMessage::SerialNumber(s) => serial = Some(s),
+                            _ => {}
+                        }
+                    }
+                }
+                Err(e) => return SessionEnd::Lost(format!("read: {e}")),
+            },
+            _ = tokio::time::sleep_until(next_try) => {
+                if tries >= tries_max {
+                    return match origin {
+                        Origin::Discovered { generic: true } => SessionEnd::NotDgt,
+                        _ => SessionEnd::Lost("no answer to the handshake".into()),
+                    };
+                }
+                tries += 1;
+                next_try = Instant::now() + HANDSHAKE_RETRY;
+                let again = [0x4D, 0x45];
+                early.push((Instant::now(), RecordKind::Tx(again.to_vec())));
+                if let Err(e) = write(&mut wr, &again).await {
+                    return SessionEnd::Lost(e);
+                }
+            }
+            _ = stop.changed() => return SessionEnd::Stopped,
+        }
+    };
+    let (major, minor) = version.unwrap_or_default();
+    let (id, meta) = ctx.identify(&serial);
+    let board = match ctx.board(&id, meta) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!("{id}: cannot open its capture: {e}");
+            return SessionEnd::Lost(format!("capture: {e}"));
+        }
+    };
+    let session_id = ctx.new_session();
+    let port_name = path.display().to_string();
+    {
+        let mut b = lock(&board);
+        b.claim(session_id);
+        let now = Instant::now();
+        let base = b.now();
+        let result: io::Result<()> = (|| {
+            for (at, kind) in early.drain(..) {
+                let t = base - now.duration_since(at).as_micros() as i64;
+                match kind {
+                    RecordKind::Tx(bytes) => b.tx(t, &bytes)?,
+                    RecordKind::Rx(bytes) => {
+                        b.rx(t, &bytes, &ctx.hub)?;
+                    }
+                    _ => {}
+                }
+            }
+            b.note(&format!("board version {major}.{minor}"))?;
+            b.set_connection(Connection::Connected, Some(&port_name), &ctx.hub)
+        })();
+        if let Err(e) = result {
+            return SessionEnd::Lost(format!("capture: {e}"));
+        }
+    }
+    tracing::info!(
+        "{id}: connected on {} (serial {serial}, version {major}.{minor})",
+        path.display()
+    );
+    let mut live = Live {
+        board,
+        clock: ClockQueue::new(),
+        text_until: None,
+        dump_at: None,
+    };
+    let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut dec, stop).await;
+    {
+        let mut b = lock(&live.board);
+        if b.release(session_id) {
+            let _ = b.set_connection(Connection::Disconnected, None, &ctx.hub);
+        }
+    }
+    tracing::info!("{id}: disconnected from {}", path.display());
+    end
+}
+
+/// Sends `bytes`: captured first, then written.
+async fn send<W: AsyncWrite + Unpin>(live: &Live, wr: &mut W, bytes: &[u8]) -> Result<(), String> {
+    {
+        let mut b = lock(&live.board);
+        let t = b.now();
+        b.tx(t, bytes).map_err(|e| format!("capture: {e}"))?;
+    }
+    write(wr, bytes).await
+}
+
+async fn stream<R, W>(
+    ctx: &Arc<Ctx>,
+    live: &mut Live,
+    rd: &mut R,
+    wr: &mut W,
+    dec: &mut DgtDecoder,
+    stop: &mut watch::Receiver<bool>,
+) -> SessionEnd
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let keepalive = Duration::from_secs(ctx.config().daemon.keepalive_secs);
+    if let Err(e) = send(live, wr, &[0x4B, 0x42]).await {
+        return SessionEnd::Lost(e);
+    }
+    let mut buf = vec![0u8; 4096];
+    let mut msgs = Vec::new();
+    let mut last_rx = Instant::now();
+    let mut asked_alive = false;
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        tokio::select! {
+            r = rd.read(&mut buf) => match r {
+                Ok(0) => return SessionEnd::Lost("end of file".into()),
+                Ok(n) => {
+                    last_rx = Instant::now();
+                    asked_alive = false;
+                    let bytes = &buf[..n];
+                    let events = {
+                        let mut b = lock(&live.board);
+                        let t = b.now();
+                        match b.rx(t, bytes, &ctx.hub) {
+                            Ok(e) => e,
+                            Err(e) => return SessionEnd::Lost(format!("capture: {e}")),
+                        }
+                    };
+                    let bad = dec.bad_frames();
+                    dec.decode(bytes, &mut msgs);
+                    if dec.bad_frames() > bad && live.dump_at.is_none() {
+                        live.dump_at = Some(Instant::now() + Duration::from_millis(100));
+                    }
+                    for m in msgs.drain(..) {
+                        match m {
+                            DgtMessage::ClockAck(a) => live.clock.on_ack(&a),
+                            DgtMessage::NoClock => live.clock.no_clock(),
+                            _ => {}
+                        }
+                    }
+                    react(ctx, live, &events);
+                }
+                Err(e) => return SessionEnd::Lost(format!("read: {e}")),
+            },
+            _ = ticker.tick() => {
+                let now = Instant::now();
+                let events = match lock(&live.board).tick(&ctx.hub) {
+                    Ok(e) => e,
+                    Err(e) => return SessionEnd::Lost(format!("capture: {e}")),
+                };
+                react(ctx, live, &events);
+                if live.text_until.is_some_and(|t| t <= now) {
+                    live.text_until = None;
+                    live.clock.push(ClockCommand::EndText);
+                }
+                if live.dump_at.is_some_and(|t| t <= now) {
+                    live.dump_at = None;
+                    out.push(vec![0x42]);
+                }
+                let silent = now.duration_since(last_rx);
+                if silent >= keepalive * 2 {
+                    return SessionEnd::Lost(format!("silent for {} s", silent.as_secs()));
+                }
+                if silent >= keepalive && !asked_alive {
+                    asked_alive = true;
+                    out.push(vec![0x45]);
+                }
+            }
+            _ = stop.changed() => return SessionEnd::Stopped,
+        }
+        if let Some(bytes) = live.clock.poll(std::time::Instant::now()) {
+            out.push(bytes);
+        }
+        for bytes in out {
+            if let Err(e) = send(live, wr, &bytes).await {
+                return SessionEnd::Lost(e);
+            }
+        }
+    }
+}
+
+/// Texts on a DGT 3000 for the events just published.
+fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
+    if events.is_empty() {
+        return;
+    }
+    let cfg = ctx.config();
+    let c = &cfg.clock;
+    if !c.text || !live.clock.kind.takes_text() {
+        return;
+    }
+    for e in events {
+        let text = match &e.kind {
+            EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
+            EventKind::Irregularity { code, .. } if c.show_irregularities => {
+                if *code == "illegal_move" {
+                    "ILLEGAL".to_string()
+                } else {
+                    "ARBITER".to_string()
+                }
+            }
+            _ => continue,
+        };
+        live.clock.push(ClockCommand::Ascii { text, beep: 0 });
+        live.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
+    }
+}

@@ -1,0 +1,587 @@
+//! The daemon's captures: one file per board per day, always on, and the replay of a whole
+//! capture directory.
+//!
+//! Layout: `DIR/YYYY-MM-DD/<board>.jsonl` (local date; `<board>` is the device id, e.g.
+//! `board-3` or `dgt-12345`). **A restarted daemon appends to the same file**: it truncates a
+//! line cut off by a crash, rebuilds the board's games from the records, and goes on writing
+//! with `t` continuing from the header's creation time (`t` = seconds since `created`, never
+//! decreasing). So one board's day is one capture, across restarts and reconnections, and
+//! replaying it gives every game in full. A game still running at midnight stays in the file it
+//! started in; the next game goes to the new day's file.
+//!
+//! `eboardd replay DIR` reads every capture under `DIR` and merges their records by absolute
+//! time (`created` + `t`), so the boards' games come out in the order they started, whatever
+//! the files.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use chrono::{DateTime, Local, NaiveDate, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+
+use crate::capture::{self, Capture, CaptureWriter, Record, RecordKind};
+use crate::core::engine::EngineConfig;
+use crate::core::event::{CoreEvent, EventEnvelope};
+use crate::core::observation::Micros;
+use crate::pgn::{self, GameTags};
+use crate::replay::{ReplayError, Replayer};
+
+/// The `action` of the operator records that carry PGN tags (event, players...). Replay of a
+/// directory reads them for the PGN tags; the core ignores them.
+pub const SET_TAGS: &str = "set_tags";
+
+/// Writes to a file, dropping everything up to and including the first newline (so a
+/// [`CaptureWriter`] can append records to an existing capture without a second header).
+#[derive(Debug)]
+struct AppendSink {
+    file: File,
+    skip_line: bool,
+}
+
+impl Write for AppendSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.skip_line {
+            if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+                self.skip_line = false;
+                self.file.write_all(&buf[i + 1..])?;
+            }
+            return Ok(buf.len());
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// One open capture file: appends records with `t` from a monotonic clock.
+#[derive(Debug)]
+pub struct CaptureFile {
+    path: PathBuf,
+    writer: CaptureWriter<AppendSink>,
+    created: DateTime<Utc>,
+    origin: Instant,
+    origin_t: Micros,
+    last_t: Micros,
+    fsync: bool,
+}
+
+/// A capture file opened for appending, with what it already held.
+#[derive(Debug)]
+pub struct Opened {
+    /// The file, ready for new records.
+    pub file: CaptureFile,
+    /// The records already there (none for a new file).
+    pub existing: Option<Capture>,
+}
+
+impl CaptureFile {
+    /// Creates `path` (and its directory) with a header: `created` now plus `header_extra`.
+    pub fn create(path: &Path, header_extra: Map<String, Value>, fsync: bool) -> io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let created = Utc::now();
+        let mut extra = Map::new();
+        extra.insert(
+            "created".into(),
+            created.to_rfc3339_opts(SecondsFormat::Micros, true).into(),
+        );
+        extra.insert(
+            "daemon".into(),
+            format!("eboardd {}", env!("CARGO_PKG_VERSION")).into(),
+        );
+        extra.extend(header_extra);
+        let file = File::options().create_new(true).append(true).open(path)?;
+        let writer = CaptureWriter::new(
+            AppendSink {
+                file,
+                skip_line: false,
+            },
+            extra,
+        )?;
+        let f = CaptureFile {
+            path: path.to_path_buf(),
+            writer,
+            created,
+            origin: Instant::now(),
+            origin_t: 0,
+            last_t: 0,
+            fsync,
+        };
+        f.sync()?;
+        if let Some(dir) = path.parent() {
+            // The new directory entry must survive a power cut too.
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        Ok(f)
+    }
+
+    /// Opens `path` to append to it, after dropping a last line cut off by a crash. A missing
+    /// or empty file, or one without a readable header, is (re)created.
+    pub fn open(path: &Path, header_extra: Map<String, Value>, fsync: bool) -> io::Result<Opened> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let text = String::from_utf8_lossy(&bytes[..complete]);
+        let parsed = if complete == 0 {
+            None
+        } else {
+            match capture::parse_capture(&path.display().to_string(), &text) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    // Keep the unreadable file aside rather than write into it.
+                    let aside = path
+                        .with_extension(format!("corrupt-{}", Utc::now().format("%Y%m%dT%H%M%S")));
+                    tracing::error!("{e}; moved to {}", aside.display());
+                    std::fs::rename(path, &aside)?;
+                    None
+                }
+            }
+        };
+        let Some(cap) = parsed else {
+            if complete == 0 && !bytes.is_empty() {
+                std::fs::remove_file(path)?;
+            }
+            let file = CaptureFile::create(path, header_extra, fsync)?;
+            return Ok(Opened {
+                file,
+                existing: None,
+            });
+        };
+        let file = File::options().append(true).open(path)?;
+        if complete < bytes.len() {
+            file.set_len(complete as u64)?;
+            tracing::warn!(
+                "{}: dropped a last line cut off by a crash ({} bytes)",
+                path.display(),
+                bytes.len() - complete
+            );
+        }
+        let created = cap
+            .header
+            .extra
+            .get("created")
+            .and_then(Value::as_str)
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|d| d.with_timezone(&Utc))
+            .unwrap_or_else(Utc::now);
+        let last_t = cap.records.last().map_or(0, |r| r.t);
+        let since = SystemTime::now()
+            .duration_since(SystemTime::from(created))
+            .map_or(0, |d| d.as_micros() as Micros);
+        let writer = CaptureWriter::new(
+            AppendSink {
+                file,
+                skip_line: true,
+            },
+            Map::new(),
+        )?;
+        Ok(Opened {
+            file: CaptureFile {
+                path: path.to_path_buf(),
+                writer,
+                created,
+                origin: Instant::now(),
+                origin_t: since.max(last_t),
+                last_t,
+                fsync,
+            },
+            existing: Some(cap),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// When the capture was created (its `t` = 0).
+    pub fn created(&self) -> DateTime<Utc> {
+        self.created
+    }
+
+    /// The local date of the file's creation (`YYYY.MM.DD`, for PGN).
+    pub fn pgn_date(&self) -> String {
+        self.created
+            .with_timezone(&Local)
+            .format("%Y.%m.%d")
+            .to_string()
+    }
+
+    /// `t` now: microseconds since `created`, from a monotonic clock, never below the last
+    /// record's.
+    pub fn now(&self) -> Micros {
+        let t = self.origin_t + self.origin.elapsed().as_micros() as Micros;
+        t.max(self.last_t)
+    }
+
+    /// Appends one record at `t` (raised to the last record's `t` if smaller) and flushes it to
+    /// the kernel.
+    pub fn write(&mut self, t: Micros, dev: &str, kind: RecordKind) -> io::Result<Micros> {
+        let t = t.max(self.last_t);
+        self.writer.write_record(&Record {
+            t,
+            dev: dev.to_string(),
+            kind,
+        })?;
+        self.last_t = t;
+        Ok(t)
+    }
+
+    /// Makes what was written durable (when fsync is on): done before broadcasting the events a
+    /// record caused.
+    pub fn sync(&self) -> io::Result<()> {
+        if !self.fsync {
+            return Ok(());
+        }
+        let file = &self.writer.get_ref().file;
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| file.sync_data())
+            }
+            _ => file.sync_data(),
+        }
+    }
+}
+
+/// Where the captures are, and how they are named.
+#[derive(Debug, Clone)]
+pub struct CaptureStore {
+    /// The capture directory.
+    pub dir: PathBuf,
+    /// Whether to sync records to disk before broadcasting their events.
+    pub fsync: bool,
+}
+
+/// The local date today.
+pub fn today() -> NaiveDate {
+    Local::now().date_naive()
+}
+
+impl CaptureStore {
+    /// The directory of one day's captures.
+    pub fn day_dir(&self, day: NaiveDate) -> PathBuf {
+        self.dir.join(day.format("%Y-%m-%d").to_string())
+    }
+
+    /// The capture of `board` on `day`.
+    pub fn path_for(&self, day: NaiveDate, board: &str) -> PathBuf {
+        self.day_dir(day).join(format!("{board}.jsonl"))
+    }
+
+    /// Day directories, oldest first.
+    fn days(&self) -> Vec<(NaiveDate, PathBuf)> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut days: Vec<(NaiveDate, PathBuf)> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                let day = NaiveDate::parse_from_str(&name, "%Y-%m-%d").ok()?;
+                e.path().is_dir().then(|| (day, e.path()))
+            })
+            .collect();
+        days.sort();
+        days
+    }
+
+    /// The files that may hold the current round on `today`: every board's file of today, and
+    /// each other board's latest file of an earlier day (the caller keeps it only when its last
+    /// game is still running). Sorted by board id.
+    pub fn current_files(&self, today: NaiveDate) -> Vec<(String, PathBuf)> {
+        let mut found: std::collections::BTreeMap<String, PathBuf> = Default::default();
+        for (day, dir) in self.days().into_iter().rev() {
+            if day > today {
+                continue;
+            }
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in rd.filter_map(|e| e.ok()) {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "jsonl")
+                    && let Some(stem) = p.file_stem()
+                {
+                    found.entry(stem.to_string_lossy().to_string()).or_insert(p);
+                }
+            }
+            if day < today {
+                // Only the latest earlier day can hold a game still running.
+                break;
+            }
+        }
+        found.into_iter().collect()
+    }
+}
+
+/// Every capture file under `path` (itself when it is a file), sorted.
+pub fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// PGN tags carried by a capture: the header's `tags` and the `set_tags` operator records.
+fn tags_from(value: &Value, tags: &mut GameTags) {
+    let get = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+    for (key, slot) in [
+        ("event", &mut tags.event),
+        ("site", &mut tags.site),
+        ("round", &mut tags.round),
+        ("white", &mut tags.white),
+        ("black", &mut tags.black),
+    ] {
+        if value.get(key).is_some() {
+            *slot = get(key);
+        }
+    }
+}
+
+/// Replays every capture under `paths` (directories are searched for `*.jsonl`), merged by
+/// absolute time, and writes every game as PGN (with the tags the captures carry) or the
+/// events as JSON Lines to `out`.
+pub fn replay_paths(
+    paths: &[PathBuf],
+    events: bool,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(&str),
+) -> Result<(), ReplayError> {
+    let mut files = Vec::new();
+    for p in paths {
+        files.extend(capture_files(p).map_err(|source| {
+            ReplayError::Capture(capture::CaptureError::Io {
+                file: p.display().to_string(),
+                source,
+            })
+        })?);
+    }
+    let mut caps = Vec::new();
+    for f in &files {
+        caps.push(capture::read_capture(f)?);
+    }
+    let created = |c: &Capture| {
+        c.header
+            .extra
+            .get("created")
+            .and_then(Value::as_str)
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|d| d.with_timezone(&Utc))
+    };
+    let origin = caps.iter().filter_map(created).min();
+    // (absolute t, file index, record index) → stable merge by time.
+    let mut merged: Vec<(Micros, usize, usize)> = Vec::new();
+    let mut tags: std::collections::BTreeMap<String, GameTags> = Default::default();
+    // Tags in force when each game started: (dev, game start t) → tags, filled as we go.
+    let mut tag_changes: Vec<(Micros, String, GameTags)> = Vec::new();
+    for (fi, cap) in caps.iter().enumerate() {
+        let offset = match (origin, created(cap)) {
+            (Some(o), Some(c)) => (c - o).num_microseconds().unwrap_or(0),
+            _ => 0,
+        };
+        for (ri, r) in cap.records.iter().enumerate() {
+            merged.push((offset + r.t, fi, ri));
+        }
+        let dev = cap
+            .header
+            .extra
+            .get("board")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| cap.records.first().map(|r| r.dev.clone()));
+        if let (Some(h), Some(dev)) = (cap.header.extra.get("tags"), dev) {
+            let t = tags.entry(dev.clone()).or_default();
+            tags_from(h, t);
+            tag_changes.push((offset, dev, t.clone()));
+        }
+    }
+    merged.sort_by_key(|&(t, fi, ri)| (t, fi, ri));
+    let mut records = Vec::with_capacity(merged.len());
+    for (t, fi, ri) in merged {
+        let r = &caps[fi].records[ri];
+        if let RecordKind::Op(v) = &r.kind
+            && v.get("action").and_then(Value::as_str) == Some(SET_TAGS)
+        {
+            let entry = tags.entry(r.dev.clone()).or_default();
+            tags_from(v, entry);
+            tag_changes.push((t, r.dev.clone(), entry.clone()));
+            continue;
+        }
+        records.push(Record {
+            t,
+            dev: r.dev.clone(),
+            kind: r.kind.clone(),
+        });
+    }
+    let header_extra = {
+        let mut m = Map::new();
+        if let Some(o) = origin {
+            m.insert(
+                "created".into(),
+                o.to_rfc3339_opts(SecondsFormat::Micros, true).into(),
+            );
+        }
+        m
+    };
+    let merged_cap = Capture {
+        header: capture::Header {
+            format: capture::FORMAT.into(),
+            version: capture::VERSION,
+            extra: header_extra,
+        },
+        records,
+        warnings: caps.iter().flat_map(|c| c.warnings.clone()).collect(),
+    };
+    let mut replayer = Replayer::new(EngineConfig::default());
+    let mut seq = 0u64;
+    let mut sink = |board: &str, e: &CoreEvent| -> io::Result<()> {
+        if events {
+            seq += 1;
+            writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())?;
+        }
+        Ok(())
+    };
+    replayer.replay_capture(&merged_cap, &mut sink)?;
+    replayer.finish(&mut sink)?;
+    for w in &replayer.warnings {
+        warn(w);
+    }
+    if !events {
+        let date = |t: Micros| {
+            origin.map(|o| {
+                (o + chrono::Duration::microseconds(t))
+                    .with_timezone(&Local)
+                    .format("%Y.%m.%d")
+                    .to_string()
+            })
+        };
+        let mut games: Vec<_> = replayer
+            .devices()
+            .enumerate()
+            .flat_map(|(i, d)| d.engine.games().iter().map(move |g| (i, d, g)))
+            .collect();
+        games.sort_by_key(|(i, _, g)| (g.started_at, *i, g.number));
+        let mut text = String::new();
+        for (_, device, game) in games {
+            let mut t = tag_changes
+                .iter()
+                .rfind(|(at, dev, _)| *dev == device.id && *at <= game.started_at)
+                .map(|(_, _, t)| t.clone())
+                .unwrap_or_default();
+            t.date = date(game.started_at);
+            t.board = Some(device.id.clone());
+            pgn::write_game(game, &t, &mut text);
+        }
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("eboardd-cap-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn appends_across_restarts_and_drops_a_cut_off_line() {
+        let dir = tmp("append");
+        let path = dir.join("2026-11-29/board-1.jsonl");
+        let mut f = CaptureFile::create(&path, Map::new(), true).unwrap();
+        let t1 = f
+            .write(f.now(), "board-1", RecordKind::Tx(vec![0x42]))
+            .unwrap();
+        f.write(t1 + 5, "board-1", RecordKind::Rx(vec![0x93, 0, 5, 3, 1]))
+            .unwrap();
+        drop(f);
+        // A crash in the middle of a line.
+        let mut raw = File::options().append(true).open(&path).unwrap();
+        raw.write_all(b"{\"t\":1.0,\"dev\":\"board-1\",\"rx\":\"8e")
+            .unwrap();
+        drop(raw);
+        let opened = CaptureFile::open(&path, Map::new(), false).unwrap();
+        let existing = opened.existing.unwrap();
+        assert_eq!(existing.records.len(), 2);
+        let mut f = opened.file;
+        assert!(f.now() >= t1 + 5);
+        // A smaller t is raised: never decreasing.
+        let t = f
+            .write(0, "board-1", RecordKind::Note("again".into()))
+            .unwrap();
+        assert_eq!(t, t1 + 5);
+        drop(f);
+        let cap = capture::read_capture(&path).unwrap();
+        assert_eq!(cap.records.len(), 3);
+        assert!(cap.warnings.is_empty(), "{:?}", cap.warnings);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn current_files_are_today_and_the_latest_earlier_day() {
+        let dir = tmp("current");
+        let store = CaptureStore {
+            dir: dir.clone(),
+            fsync: false,
+        };
+        let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        for (day, board) in [
+            ("2026-11-27", "board-1"),
+            ("2026-11-27", "board-4"),
+            ("2026-11-28", "board-1"),
+            ("2026-11-28", "board-2"),
+            ("2026-11-29", "board-2"),
+            ("2026-11-29", "board-3"),
+        ] {
+            let p = store.path_for(d(day), board);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+        }
+        let got = store.current_files(d("2026-11-29"));
+        let names: Vec<String> = got
+            .iter()
+            .map(|(b, p)| {
+                format!(
+                    "{b}:{}",
+                    p.parent().unwrap().file_name().unwrap().to_string_lossy()
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "board-1:2026-11-28",
+                "board-2:2026-11-29",
+                "board-3:2026-11-29"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,236 @@
+//! Finding DGT boards on USB: known ids mapped to their tty through sysfs, rescanned on every
+//! USB hotplug event (libusb through `rusb`) or, where hotplug is missing, every two seconds.
+//!
+//! Known ids (`dgt-protocol.md` §3.1): `045b:8111` (DGT USB / Smart Board, CDC-ACM) is served at
+//! once; `0403:6001` (FTDI FT232, used by older DGT USB boards and by countless other gadgets)
+//! only after the handshake's protocol probe finds a DGT board behind it. A generic device that
+//! fails the probe is left alone until it is unplugged.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusb::UsbContext;
+use tokio::sync::mpsc;
+
+/// A USB id the daemon knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownId {
+    /// Vendor id.
+    pub vid: u16,
+    /// Product id.
+    pub pid: u16,
+    /// Shared with non-DGT devices: probe before serving.
+    pub generic: bool,
+    /// What it is.
+    pub name: &'static str,
+}
+
+/// The USB ids of DGT boards.
+pub const KNOWN_IDS: [KnownId; 2] = [
+    KnownId {
+        vid: 0x045b,
+        pid: 0x8111,
+        generic: false,
+        name: "DGT USB board (Smart Board)",
+    },
+    KnownId {
+        vid: 0x0403,
+        pid: 0x6001,
+        generic: true,
+        name: "FTDI FT232 (older DGT USB board?)",
+    },
+];
+
+/// A tty whose USB device has a known id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The device node, e.g. `/dev/ttyACM0`.
+    pub tty: PathBuf,
+    /// The USB id.
+    pub id: KnownId,
+    /// The USB device's sysfs path (stable while it stays plugged in).
+    pub usb_path: PathBuf,
+    /// The USB serial number string, when the device has one.
+    pub usb_serial: Option<String>,
+}
+
+fn read_hex(path: &Path) -> Option<u16> {
+    let s = std::fs::read_to_string(path).ok()?;
+    u16::from_str_radix(s.trim(), 16).ok()
+}
+
+/// Every tty under `sys/class/tty` whose USB device has a known id, with its node under `dev`.
+pub fn scan_sysfs(sys: &Path, dev: &Path) -> Vec<Found> {
+    let Ok(entries) = std::fs::read_dir(sys.join("class/tty")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        // Virtual terminals have no `device` link.
+        let Ok(mut d) = std::fs::canonicalize(e.path().join("device")) else {
+            continue;
+        };
+        for _ in 0..4 {
+            let (Some(vid), Some(pid)) = (
+                read_hex(&d.join("idVendor")),
+                read_hex(&d.join("idProduct")),
+            ) else {
+                if !d.pop() {
+                    break;
+                }
+                continue;
+            };
+            if let Some(id) = KNOWN_IDS.iter().find(|k| k.vid == vid && k.pid == pid) {
+                let usb_serial = std::fs::read_to_string(d.join("serial"))
+                    .ok()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty());
+                out.push(Found {
+                    tty: dev.join(&name),
+                    id: *id,
+                    usb_path: d.clone(),
+                    usb_serial,
+                });
+            }
+            break;
+        }
+    }
+    out.sort_by(|a, b| a.tty.cmp(&b.tty));
+    out
+}
+
+struct Notify(mpsc::UnboundedSender<()>);
+
+impl<T: rusb::UsbContext> rusb::Hotplug<T> for Notify {
+    fn device_arrived(&mut self, _device: rusb::Device<T>) {
+        let _ = self.0.send(());
+    }
+
+    fn device_left(&mut self, _device: rusb::Device<T>) {
+        let _ = self.0.send(());
+    }
+}
+
+/// Starts libusb hotplug notifications for the known ids on a thread of its own; every arrival
+/// or departure sends `()` on `tx`. Returns `false` where hotplug is missing (no libusb
+/// hotplug support, no USB at all): the caller polls instead. The thread ends when `tx`'s
+/// receiver is dropped.
+pub fn start_hotplug(tx: mpsc::UnboundedSender<()>) -> bool {
+    if !rusb::has_hotplug() {
+        return false;
+    }
+    let ctx = match rusb::Context::new() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!("libusb unavailable ({e}); polling for USB boards");
+            return false;
+        }
+    };
+    let mut registrations: Vec<rusb::Registration<rusb::Context>> = Vec::new();
+    for k in KNOWN_IDS {
+        let mut b = rusb::HotplugBuilder::new();
+        b.vendor_id(k.vid).product_id(k.pid).enumerate(false);
+        match b.register::<rusb::Context, _>(&ctx, Box::new(Notify(tx.clone()))) {
+            Ok(r) => registrations.push(r),
+            Err(e) => {
+                tracing::debug!("libusb hotplug registration failed ({e}); polling");
+                return false;
+            }
+        }
+    }
+    let spawned = std::thread::Builder::new()
+        .name("usb-hotplug".into())
+        .spawn(move || {
+            let _keep = registrations;
+            while !tx.is_closed() {
+                if let Err(e) = ctx.handle_events(Some(Duration::from_millis(500))) {
+                    tracing::debug!("libusb event handling: {e}");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        });
+    spawned.is_ok()
+}
+
+/// Generic devices that failed the DGT probe, by USB device path: not probed again while they
+/// stay plugged in.
+#[derive(Debug, Default)]
+pub struct NotDgt(HashSet<PathBuf>);
+
+impl NotDgt {
+    /// Remembers a device that is not a DGT board.
+    pub fn insert(&mut self, usb_path: PathBuf) {
+        self.0.insert(usb_path);
+    }
+
+    /// Whether it failed the probe.
+    pub fn contains(&self, usb_path: &Path) -> bool {
+        self.0.contains(usb_path)
+    }
+
+    /// Forgets devices no longer present.
+    pub fn retain_present(&mut self, found: &[Found]) {
+        self.0.retain(|p| found.iter().any(|f| &f.usb_path == p));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn maps_known_usb_ids_to_their_tty() {
+        let root = std::env::temp_dir().join(format!("eboardd-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let sys = root.join("sys");
+        let dev = |p: &str, vid: &str, pid: &str, serial: Option<&str>| {
+            let d = sys.join("devices/pci0000:00/usb1").join(p);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("idVendor"), format!("{vid}\n")).unwrap();
+            std::fs::write(d.join("idProduct"), format!("{pid}\n")).unwrap();
+            if let Some(s) = serial {
+                std::fs::write(d.join("serial"), s).unwrap();
+            }
+            d
+        };
+        let tty = |name: &str, target: &Path| {
+            let d = sys.join("class/tty").join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            symlink(target, d.join("device")).unwrap();
+        };
+        // CDC-ACM: tty → interface → device.
+        let acm = dev("1-2", "045b", "8111", Some("A1B2"));
+        std::fs::create_dir_all(acm.join("1-2:1.0")).unwrap();
+        tty("ttyACM0", &acm.join("1-2:1.0"));
+        // FTDI: tty → ttyUSB0 dir → interface → device.
+        let ftdi = dev("1-3", "0403", "6001", None);
+        std::fs::create_dir_all(ftdi.join("1-3:1.0/ttyUSB0")).unwrap();
+        tty("ttyUSB0", &ftdi.join("1-3:1.0/ttyUSB0"));
+        // Something else, and a virtual terminal.
+        let other = dev("1-4", "1234", "5678", None);
+        std::fs::create_dir_all(other.join("1-4:1.0")).unwrap();
+        tty("ttyACM1", &other.join("1-4:1.0"));
+        std::fs::create_dir_all(sys.join("class/tty/tty1")).unwrap();
+
+        let found = scan_sysfs(&sys, Path::new("/dev"));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].tty, Path::new("/dev/ttyACM0"));
+        assert!(!found[0].id.generic);
+        assert_eq!(found[0].usb_serial.as_deref(), Some("A1B2"));
+        assert_eq!(found[1].tty, Path::new("/dev/ttyUSB0"));
+        assert!(found[1].id.generic);
+        let mut not = NotDgt::default();
+        not.insert(found[1].usb_path.clone());
+        not.retain_present(&found[..1]);
+        assert!(!not.contains(&found[1].usb_path));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_real_sysfs_scan_does_not_fail() {
+        let _ = scan_sysfs(Path::new("/sys"), Path::new("/dev"));
+    }
+}

@@ -1,0 +1,580 @@
+//! The live daemon: boards on serial ports (configured, or found on USB), one task per port,
+//! captures always on, an in-process [`hub`] for the outputs, systemd integration, signals.
+//!
+//! Start-up: the configuration is loaded and checked; every board's capture of the current
+//! round is read back and its games rebuilt ([`captures`]); then the ports are opened and the
+//! boards carry on where they were. `kill -9` or a power cut loses no completed move: every
+//! record is written (and, for records that cause move or game events, synced) before the
+//! events it causes are published.
+
+pub mod args;
+pub mod board;
+pub mod board_task;
+pub mod captures;
+pub mod clock;
+pub mod demo;
+pub mod discovery;
+pub mod hub;
+pub mod notify;
+pub mod serial;
+pub mod signals;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{Config, ConfigError, Overrides};
+use board::{BoardMeta, BoardState};
+use board_task::{Origin, PortEnd};
+use captures::CaptureStore;
+use hub::{Connection, Hub};
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The configuration is not usable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Something the daemon needs at start could not be set up.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+    let what = what.into();
+    move |source| DaemonError::Io { what, source }
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A file (or none) with command-line overrides; read again on SIGHUP.
+    File {
+        /// The file.
+        path: Option<PathBuf>,
+        /// Command-line overrides.
+        overrides: Overrides,
+    },
+    /// A configuration given whole (the demo).
+    Fixed(Box<Config>),
+}
+
+impl ConfigSource {
+    fn load(&self) -> Result<Config, ConfigError> {
+        match self {
+            ConfigSource::File { path, overrides } => Config::load_with(path.as_deref(), overrides),
+            ConfigSource::Fixed(c) => Ok((**c).clone()),
+        }
+    }
+}
+
+/// What to print on standard output while running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Print {
+    /// Nothing (logs go to standard error).
+    #[default]
+    Nothing,
+    /// Every event as a JSON line.
+    Events,
+    /// Moves and game results, for people.
+    Moves,
+}
+
+/// Options of `eboardd run`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The configuration.
+    pub config: ConfigSource,
+    /// What to print on standard output.
+    pub print: Print,
+}
+
+/// Shared by every task of the daemon.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The hub.
+    pub hub: Arc<Hub>,
+    config: RwLock<Arc<Config>>,
+    /// The captures.
+    pub store: CaptureStore,
+    boards: Mutex<BTreeMap<String, Arc<Mutex<BoardState>>>>,
+    open_ports: Mutex<HashSet<PathBuf>>,
+    sessions: AtomicU64,
+}
+
+impl Ctx {
+    fn new(cfg: Config, hub: Arc<Hub>) -> Ctx {
+        let store = CaptureStore {
+            dir: cfg.capture_dir(),
+            fsync: cfg.daemon.fsync,
+        };
+        Ctx {
+            hub,
+            config: RwLock::new(Arc::new(cfg)),
+            store,
+            boards: Mutex::default(),
+            open_ports: Mutex::default(),
+            sessions: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn meta(cfg: &Config, serial: Option<&str>, number: Option<u32>) -> BoardMeta {
+        let b = match (serial, number) {
+            (Some(s), _) => cfg.board_by_serial(s),
+            (None, Some(n)) => cfg.boards.iter().find(|b| b.number == n),
+            _ => None,
+        };
+        let number = b.map(|b| b.number);
+        let round = match (&cfg.event.round, number) {
+            (Some(r), Some(n)) => Some(format!("{r}.{n}")),
+            (r, _) => r.clone(),
+        };
+        BoardMeta {
+            number,
+            serial: serial
+                .map(str::to_string)
+                .or_else(|| b.map(|b| b.serial.clone())),
+            event: cfg.event.name.clone(),
+            site: cfg.event.site.clone(),
+            round,
+            white: b.and_then(|b| b.white.clone()),
+            black: b.and_then(|b| b.black.clone()),
+            white_clock: b.and_then(|b| b.white_clock),
+        }
+    }
+
+    /// The device id and metadata of the board with this serial number.
+    pub fn identify(&self, serial: &str) -> (String, BoardMeta) {
+        let cfg = self.config();
+        (cfg.board_id(serial), Ctx::meta(&cfg, Some(serial), None))
+    }
+
+    /// Metadata of a board known only by its id (from a capture file name).
+    fn meta_for_id(&self, id: &str) -> BoardMeta {
+        let cfg = self.config();
+        if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
+            return Ctx::meta(&cfg, None, Some(n));
+        }
+        let serial = id.strip_prefix("dgt-");
+        Ctx::meta(&cfg, serial, None)
+    }
+
+    /// The board `id`: the one in memory (its metadata refreshed), or its capture opened (and
+    /// its games rebuilt from it). A board whose file is of an earlier day and has no game in
+    /// progress starts today's file.
+    pub fn board(&self, id: &str, meta: BoardMeta) -> std::io::Result<Arc<Mutex<BoardState>>> {
+        let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = boards.get(id) {
+            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
+            let today = self.store.path_for(captures::today(), id);
+            if s.capture_path() == today || s.game_in_progress() {
+                s.set_meta(meta)?;
+                drop(s);
+                return Ok(b.clone());
+            }
+        }
+        let b = Arc::new(Mutex::new(BoardState::open(&self.store, id, meta, None)?));
+        boards.insert(id.to_string(), b.clone());
+        Ok(b)
+    }
+
+    fn new_session(&self) -> u64 {
+        self.sessions.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Takes a port (canonical path) for a session; `false` when another session has it.
+    fn claim_port(&self, canonical: &Path) -> bool {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(canonical.to_path_buf())
+    }
+
+    fn release_port(&self, canonical: &Path) {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(canonical);
+    }
+
+    /// Whether a session has this port (canonical path) open.
+    pub fn port_open(&self, canonical: &Path) -> bool {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(canonical)
+    }
+
+    /// Rebuilds the boards of the current round from their captures.
+    fn recover(&self) {
+        let today = captures::today();
+        for (id, path) in self.store.current_files(today) {
+            let meta = self.meta_for_id(&id);
+            let board = match BoardState::open(&self.store, &id, meta, Some(&path)) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!("{}: cannot read back: {e}", path.display());
+                    continue;
+                }
+            };
+            let earlier = path != self.store.path_for(today, &id);
+            if earlier && !board.game_in_progress() {
+                continue;
+            }
+            self.hub.publish(&id, &[], Some(board.snapshot()));
+            self.boards
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, Arc::new(Mutex::new(board)));
+        }
+    }
+
+    /// Applies a new configuration to the boards in memory.
+    fn reconfigure(&self, cfg: Config) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
+        let boards: Vec<_> = self
+            .boards
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let cfg = self.config();
+        for b in boards {
+            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
+            let old = s.meta().clone();
+            let meta = Ctx::meta(&cfg, old.serial.as_deref(), old.number);
+            if let Err(e) = s.set_meta(meta) {
+                tracing::error!("{}: capture: {e}", s.id);
+            }
+            self.hub.publish(&s.id, &[], Some(s.snapshot()));
+        }
+    }
+
+    /// Connected boards and all boards.
+    fn counts(&self) -> (usize, usize) {
+        let snaps = self.hub.snapshots();
+        let up = snaps
+            .iter()
+            .filter(|s| s.connection == Connection::Connected)
+            .count();
+        (up, snaps.len())
+    }
+}
+
+/// A running task with its own stop switch.
+struct Task<T> {
+    stop: watch::Sender<bool>,
+    handle: JoinHandle<T>,
+}
+
+fn spawn_port(ctx: &Arc<Ctx>, path: PathBuf, origin: Origin) -> Task<PortEnd> {
+    let (stop, rx) = watch::channel(false);
+    let handle = tokio::spawn(board_task::serve_port(ctx.clone(), path, origin, rx));
+    Task { stop, handle }
+}
+
+/// Discovery: rescans on hotplug events (or every 2 s without hotplug) and serves every new
+/// DGT board found on USB.
+async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let hotplug = discovery::start_hotplug(tx);
+    let period = if hotplug {
+        Duration::from_secs(30)
+    } else {
+        Duration::from_secs(2)
+    };
+    tracing::info!(
+        "USB discovery on ({})",
+        if hotplug {
+            "libusb hotplug"
+        } else {
+            "polling sysfs every 2 s"
+        }
+    );
+    let mut not_dgt = discovery::NotDgt::default();
+    let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
+    loop {
+        let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
+        not_dgt.retain_present(&found);
+        // Collect ended tasks.
+        let ended: Vec<PathBuf> = tasks
+            .iter()
+            .filter(|(_, (t, _))| t.handle.is_finished())
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in ended {
+            if let Some((t, usb)) = tasks.remove(&p)
+                && let Ok(PortEnd::NotDgt) = t.handle.await
+            {
+                not_dgt.insert(usb);
+            }
+        }
+        for f in found {
+            let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
+            if tasks.contains_key(&f.tty)
+                || ctx.port_open(&canonical)
+                || not_dgt.contains(&f.usb_path)
+            {
+                continue;
+            }
+            tracing::info!("found {} on {}", f.id.name, f.tty.display());
+            let t = spawn_port(
+                &ctx,
+                f.tty.clone(),
+                Origin::Discovered {
+                    generic: f.id.generic,
+                },
+            );
+            tasks.insert(f.tty, (t, f.usb_path));
+        }
+        tokio::select! {
+            Some(()) = rx.recv() => {
+                // Let the kernel and udev create the tty node, then drain the burst.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                while rx.try_recv().is_ok() {}
+            }
+            _ = tokio::time::sleep(period) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    for (_, (t, _)) in tasks {
+        let _ = t.stop.send(true);
+        let _ = t.handle.await;
+    }
+}
+
+fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
+    if print == Print::Nothing {
+        return None;
+    }
+    let mut rx = hub.subscribe();
+    Some(tokio::spawn(async move {
+        loop {
+            let line = match rx.recv().await {
+                Ok(l) => l,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!("printer lagged: {n} events not printed");
+                    continue;
+                }
+                Err(_) => break,
+            };
+            let text = match print {
+                Print::Events => Some(line.json.clone()),
+                _ => demo::describe(&line),
+            };
+            if let Some(text) = text {
+                let mut out = std::io::stdout().lock();
+                if writeln!(out, "{text}").and_then(|_| out.flush()).is_err() {
+                    break;
+                }
+            }
+        }
+    }))
+}
+
+/// `eboardd run`: builds the runtime and serves until SIGTERM/SIGINT.
+pub fn run(opts: Options) -> Result<(), DaemonError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let signals = signals::Signals::new().map_err(io_err("installing signal handlers"))?;
+        serve(opts, Arc::new(Hub::new(4096)), signals, None).await
+    })
+}
+
+/// The daemon's runtime: a few worker threads (the work is light and mostly waiting).
+pub fn runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .map_err(io_err("starting the runtime"))
+}
+
+/// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
+pub async fn serve(
+    opts: Options,
+    hub: Arc<Hub>,
+    mut signals: signals::Signals,
+    until: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> Result<(), DaemonError> {
+    let notifier = notify::Notifier::from_env();
+    let cfg = opts.config.load()?;
+    let dir = cfg.capture_dir();
+    std::fs::create_dir_all(&dir).map_err(io_err(format!(
+        "creating the capture directory {}",
+        dir.display()
+    )))?;
+    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
+    let printer = print_events(&hub, opts.print);
+    ctx.recover();
+    let mut operator = hub.operator_requests();
+
+    let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
+    let mut discovery: Option<Task<()>> = None;
+    let apply = |ctx: &Arc<Ctx>,
+                 ports: &mut BTreeMap<PathBuf, Task<PortEnd>>,
+                 discovery: &mut Option<Task<()>>| {
+        let cfg = ctx.config();
+        let wanted: Vec<PathBuf> = cfg.daemon.ports.clone();
+        let gone: Vec<PathBuf> = ports
+            .keys()
+            .filter(|p| !wanted.contains(p))
+            .cloned()
+            .collect();
+        for p in gone {
+            if let Some(t) = ports.remove(&p) {
+                let _ = t.stop.send(true);
+            }
+        }
+        for p in wanted {
+            ports
+                .entry(p.clone())
+                .or_insert_with(|| spawn_port(ctx, p, Origin::Configured));
+        }
+        match (cfg.daemon.discovery, discovery.is_some()) {
+            (true, false) => {
+                let (stop, rx) = watch::channel(false);
+                let handle = tokio::spawn(discover(ctx.clone(), rx));
+                *discovery = Some(Task { stop, handle });
+            }
+            (false, true) => {
+                if let Some(t) = discovery.take() {
+                    let _ = t.stop.send(true);
+                }
+            }
+            _ => {}
+        }
+    };
+    apply(&ctx, &mut ports, &mut discovery);
+    tracing::info!(
+        "eboardd {} serving {} port(s){}; captures in {}",
+        env!("CARGO_PKG_VERSION"),
+        ports.len(),
+        if discovery.is_some() {
+            " and USB boards"
+        } else {
+            ""
+        },
+        ctx.store.dir.display()
+    );
+    notifier.ready();
+    let status = |ctx: &Ctx| {
+        let (up, all) = ctx.counts();
+        notifier.status(&format!("{up} of {all} board(s) connected"));
+    };
+    status(&ctx);
+    let watchdog = notify::watchdog_interval();
+    let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
+    let mut status_tick = tokio::time::interval(Duration::from_secs(10));
+    let mut until = until;
+    loop {
+        tokio::select! {
+            req = signals.recv() => match req {
+                signals::Request::Shutdown => break,
+                signals::Request::Reload => {
+                    notifier.reloading();
+                    match opts.config.load() {
+                        Ok(cfg) => {
+                            tracing::info!("configuration reloaded");
+                            ctx.reconfigure(cfg);
+                            apply(&ctx, &mut ports, &mut discovery);
+                        }
+                        Err(e) => tracing::error!("reload refused, configuration kept: {e}"),
+                    }
+                    notifier.ready();
+                    status(&ctx);
+                }
+            },
+            Some(req) = operator.recv() => {
+                let board = ctx.boards.lock().unwrap_or_else(|e| e.into_inner()).get(&req.board).cloned();
+                match board {
+                    Some(b) => {
+                        let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Err(e) = s.operator(req.action, &ctx.hub) {
+                            tracing::error!("{}: capture: {e}", req.board);
+                        }
+                    }
+                    None => tracing::warn!("operator action for unknown board {}", req.board),
+                }
+            }
+            _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
+            _ = status_tick.tick() => status(&ctx),
+            _ = async {
+                match until.as_mut() {
+                    Some(rx) => { let _ = rx.await; }
+                    None => std::future::pending().await,
+                }
+            } => break,
+        }
+    }
+    tracing::info!("shutting down");
+    notifier.stopping();
+    for t in ports.values() {
+        let _ = t.stop.send(true);
+    }
+    if let Some(t) = &discovery {
+        let _ = t.stop.send(true);
+    }
+    let waits = ports
+        .into_values()
+        .map(|t| t.handle)
+        .chain(discovery.map(|t| {
+            tokio::spawn(async move {
+                let _ = t.handle.await;
+                PortEnd::Stopped
+            })
+        }));
+    let all = futures_join(waits.collect());
+    if tokio::time::timeout(Duration::from_secs(5), all)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some ports did not close in time");
+    }
+    // Every record is flushed as it is written; make them durable.
+    let boards: Vec<_> = ctx
+        .boards
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    for b in boards {
+        let s = b.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = std::fs::File::open(s.capture_path()).and_then(|f| f.sync_all());
+    }
+    drop(ctx);
+    drop(hub);
+    if let Some(p) = printer {
+        let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
+    }
+    Ok(())
+}
+
+/// Awaits every handle.
+async fn futures_join<T>(handles: Vec<JoinHandle<T>>) {
+    for h in handles {
+        let _ = h.await;
+    }
+}
