@@ -199,7 +199,16 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Err(e) => return fail(format!("starting the runtime: {e}")),
     };
     runtime.block_on(async move {
+        let boards = info.boards.clone();
         let hub = Broadcaster::new(info, HubConfig::default());
+        for b in &boards {
+            let status = super::BoardStatus {
+                state: super::LinkState::Active,
+                source: Some("replay".into()),
+                ..Default::default()
+            };
+            hub.preset_status(b, status);
+        }
         let outputs = match super::start(hub.clone(), &cfg).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string()),

@@ -29,7 +29,7 @@ use crate::core::observation::OperatorAction;
 const INDEX_HTML: &str = include_str!("../../web/index.html");
 
 /// How long one write to a client may take before the client is dropped.
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// A client that lags twice within this window is dropped.
 const LAG_WINDOW: Duration = Duration::from_secs(30);
 /// Most messages written to a WebSocket before a flush.

@@ -198,6 +198,12 @@ impl Broadcaster {
         self.publish_own(&mut st, board, "board_status", fields);
     }
 
+    /// Set a board's health without publishing a message (before a source starts, when no
+    /// client can have missed it: snapshots carry it).
+    pub fn preset_status(&self, board: &str, status: BoardStatus) {
+        self.lock().round.board_mut(board).status = status;
+    }
+
     /// Set the players of a board. Publishes a `players` message.
     pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), String> {
         pairing.white.validate()?;
