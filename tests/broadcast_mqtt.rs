@@ -1,0 +1,362 @@
+//! MQTT fan-out against a real broker (mosquitto, started by the test on a free localhost port):
+//! two publishers (two `Broadcaster`s, as two daemons in one hall) feed one broker; a subscriber
+//! sees every event of both, in order; a late subscriber gets the retained per-board state; a
+//! broker outage never blocks publishing, drops the oldest queued events (counted), and the
+//! publisher reconnects and republishes the state.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use eboardd::output::replay_source::{self, Plan};
+use eboardd::output::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+
+fn capture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/captures")
+        .join(rel)
+}
+
+fn mosquitto_binary() -> Option<PathBuf> {
+    [
+        "/usr/sbin/mosquitto",
+        "/usr/bin/mosquitto",
+        "/usr/local/sbin/mosquitto",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+/// The broker binary, or `None` to skip (locally); in CI its absence fails the test.
+fn require_mosquitto() -> Option<PathBuf> {
+    let found = mosquitto_binary();
+    if found.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "mosquitto is not installed: .ci/run must install Debian's mosquitto package (APT_PACKAGES)"
+            );
+        }
+        eprintln!("skipping: mosquitto is not installed (apt-get install mosquitto)");
+    }
+    found
+}
+
+struct Broker {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+impl Broker {
+    fn start(bin: &PathBuf, port: Option<u16>) -> Broker {
+        let port = port.unwrap_or_else(|| {
+            TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
+        let dir = std::env::temp_dir().join(format!("eboardd-mqtt-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n\
+                 max_queued_messages 200000\nmax_inflight_messages 100\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mosquitto");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "mosquitto did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Broker {
+            child,
+            port,
+            dir,
+            bin: bin.clone(),
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A subscriber: every (topic, payload) received on `filter`.
+async fn subscribe(
+    port: u16,
+    name: &str,
+    filter: &str,
+) -> (AsyncClient, mpsc::UnboundedReceiver<(String, Value)>) {
+    let mut opts = MqttOptions::new(format!("{name}-{}", std::process::id()), "127.0.0.1", port);
+    opts.set_keep_alive(Duration::from_secs(10));
+    opts.set_max_packet_size(4 << 20, 4 << 20);
+    let (client, mut eventloop) = AsyncClient::new(opts, 100);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    client.subscribe(filter, QoS::AtLeastOnce).await.unwrap();
+    tokio::spawn(async move {
+        let mut ready = Some(ready_tx);
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let v: Value = serde_json::from_slice(&p.payload).expect("JSON payload");
+                    if tx.send((p.topic.clone(), v)).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), ready_rx)
+        .await
+        .expect("subscribed in time")
+        .unwrap();
+    (client, rx)
+}
+
+async fn publisher(
+    port: u16,
+    node: &str,
+    files: &[PathBuf],
+    queue: usize,
+) -> (Broadcaster, eboardd::output::Outputs, Plan) {
+    let plan = Plan::load(files, true).unwrap();
+    let info = RoundInfo {
+        boards: plan.boards.clone(),
+        ..Default::default()
+    };
+    let hub = Broadcaster::new(info, HubConfig::default());
+    let cfg = OutputConfig {
+        mqtt: Some(MqttConfig {
+            host: "127.0.0.1".into(),
+            port,
+            prefix: "eboardd".into(),
+            node: node.into(),
+            queue,
+        }),
+        ..Default::default()
+    };
+    let out = eboardd::output::start(hub.clone(), &cfg).await.unwrap();
+    let stats = out.mqtt.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !stats.connected.load(Ordering::Relaxed) {
+        assert!(Instant::now() < deadline, "{node} did not connect");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (hub, out, plan)
+}
+
+fn backlog(hub: &Broadcaster) -> Vec<Value> {
+    match hub.subscribe(Some(0)).0 {
+        eboardd::output::Start::Backlog(m) => m
+            .iter()
+            .map(|m| serde_json::from_str(&m.json).unwrap())
+            .collect(),
+        eboardd::output::Start::Snapshot(_) => panic!("backlog expected"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_publishers_one_broker_late_joiner_and_outage() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let mut broker = Broker::start(&bin, None);
+    let port = broker.port;
+    let (_sub, mut events) = subscribe(port, "watcher", "eboardd/+/board/+/events").await;
+
+    let (hub_a, out_a, plan_a) =
+        publisher(port, "hall-a", &[capture("irregular/g0001.jsonl")], 300).await;
+    let (hub_b, out_b, plan_b) = publisher(
+        port,
+        "hall-b",
+        &[capture("clean/g0002.jsonl"), capture("blitz/g0001.jsonl")],
+        300,
+    )
+    .await;
+    let mut ra = replay_source::spawn(hub_a.clone(), plan_a, None);
+    let mut rb = replay_source::spawn(hub_b.clone(), plan_b, None);
+    ra.wait_done().await;
+    rb.wait_done().await;
+    let (na, nb) = (hub_a.last_seq(), hub_b.last_seq());
+    assert!(na > 100 && nb > 100);
+
+    // Every event of both daemons arrives, per daemon in seq order, equal to what they sent.
+    let mut got: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while got.get("hall-a").map_or(0, Vec::len) < na as usize
+        || got.get("hall-b").map_or(0, Vec::len) < nb as usize
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (topic, v) = tokio::time::timeout(left, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "missing events: got {:?} of ({na}, {nb})",
+                    got.iter()
+                        .map(|(k, v)| (k.clone(), v.len()))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .unwrap();
+        let parts: Vec<&str> = topic.split('/').collect();
+        assert_eq!(parts.len(), 5, "{topic}");
+        assert_eq!(parts[4], "events");
+        assert_eq!(v["board"], parts[3], "topic names the event's board");
+        got.entry(parts[1].to_string()).or_default().push(v);
+    }
+    assert_eq!(got["hall-a"], backlog(&hub_a), "hall-a events differ");
+    assert_eq!(got["hall-b"], backlog(&hub_b), "hall-b events differ");
+    assert_eq!(
+        out_a.mqtt.as_ref().unwrap().dropped.load(Ordering::Relaxed),
+        0
+    );
+
+    // A late subscriber gets the retained state of every board of both daemons at once.
+    let (_late, mut states) = subscribe(port, "late", "eboardd/+/board/+/state").await;
+    let mut seen: BTreeMap<String, Value> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 3
+        || seen
+            .values()
+            .any(|v| v["last_seq"] != expected_last(&hub_a, &hub_b, v))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (topic, v) = tokio::time::timeout(left, states.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "retained states missing: {:?}",
+                    seen.keys().collect::<Vec<_>>()
+                )
+            })
+            .unwrap();
+        seen.insert(topic, v);
+    }
+    assert!(seen.contains_key("eboardd/hall-a/board/board-1/state"));
+    assert!(seen.contains_key("eboardd/hall-b/board/board-2/state"));
+    let a1 = &seen["eboardd/hall-a/board/board-1/state"];
+    assert!(a1["game"]["moves"].as_array().unwrap().len() > 50);
+    let (_st, mut status) = subscribe(port, "status", "eboardd/+/status").await;
+    let (_, v) = tokio::time::timeout(Duration::from_secs(5), status.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(v["online"], true);
+
+    // Broker outage: publishing stays instant, the bounded queue drops the oldest and counts.
+    broker.stop();
+    let stats = out_a.mqtt.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stats.connected.load(Ordering::Relaxed) {
+        assert!(Instant::now() < deadline, "outage not noticed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ev = eboardd::core::event::CoreEvent {
+        t: 99_000_000,
+        game: 1,
+        kind: eboardd::core::event::EventKind::Clock {
+            white: 1000,
+            black: 2000,
+            running: None,
+        },
+    };
+    let t0 = Instant::now();
+    for _ in 0..2000 {
+        hub_a.publish("board-1", &ev);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "publishing blocked while the broker is down"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stats.dropped.load(Ordering::Relaxed) < 1700 {
+        assert!(
+            Instant::now() < deadline,
+            "dropped {} of 2000 with a queue of 300",
+            stats.dropped.load(Ordering::Relaxed)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The broker comes back: the publisher reconnects by itself, sends the newest events and
+    // republishes the retained state (the new broker had none).
+    let broker2 = Broker::start(&broker.bin, Some(port));
+    let (_again, mut fresh) = subscribe(port, "again", "eboardd/hall-a/#").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let last = hub_a.last_seq();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (topic, v) = tokio::time::timeout(left, fresh.recv())
+            .await
+            .expect("no state after the broker came back")
+            .unwrap();
+        if topic.ends_with("/state") && v["last_seq"] == last {
+            break;
+        }
+    }
+    // And events flow again.
+    let seq = hub_a.publish("board-1", &ev);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (topic, v) = tokio::time::timeout(left, fresh.recv())
+            .await
+            .expect("no event after the broker came back")
+            .unwrap();
+        if topic.ends_with("/events") && v["seq"] == seq {
+            break;
+        }
+    }
+    assert!(stats.connects.load(Ordering::Relaxed) >= 2);
+
+    ra.stop();
+    rb.stop();
+    out_a.shutdown().await;
+    out_b.shutdown().await;
+    drop(broker2);
+}
+
+fn expected_last(a: &Broadcaster, b: &Broadcaster, state: &Value) -> Value {
+    let hub = if state["node"] == "hall-a" { a } else { b };
+    let board = state["board"].as_str().unwrap_or_default();
+    hub.board_snapshot(board)
+        .map_or(Value::Null, |s| s["last_seq"].clone())
+}
