@@ -109,6 +109,12 @@ impl Plan {
         plan
     }
 
+    /// Keep only the records up to event time `t` (to show a round in mid-play).
+    pub fn until(mut self, t: Micros) -> Plan {
+        self.steps.retain(|s| s.t <= t);
+        self
+    }
+
     /// Number of records.
     pub fn len(&self) -> usize {
         self.steps.len()
