@@ -310,20 +310,29 @@ impl Emulator {
             .count()
     }
 
-    /// A time at which exactly `k` more plies (after those started by `t`) are settled and the
-    /// next has not started: the moment to stop fast-forwarding.
+    /// Plies settled (clock pressed, or the game-ending move made) at or before `t`.
+    pub fn plies_settled(&self, t: Micros) -> usize {
+        self.script
+            .plies
+            .iter()
+            .take_while(|p| p.settled <= t)
+            .count()
+    }
+
+    /// A time at which `k` more plies (after those settled by `t`, the one in progress
+    /// included) are settled and the next has not started: where to stop fast-forwarding.
     pub fn after_plies(&self, t: Micros, k: usize) -> Micros {
-        let started = self.plies_started(t);
         if k == 0 {
             return t;
         }
-        let Some(last) = self.script.plies.get(started + k - 1) else {
+        let settled = self.plies_settled(t);
+        let Some(last) = self.script.plies.get(settled + k - 1) else {
             return self.script.end();
         };
         let next_start = self
             .script
             .plies
-            .get(started + k)
+            .get(settled + k)
             .map_or(Micros::MAX, |p| p.first_action);
         // Let the move's last field updates (possibly reported after the press) go out.
         (last.settled + 600_000)
@@ -585,7 +594,13 @@ mod tests {
         let em = Emulator::new(s.clone(), EmulatorConfig::default());
         let t = em.after_plies(0, 2);
         assert_eq!(em.plies_started(t), 2);
+        assert_eq!(em.plies_settled(t), 2);
         assert!(t >= s.plies[1].settled);
         assert!(t < s.plies[2].first_action);
+        // From the middle of ply 3: ply 3 is finished, and that is the one more ply.
+        let mid = s.plies[2].first_action + 1;
+        let t = em.after_plies(mid, 1);
+        assert_eq!(em.plies_settled(t), 3);
+        assert_eq!(em.plies_started(t), 3);
     }
 }

@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
 use tokio::io::unix::AsyncFd;
 
@@ -42,6 +42,11 @@ impl Pty {
         cfmakeraw(&mut t);
         tcsetattr(&pair.slave, SetArg::TCSANOW, &t).map_err(io::Error::from)?;
         let path = nix::unistd::ttyname(&pair.slave).map_err(io::Error::from)?;
+        // Not inherited by child processes: a daemon started later must see the hang-up when
+        // this side closes.
+        for fd in [&pair.master, &pair.slave] {
+            fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io::Error::from)?;
+        }
         let flags = fcntl(&pair.master, FcntlArg::F_GETFL).map_err(io::Error::from)?;
         let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
         fcntl(&pair.master, FcntlArg::F_SETFL(flags)).map_err(io::Error::from)?;

@@ -196,6 +196,7 @@ async fn run(
         speed: cfg.speed.max(1e-6),
     };
     let mut replug_at: Option<Instant> = None;
+    let mut plugs = 1u32;
     let mut buf = vec![0u8; 4096];
     let mut out = Vec::new();
     let mut dropped = 0u64;
@@ -255,6 +256,7 @@ async fn run(
             _ = tokio::time::sleep_until(replug_at.unwrap_or_else(Instant::now)), if replug_at.is_some() => {
                 replug_at = None;
                 pty = Some(plug(&cfg.link)?);
+                plugs += 1;
                 em.unplugged();
             }
         }
@@ -269,10 +271,10 @@ async fn run(
             let set = |changed: &mut bool, cond: bool| *changed |= cond;
             let plugged = pty.is_some();
             if let Some(p) = &pty
-                && s.path != p.path()
+                && (s.path != p.path() || s.generation != plugs)
             {
                 s.path = p.path().to_path_buf();
-                s.generation += 1;
+                s.generation = plugs;
                 changed = true;
             }
             set(&mut changed, s.plugged != plugged);

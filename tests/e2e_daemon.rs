@@ -1,0 +1,201 @@
+//! End to end over pseudo-terminals: `eboardd run` serving emulated DGT boards (with DGT 3000
+//! clocks) that play real games with human handling at accelerated pace. The games must come
+//! out exact: in the daemon's event stream, and in the replay of its capture directory.
+
+mod e2e_support;
+
+use std::time::Duration;
+
+use e2e_support::*;
+use eboardd::sim::Style;
+use eboardd::sim::emulator::runner::Control;
+
+const SPEED: f64 = 1000.0;
+const WAIT: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn games_come_out_exact_with_configured_boards() {
+    let dir = scratch("exact");
+    let caps = dir.join("captures");
+    let games = games();
+    let styles = [Style::Human, Style::Blitz, Style::Clean];
+    let mut boards = Vec::new();
+    let mut ports = Vec::new();
+    for (i, style) in styles.iter().enumerate() {
+        let link = dir.join(format!("board{i}"));
+        let serial = format!("3000{i}");
+        boards.push(board(
+            &games[i..=i],
+            *style,
+            40 + i as u64,
+            &serial,
+            &link,
+            SPEED,
+            None,
+        ));
+        ports.push(link);
+    }
+    // Boards 1 and 2 configured (names, numbers, a fixed clock side); board 3 not.
+    let cfg = dir.join("eboardd.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[event]
+name = "E2E Open"
+round = "4"
+[[board]]
+number = 1
+serial = "30000"
+white = "{}"
+black = "{}"
+[[board]]
+number = 2
+serial = "30001"
+white_clock = "left"
+[clock]
+show_moves = true
+"#,
+            games[0].tag("White").unwrap(),
+            games[0].tag("Black").unwrap()
+        ),
+    )
+    .unwrap();
+    let cfg_arg = cfg.to_string_lossy().to_string();
+    let mut d = Daemon::start(&ports, &caps, &["--config", &cfg_arg]);
+    let ids = ["board-1", "board-2", "dgt-30002"];
+    d.wait_for("every game to be completed", WAIT, |ev| {
+        ids.iter()
+            .zip(&games)
+            .all(|(id, g)| completed(ev, id, g.moves.len()))
+    })
+    .await;
+    {
+        let ev = d.events.lock().unwrap();
+        for (id, g) in ids.iter().zip(&games) {
+            assert_eq!(moves_from_events(&ev, id), uci(g), "{id}: event stream");
+            assert_eq!(of(&ev, id, "game_started").len(), 1, "{id}: one game");
+            assert_eq!(of(&ev, id, "board_connected").len(), 1, "{id}");
+        }
+        let seqs: Vec<u64> = ev.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "seq increases by one"
+        );
+    }
+    // The moves were shown on the configured DGT 3000s.
+    let texts = boards[0].status().texts;
+    assert!(texts.len() >= 10, "texts shown on the clock: {texts:?}");
+    assert_eq!(texts[0], san(&games[0])[0]);
+    d.terminate();
+    for b in &boards {
+        b.send(Control::Stop);
+    }
+    let expected: Vec<(&str, &eboardd::sim::pgn::ScriptGame)> =
+        ids.iter().copied().zip(games.iter()).collect();
+    assert_replay_exact(&caps, &expected);
+    // Tags from the configuration, in the replay.
+    let pgn = replay(&caps);
+    assert!(pgn.contains("[Event \"E2E Open\"]"), "{pgn}");
+    assert!(pgn.contains("[Round \"4.1\"]"));
+    assert!(pgn.contains(&format!("[White \"{}\"]", games[0].tag("White").unwrap())));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unplug_and_replug_mid_game_loses_nothing() {
+    let dir = scratch("unplug");
+    let caps = dir.join("captures");
+    let games = games();
+    let g = &games[3];
+    let link = dir.join("board");
+    let mut b = board(
+        std::slice::from_ref(g),
+        Style::Human,
+        7,
+        "31000",
+        &link,
+        SPEED,
+        None,
+    );
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let id = "dgt-31000";
+    // Unplugged once with a move made while away (recovered from the dump), once with none.
+    for (at, plies) in [(10, 1), (30, 0)] {
+        d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
+            .await;
+        b.send(Control::Unplug {
+            plies,
+            away: Duration::from_millis(400),
+        });
+        let before = {
+            let ev = d.events.lock().unwrap();
+            of(&ev, id, "board_connected").len()
+        };
+        d.wait_for("the board to come back", WAIT, |ev| {
+            of(ev, id, "board_disconnected").len() >= before
+                && of(ev, id, "board_connected").len() > before
+        })
+        .await;
+    }
+    assert!(b.wait_for(WAIT, |s| s.generation == 3).await);
+    d.wait_for("the game to be completed", WAIT, |ev| {
+        completed(ev, id, g.moves.len())
+    })
+    .await;
+    {
+        let ev = d.events.lock().unwrap();
+        assert_eq!(moves_from_events(&ev, id), uci(g));
+        assert_eq!(
+            of(&ev, id, "game_started").len(),
+            1,
+            "a reconnect is not a new game"
+        );
+    }
+    d.terminate();
+    b.send(Control::Stop);
+    assert_replay_exact(&caps, &[(id, g)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_line_is_survived() {
+    let dir = scratch("noise");
+    let caps = dir.join("captures");
+    let games = games();
+    let g = &games[4];
+    let link = dir.join("board");
+    // Line noise between frames every 3 s of play, plus bursts of raw bytes now and then.
+    let b = board(
+        std::slice::from_ref(g),
+        Style::Human,
+        11,
+        "32000",
+        &link,
+        SPEED,
+        Some(3_000_000),
+    );
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let id = "dgt-32000";
+    for at in [5, 15, 25] {
+        d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
+            .await;
+        b.send(Control::Noise(vec![
+            0xFF, 0x00, 0x13, 0x7F, 0x80, 0x05, 0xC0, 0x8E, 0x00, 0x86, 0x00, 0x43, 0x01, 0x55,
+            0xAA,
+        ]));
+    }
+    d.wait_for("the game to be completed", WAIT, |ev| {
+        completed(ev, id, g.moves.len())
+    })
+    .await;
+    {
+        let ev = d.events.lock().unwrap();
+        assert_eq!(moves_from_events(&ev, id), uci(g));
+    }
+    assert!(b.status().plugged);
+    d.terminate();
+    b.send(Control::Stop);
+    assert_replay_exact(&caps, &[(id, g)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,334 @@
+//! Shared by the end-to-end tests: the daemon as a child process (its event stream read from
+//! standard output), emulated boards on pseudo-terminals in the test process, and helpers to
+//! compare what came out with the games played. Every wait is on a condition, with a timeout.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
+use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
+use eboardd::sim::pgn::{ScriptGame, parse_games, parse_games_bytes};
+use eboardd::sim::{SimConfig, Style};
+use serde_json::Value;
+use shakmaty::Position;
+use tokio::sync::watch;
+
+/// The daemon binary.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_eboardd")
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("eboardd-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The demo's games (real rapid games with clock times).
+pub fn games() -> Vec<ScriptGame> {
+    eboardd::daemon::demo::demo_games()
+}
+
+/// Games from a corpus file.
+pub fn corpus(rel: &str) -> Vec<ScriptGame> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/pgn")
+        .join(rel);
+    parse_games_bytes(&std::fs::read(p).unwrap())
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect()
+}
+
+/// An emulated board playing `games` at `speed`, its pty linked at `link`.
+pub fn board(
+    games: &[ScriptGame],
+    style: Style,
+    seed: u64,
+    serial: &str,
+    link: &Path,
+    speed: f64,
+    noise: Option<i64>,
+) -> Handle {
+    let mut sim = SimConfig::new(style, seed);
+    sim.dev = serial.to_string();
+    let script = Script::from_games(games, &sim, 5_000_000);
+    let em = Emulator::new(
+        script,
+        EmulatorConfig {
+            serial: serial.to_string(),
+            noise_every: noise,
+            ..Default::default()
+        },
+    );
+    runner::spawn(
+        em,
+        RunnerConfig {
+            speed,
+            link: Some(link.to_path_buf()),
+            wait_for_host: true,
+        },
+    )
+    .unwrap()
+}
+
+/// The daemon, running.
+pub struct Daemon {
+    child: Option<Child>,
+    /// Every event line received, parsed.
+    pub events: Arc<Mutex<Vec<Value>>>,
+    count: watch::Receiver<usize>,
+    /// Its standard error, for failure messages.
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// `eboardd run --no-discovery --events --capture-dir DIR --port P...` plus `extra`.
+    pub fn start(ports: &[PathBuf], capture_dir: &Path, extra: &[&str]) -> Daemon {
+        let log = capture_dir.with_extension(format!(
+            "log{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let mut cmd = Command::new(bin());
+        cmd.args(["run", "--no-discovery", "--events", "--capture-dir"])
+            .arg(capture_dir);
+        for p in ports {
+            cmd.arg("--port").arg(p);
+        }
+        cmd.args(extra)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let (tx, count) = watch::channel(0usize);
+        let ev = events.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let n = {
+                    let mut e = ev.lock().unwrap();
+                    e.push(v);
+                    e.len()
+                };
+                tx.send_replace(n);
+            }
+        });
+        Daemon {
+            child: Some(child),
+            events,
+            count,
+            log,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Waits until `pred(events)` holds; panics with the log after `timeout`.
+    pub async fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&[Value]) -> bool,
+    ) {
+        let events = self.events.clone();
+        let ok = tokio::time::timeout(
+            timeout,
+            self.count.wait_for(|_| pred(&events.lock().unwrap())),
+        )
+        .await;
+        if !matches!(ok, Ok(Ok(_))) {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "timed out waiting for {what}; daemon log (last lines, newest first):\n{}",
+                tail.join("\n")
+            );
+        }
+    }
+
+    /// SIGTERM, then waits for a clean exit (code 0).
+    pub fn terminate(mut self) {
+        let child = self.child.take().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = wait_timeout(child, Duration::from_secs(15));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "daemon exit after SIGTERM: {status:?}; log:\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
+    /// SIGKILL: no clean-up at all.
+    pub fn kill9(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits for `child` to exit, at most `timeout` (then kills it and returns `None`).
+fn wait_timeout(child: Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut child = child;
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(r) => r.ok(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            None
+        }
+    }
+}
+
+/// Events of `board` of kind `kind`.
+pub fn of<'a>(events: &'a [Value], board: &str, kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["board"] == board && e["kind"] == kind)
+        .collect()
+}
+
+/// Whether `board` has completed ply `ply` (by clock, next move or game end).
+pub fn completed(events: &[Value], board: &str, ply: usize) -> bool {
+    of(events, board, "move_completed")
+        .iter()
+        .any(|e| e["ply"].as_u64() == Some(ply as u64))
+}
+
+/// The highest ply completed on `board`.
+pub fn completed_plies(events: &[Value], board: &str) -> usize {
+    of(events, board, "move_completed")
+        .iter()
+        .filter_map(|e| e["ply"].as_u64())
+        .max()
+        .unwrap_or(0) as usize
+}
+
+/// The moves of the last game on `board` as its event stream tells them (made, retracted).
+pub fn moves_from_events(events: &[Value], board: &str) -> Vec<String> {
+    let mut moves: Vec<String> = Vec::new();
+    for e in events.iter().filter(|e| e["board"] == board) {
+        match e["kind"].as_str() {
+            Some("game_started") => moves.clear(),
+            Some("move_made") => {
+                let ply = e["ply"].as_u64().unwrap() as usize;
+                moves.truncate(ply - 1);
+                moves.push(e["uci"].as_str().unwrap().to_string());
+            }
+            Some("move_retracted") => {
+                let ply = e["ply"].as_u64().unwrap() as usize;
+                moves.truncate(ply - 1);
+            }
+            _ => {}
+        }
+    }
+    moves
+}
+
+/// UCI moves of a game as played.
+pub fn uci(game: &ScriptGame) -> Vec<String> {
+    let mut pos = game.start.clone();
+    game.moves
+        .iter()
+        .map(|m| {
+            let u = shakmaty::uci::UciMove::from_move(*m, game.castling_mode).to_string();
+            pos.play_unchecked(*m);
+            u
+        })
+        .collect()
+}
+
+/// SAN moves of a game as played.
+pub fn san(game: &ScriptGame) -> Vec<String> {
+    let mut pos = game.start.clone();
+    game.moves
+        .iter()
+        .map(|m| shakmaty::san::SanPlus::from_move_and_play_unchecked(&mut pos, *m).to_string())
+        .collect()
+}
+
+/// `eboardd replay PATH` → PGN text.
+pub fn replay(path: &Path) -> String {
+    let out = Command::new(bin())
+        .arg("replay")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The games of a PGN text (as the daemon or replay wrote them), by their `Board` tag.
+pub fn games_by_board(pgn: &str) -> Vec<(String, ScriptGame)> {
+    parse_games(pgn)
+        .into_iter()
+        .map(|g| {
+            let g = g.unwrap();
+            (g.tag("Board").unwrap_or("").to_string(), g)
+        })
+        .collect()
+}
+
+/// Asserts the replay of `dir` has, for each (board, game), exactly one game with exactly the
+/// moves played.
+pub fn assert_replay_exact(dir: &Path, expected: &[(&str, &ScriptGame)]) {
+    let pgn = replay(dir);
+    let got = games_by_board(&pgn);
+    for (board, want) in expected {
+        let games: Vec<&ScriptGame> = got
+            .iter()
+            .filter(|(b, _)| b == board)
+            .map(|(_, g)| g)
+            .collect();
+        assert_eq!(
+            games.len(),
+            1,
+            "{board}: {} games in the replay:\n{pgn}",
+            games.len()
+        );
+        assert_eq!(
+            san(games[0]),
+            san(want),
+            "{board}: moves differ in the replay"
+        );
+    }
+}
