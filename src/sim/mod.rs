@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod emulator;
 pub mod hand;
+pub mod inject;
 pub mod pgn;
 pub mod pty;
 pub mod rng;

@@ -1,0 +1,1084 @@
+//! Every irregularity code, one focused scenario each (issue 3): the positive case, the
+//! look-alikes that must not raise it, and the resolution where there is one; then the result
+//! signals (kings on the centre squares, special pieces 13–15) and flag fall (6.9).
+//!
+//! Two ways in: a rig that feeds timed observations straight into a [`BoardEngine`] (as
+//! `tests/core_engine.rs` does, with a clock that can be pressed, paused, set and restarted),
+//! and small captures from the irregularity injector (`eboardd::sim::inject`) with one planned
+//! irregularity each, replayed through the DGT decoder.
+//!
+//! The ignored tests at the end are engine issues the injector found (reported, each a minimal
+//! reproduction): they pass once the engine is fixed.
+
+use eboardd::capture::RecordKind;
+use eboardd::core::engine::{BoardEngine, EngineConfig};
+use eboardd::core::event::{CoreEvent, EndReason, EventKind};
+use eboardd::core::observation::{
+    ClockFace, ClockReading, FieldArray, Micros, Observation, OperatorAction, SpecialPiece,
+    SquareReading,
+};
+use eboardd::core::sensed::Orientation;
+use eboardd::replay::Device;
+use eboardd::sim::inject::{InjectConfig, Kind, inject};
+use eboardd::sim::pgn::{ScriptGame, parse_games};
+use shakmaty::fen::Fen;
+use shakmaty::{Board, CastlingMode, Chess, Color, Piece, Position, Role, Square};
+
+const MS: Micros = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// The rig
+
+/// A DGT 3000 as the rig drives it: White on the left, times frozen (they do not matter here).
+#[derive(Clone, Copy)]
+struct Clock {
+    left_turn: bool,
+    running: bool,
+    left_flag: bool,
+    right_flag: bool,
+}
+
+impl Clock {
+    fn reading(self) -> ClockReading {
+        let face = |flag: bool| ClockFace {
+            millis: if flag { 0 } else { 300_000 },
+            flag,
+        };
+        ClockReading {
+            left: face(self.left_flag),
+            right: face(self.right_flag),
+            running: self.running,
+            right_side_up: !self.left_turn,
+            left_turn: self.left_turn,
+            right_turn: !self.left_turn,
+            battery_low: false,
+        }
+    }
+}
+
+struct Rig {
+    engine: BoardEngine,
+    t: Micros,
+    events: Vec<CoreEvent>,
+    clock: Clock,
+}
+
+fn fields_of(board: &Board) -> FieldArray {
+    let mut f = [SquareReading::Empty; 64];
+    for (sq, p) in board.iter() {
+        f[Orientation::Normal.index_of(sq) as usize] = SquareReading::Piece(p);
+    }
+    f
+}
+
+fn position(fen: &str) -> Chess {
+    fen.parse::<Fen>()
+        .expect("FEN")
+        .into_position(CastlingMode::Chess960)
+        .expect("legal position")
+}
+
+fn white(role: Role) -> Piece {
+    Piece {
+        color: Color::White,
+        role,
+    }
+}
+
+fn black(role: Role) -> Piece {
+    Piece {
+        color: Color::Black,
+        role,
+    }
+}
+
+impl Rig {
+    /// The standard start position on the board, the clock started for White.
+    fn standard() -> Rig {
+        let mut rig = Rig {
+            engine: BoardEngine::new(EngineConfig::default()),
+            t: 0,
+            events: Vec::new(),
+            clock: Clock {
+                left_turn: true,
+                running: true,
+                left_flag: false,
+                right_flag: false,
+            },
+        };
+        rig.feed(Observation::BoardDump(Box::new(fields_of(
+            &Board::default(),
+        ))));
+        rig.feed(Observation::Clock(rig.clock.reading()));
+        rig
+    }
+
+    /// A game from `fen` (an operator gives the position), the clock started for the side to
+    /// move.
+    fn from_fen(fen: &str) -> Rig {
+        let mut rig = Rig::standard();
+        rig.events.clear();
+        rig.feed(Observation::Operator(OperatorAction::NewGame {
+            fen: Some(fen.into()),
+        }));
+        rig.feed(Observation::BoardDump(Box::new(fields_of(
+            position(fen).board(),
+        ))));
+        rig
+    }
+
+    fn feed(&mut self, obs: Observation) {
+        self.t += 60 * MS;
+        self.engine.handle(self.t, &obs, &mut self.events);
+    }
+
+    fn wait(&mut self, ms: Micros) {
+        self.t += ms * MS;
+        self.engine.tick(self.t, &mut self.events);
+    }
+
+    fn lift(&mut self, sq: Square) {
+        self.feed(Observation::Field {
+            index: Orientation::Normal.index_of(sq),
+            reading: SquareReading::Empty,
+        });
+    }
+
+    fn put(&mut self, sq: Square, reading: SquareReading) {
+        self.feed(Observation::Field {
+            index: Orientation::Normal.index_of(sq),
+            reading,
+        });
+    }
+
+    fn place(&mut self, sq: Square, piece: Piece) {
+        self.put(sq, SquareReading::Piece(piece));
+    }
+
+    /// The piece on `sq` in the game position.
+    fn piece(&self, sq: Square) -> Piece {
+        let game = self.engine.games().last().expect("a game");
+        game.position().board().piece_at(sq).expect("a piece there")
+    }
+
+    /// Lift and place, 0.4 s apart.
+    fn mv(&mut self, from: Square, to: Square) {
+        let piece = self.piece(from);
+        self.lift(from);
+        self.wait(400);
+        self.place(to, piece);
+    }
+
+    /// The running side presses its lever; the press is judged after the board settled.
+    fn press(&mut self) {
+        self.wait(500);
+        self.clock.left_turn = !self.clock.left_turn;
+        self.feed(Observation::Clock(self.clock.reading()));
+        self.wait(600);
+    }
+
+    /// The arbiter pauses the clock.
+    fn pause(&mut self) {
+        self.clock.running = false;
+        self.feed(Observation::Clock(self.clock.reading()));
+        self.wait(1000);
+    }
+
+    /// The arbiter sets the lever to the other side while the clock is paused.
+    fn set_lever(&mut self) {
+        self.clock.left_turn = !self.clock.left_turn;
+        self.feed(Observation::Clock(self.clock.reading()));
+        self.wait(1000);
+    }
+
+    /// The arbiter restarts the clock.
+    fn resume(&mut self) {
+        self.clock.running = true;
+        self.feed(Observation::Clock(self.clock.reading()));
+        self.wait(1000);
+    }
+
+    /// Moves with a press after each, 2 s apart.
+    fn play(&mut self, moves: &[(Square, Square)]) {
+        for &(from, to) in moves {
+            self.wait(2000);
+            self.mv(from, to);
+            self.press();
+        }
+    }
+
+    /// Lifted and put back after `hold_ms`.
+    fn touch(&mut self, sq: Square, hold_ms: Micros) {
+        let piece = self.piece(sq);
+        self.lift(sq);
+        self.wait(hold_ms);
+        self.place(sq, piece);
+        self.wait(700);
+    }
+
+    fn irregularities(&self) -> Vec<(&'static str, u32)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Irregularity { code, ply, .. } => Some((code, ply)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn resolved(&self) -> Vec<&'static str> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::IrregularityResolved { code, .. } => Some(code),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn sans(&self) -> Vec<String> {
+        let game = self.engine.games().last().expect("a game");
+        game.moves.iter().map(|m| m.san.clone()).collect()
+    }
+
+    fn ended(&self) -> Option<(&'static str, EndReason)> {
+        self.events.iter().find_map(|e| match e.kind {
+            EventKind::GameEnded { result, reason } => Some((result, reason)),
+            _ => None,
+        })
+    }
+
+    /// Every event but clock times, for messages.
+    fn log(&self) -> String {
+        let lines: Vec<String> = self
+            .events
+            .iter()
+            .filter(|e| !matches!(e.kind, EventKind::Clock { .. }))
+            .map(|e| format!("{:>9} {:?}", e.t / 1000, e.kind))
+            .collect();
+        lines.join("\n")
+    }
+}
+
+use Square::*;
+
+/// 1. e4 e5 2. Nf3 Nc6, each move pressed.
+fn open_game() -> Rig {
+    let mut rig = Rig::standard();
+    rig.play(&[(E2, E4), (E7, E5), (G1, F3), (B8, C6)]);
+    rig
+}
+
+// ---------------------------------------------------------------------------------------------
+// touched_piece_not_moved (4.3a)
+
+#[test]
+fn touched_piece_not_moved_is_raised_for_a_movable_piece() {
+    let mut rig = open_game();
+    rig.touch(F1, 900);
+    rig.mv(D2, D4);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("touched_piece_not_moved", 5)],
+        "{}",
+        rig.log()
+    );
+    assert_eq!(rig.sans(), ["e4", "e5", "Nf3", "Nc6", "d4"]);
+}
+
+#[test]
+fn an_adjustment_shorter_than_a_scan_is_no_touch() {
+    let mut rig = open_game();
+    rig.touch(F1, 150);
+    rig.mv(D2, D4);
+    rig.press();
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+#[test]
+fn touching_a_piece_that_cannot_move_is_no_irregularity() {
+    // 4.5: the rook on a1 has no legal move.
+    let mut rig = open_game();
+    rig.touch(A1, 900);
+    rig.mv(D2, D4);
+    rig.press();
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+#[test]
+fn touching_the_piece_that_then_moves_is_no_irregularity() {
+    let mut rig = open_game();
+    rig.touch(F1, 900);
+    rig.mv(F1, C4);
+    rig.press();
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    assert_eq!(rig.sans().last().unwrap(), "Bc4");
+}
+
+// ---------------------------------------------------------------------------------------------
+// touched_opponent_not_captured (4.3b)
+
+/// 1. e4 d5, pressed.
+fn scandinavian() -> Rig {
+    let mut rig = Rig::standard();
+    rig.play(&[(E2, E4), (D7, D5)]);
+    rig
+}
+
+#[test]
+fn touched_opponent_not_captured_is_raised_for_a_capturable_piece() {
+    let mut rig = scandinavian();
+    rig.touch(D5, 900);
+    rig.mv(G1, F3);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("touched_opponent_not_captured", 3)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+fn a_capture_in_either_order_touches_nothing() {
+    // Victim lifted first, capturer lifted first, and the square changing straight from the
+    // captured piece to the capturing one.
+    for order in 0..3 {
+        let mut rig = scandinavian();
+        match order {
+            0 => {
+                rig.lift(D5);
+                rig.wait(500);
+                rig.lift(E4);
+            }
+            1 => {
+                rig.lift(E4);
+                rig.wait(500);
+                rig.lift(D5);
+            }
+            _ => rig.lift(E4),
+        }
+        rig.wait(400);
+        rig.place(D5, white(Role::Pawn));
+        rig.press();
+        assert_eq!(
+            rig.irregularities(),
+            vec![],
+            "order {order}:\n{}",
+            rig.log()
+        );
+        assert_eq!(rig.sans(), ["e4", "d5", "exd5"], "order {order}");
+    }
+}
+
+#[test]
+fn touching_an_opponent_piece_that_cannot_be_captured_is_only_a_hint() {
+    let mut rig = scandinavian();
+    rig.touch(H7, 900);
+    rig.mv(G1, F3);
+    rig.press();
+    let codes: Vec<&str> = rig.irregularities().iter().map(|x| x.0).collect();
+    assert!(
+        !codes.contains(&"touched_opponent_not_captured"),
+        "{}",
+        rig.log()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// castling_rook_touched_first (4.4b)
+
+/// 1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6: White may castle short.
+fn italian() -> Rig {
+    let mut rig = open_game();
+    rig.play(&[(F1, C4), (G8, F6)]);
+    rig
+}
+
+#[test]
+fn rook_first_castling_is_recorded_and_raised() {
+    let mut rig = italian();
+    rig.mv(H1, F1);
+    rig.wait(300);
+    rig.mv(E1, G1);
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "O-O");
+    assert_eq!(
+        rig.irregularities(),
+        vec![("castling_rook_touched_first", 7)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+fn king_first_castling_raises_nothing() {
+    for both_lifted in [false, true] {
+        let mut rig = italian();
+        if both_lifted {
+            // King off, rook over, king down (Guideline II.3.2 order).
+            rig.lift(E1);
+            rig.wait(400);
+            rig.mv(H1, F1);
+            rig.wait(300);
+            rig.place(G1, white(Role::King));
+        } else {
+            rig.mv(E1, G1);
+            rig.wait(300);
+            rig.mv(H1, F1);
+        }
+        rig.press();
+        assert_eq!(rig.sans().last().unwrap(), "O-O");
+        assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    }
+}
+
+#[test]
+fn chess960_rook_only_castling_with_the_king_lifted_first_raises_nothing() {
+    // King already on g1: O-O moves only the rook; the king is lifted and put back first.
+    let mut rig = Rig::from_fen("4k3/8/8/8/8/8/8/4N1KR w H - 0 1");
+    rig.touch(G1, 700);
+    rig.mv(H1, F1);
+    rig.press();
+    assert_eq!(rig.sans(), ["O-O"]);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// promotion_piece_changed (4.4d) and pawn_not_promoted (7.5.2)
+
+const PROMOTION: &str = "4k3/1P6/8/8/8/8/8/4K3 w - - 0 1";
+
+#[test]
+fn promotion_piece_changed_is_raised_and_the_last_piece_recorded() {
+    let mut rig = Rig::from_fen(PROMOTION);
+    rig.lift(B7);
+    rig.wait(500);
+    rig.place(B8, white(Role::Queen));
+    rig.wait(1200);
+    rig.lift(B8);
+    rig.wait(500);
+    rig.place(B8, white(Role::Knight));
+    rig.press();
+    assert_eq!(rig.sans(), ["b8=N"]);
+    assert_eq!(
+        rig.irregularities(),
+        vec![("promotion_piece_changed", 1)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+fn promotion_via_the_pawn_on_the_last_rank_raises_nothing() {
+    let mut rig = Rig::from_fen(PROMOTION);
+    rig.mv(B7, B8);
+    rig.wait(1500);
+    rig.lift(B8);
+    rig.wait(600);
+    rig.place(B8, white(Role::Queen));
+    rig.press();
+    assert_eq!(rig.sans(), ["b8=Q+"]);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+#[test]
+fn pawn_not_promoted_counts_as_a_queen() {
+    let mut rig = Rig::from_fen(PROMOTION);
+    rig.mv(B7, B8);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("pawn_not_promoted", 1)],
+        "{}",
+        rig.log()
+    );
+    assert_eq!(rig.sans(), ["b8=Q+"]);
+    // Replaced by a queen in Black's time, then Black moves: nothing more.
+    rig.wait(1500);
+    rig.lift(B8);
+    rig.wait(700);
+    rig.place(B8, white(Role::Queen));
+    rig.wait(1500);
+    rig.mv(E8, D7);
+    rig.press();
+    assert_eq!(rig.sans(), ["b8=Q+", "Kd7"]);
+    assert_eq!(rig.irregularities().len(), 1, "{}", rig.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// move_changed_after_release (4.6)
+
+#[test]
+fn move_changed_after_release_is_raised() {
+    let mut rig = open_game();
+    rig.mv(F1, C4);
+    rig.wait(1500);
+    rig.lift(C4);
+    rig.wait(400);
+    rig.place(B5, white(Role::Bishop));
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "Bb5");
+    assert_eq!(
+        rig.irregularities(),
+        vec![("move_changed_after_release", 5)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+fn a_slide_over_squares_is_no_changed_move() {
+    let mut rig = open_game();
+    rig.lift(F1);
+    for sq in [E2, D3, C4] {
+        rig.place(sq, white(Role::Bishop));
+        rig.wait(80);
+        rig.lift(sq);
+    }
+    rig.place(B5, white(Role::Bishop));
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "Bb5");
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// illegal_move (7.5.1) and clock_pressed_without_move (7.8.1)
+
+#[test]
+fn illegal_move_is_raised_and_resolved_when_the_arbiter_restores_the_position() {
+    let mut rig = open_game();
+    // The bishop cannot go from f1 to e3.
+    rig.mv(F1, E3);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("illegal_move", 5)],
+        "{}",
+        rig.log()
+    );
+    assert!(rig.resolved().is_empty(), "{}", rig.log());
+    rig.pause();
+    rig.lift(E3);
+    rig.wait(500);
+    rig.place(F1, white(Role::Bishop));
+    rig.wait(500);
+    assert_eq!(rig.resolved(), ["illegal_move"], "{}", rig.log());
+    rig.set_lever();
+    rig.resume();
+    rig.mv(F1, C4);
+    rig.press();
+    assert_eq!(rig.sans(), ["e4", "e5", "Nf3", "Nc6", "Bc4"]);
+    assert_eq!(rig.irregularities().len(), 1, "{}", rig.log());
+}
+
+#[test]
+fn a_press_reported_before_the_last_field_update_is_no_irregularity() {
+    // Blitz: the press arrives before the board reported the placement.
+    let mut rig = open_game();
+    rig.lift(D2);
+    rig.wait(200);
+    rig.clock.left_turn = !rig.clock.left_turn;
+    rig.feed(Observation::Clock(rig.clock.reading()));
+    rig.wait(150);
+    rig.place(D4, white(Role::Pawn));
+    rig.wait(1000);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    assert_eq!(rig.sans().last().unwrap(), "d4");
+}
+
+#[test]
+fn clock_pressed_without_move_is_raised_and_the_arbiters_setting_is_no_press() {
+    let mut rig = open_game();
+    rig.wait(1500);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("clock_pressed_without_move", 5)],
+        "{}",
+        rig.log()
+    );
+    rig.pause();
+    rig.set_lever();
+    rig.resume();
+    rig.mv(F1, C4);
+    rig.press();
+    assert_eq!(rig.sans(), ["e4", "e5", "Nf3", "Nc6", "Bc4"]);
+    assert_eq!(rig.irregularities().len(), 1, "{}", rig.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// displaced_pieces (7.4 / 7.6)
+
+#[test]
+fn a_knocked_piece_is_displaced_and_resolved_when_put_right() {
+    let mut rig = open_game();
+    rig.mv(F1, C4);
+    rig.lift(G2);
+    rig.wait(150);
+    rig.place(H3, white(Role::Pawn));
+    rig.wait(2000);
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 5)],
+        "{}",
+        rig.log()
+    );
+    rig.lift(H3);
+    rig.wait(400);
+    rig.place(G2, white(Role::Pawn));
+    assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "Bc4");
+    assert_eq!(rig.irregularities().len(), 1, "{}", rig.log());
+}
+
+#[test]
+fn the_moving_piece_next_to_its_target_is_displaced() {
+    // Bf1 put on b3 (next to c4), then on c4.
+    let mut rig = open_game();
+    rig.lift(F1);
+    rig.wait(300);
+    rig.place(B3, white(Role::Bishop));
+    rig.wait(2000);
+    rig.lift(B3);
+    rig.wait(300);
+    rig.place(C4, white(Role::Bishop));
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 5)],
+        "{}",
+        rig.log()
+    );
+    assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
+    assert_eq!(rig.sans().last().unwrap(), "Bc4");
+}
+
+#[test]
+fn a_piece_put_right_sooner_than_displaced_after_is_not_reported() {
+    let mut rig = open_game();
+    rig.mv(F1, C4);
+    rig.lift(G2);
+    rig.wait(100);
+    rig.place(H3, white(Role::Pawn));
+    rig.wait(300);
+    rig.lift(H3);
+    rig.wait(100);
+    rig.place(G2, white(Role::Pawn));
+    rig.press();
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    assert_eq!(rig.sans().last().unwrap(), "Bc4");
+}
+
+#[test]
+fn a_sensor_glitch_is_not_displaced() {
+    let mut rig = open_game();
+    rig.lift(A2);
+    rig.place(A2, white(Role::Pawn));
+    rig.wait(2000);
+    rig.mv(F1, C4);
+    rig.press();
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result signals and flag fall
+
+/// Both kings carried to the centre squares: the result, never a move.
+fn kings_to(white_king: Square, black_king: Square) -> Rig {
+    let mut rig = Rig::from_fen("4k3/pp6/8/8/8/8/PP6/4K3 w - - 0 1");
+    rig.play(&[(A2, A3), (A7, A6)]);
+    rig.lift(E1);
+    rig.wait(200);
+    rig.place(white_king, white(Role::King));
+    rig.wait(300);
+    rig.lift(E8);
+    rig.wait(200);
+    rig.place(black_king, black(Role::King));
+    rig.wait(2000);
+    rig
+}
+
+#[test]
+fn kings_on_the_centre_squares_give_the_result() {
+    for (wk, bk, result) in [
+        (D4, E5, "0-1"),
+        (E5, D4, "0-1"),
+        (D5, E4, "1-0"),
+        (E4, D5, "1-0"),
+        (E4, E5, "1/2-1/2"),
+        (D5, D4, "1/2-1/2"),
+    ] {
+        let rig = kings_to(wk, bk);
+        assert_eq!(
+            rig.ended(),
+            Some((result, EndReason::KingsSignal)),
+            "kings {wk} {bk}:\n{}",
+            rig.log()
+        );
+        assert_eq!(rig.sans(), ["a3", "a6"], "kings {wk} {bk}");
+    }
+}
+
+#[test]
+fn a_king_move_to_the_centre_before_the_signal_is_taken_back() {
+    // Ke3-d4 is a legal move; with the black king on e5 it is the signal 0-1.
+    let mut rig = Rig::from_fen("8/pp6/4k3/8/8/4K3/PP6/8 w - - 0 1");
+    rig.mv(E3, D4);
+    rig.wait(300);
+    rig.mv(E6, E5);
+    rig.wait(1000);
+    assert_eq!(
+        rig.ended(),
+        Some(("0-1", EndReason::KingsSignal)),
+        "{}",
+        rig.log()
+    );
+    assert!(rig.sans().is_empty(), "{:?}", rig.sans());
+}
+
+#[test]
+fn special_pieces_end_the_game_and_are_no_moves() {
+    for (special, result) in [
+        (SpecialPiece::Draw, "1/2-1/2"),
+        (SpecialPiece::WhiteWins, "1-0"),
+        (SpecialPiece::BlackWins, "0-1"),
+    ] {
+        let mut rig = open_game();
+        rig.put(D4, SquareReading::Special(special));
+        rig.wait(1000);
+        assert_eq!(
+            rig.ended(),
+            Some((result, EndReason::KingsSignal)),
+            "{special:?}:\n{}",
+            rig.log()
+        );
+        assert_eq!(rig.sans(), ["e4", "e5", "Nf3", "Nc6"], "{special:?}");
+    }
+}
+
+#[test]
+fn special_piece_codes_13_to_15_from_the_board() {
+    for (code, result) in [(13u8, "1/2-1/2"), (14, "1-0"), (15, "0-1")] {
+        let mut device = Device::new("board-1", EngineConfig::default());
+        let mut events = Vec::new();
+        let mut dump = vec![0x86, 0x00, 0x43];
+        dump.extend(fields_of(&Board::default()).iter().map(|r| match r {
+            SquareReading::Piece(p) => dgt_code(*p),
+            _ => 0,
+        }));
+        device.receive(10_000, &dump, &mut events);
+        // e2 → e4, then the special piece on d4 (field 35).
+        device.receive(1_000_000, &[0x8e, 0x00, 0x05, 52, 0], &mut events);
+        device.receive(1_400_000, &[0x8e, 0x00, 0x05, 36, 1], &mut events);
+        device.receive(3_000_000, &[0x8e, 0x00, 0x05, 35, code], &mut events);
+        device.engine.finish(4_000_000, &mut events);
+        let ended = events.iter().find_map(|e| match e.kind {
+            EventKind::GameEnded { result, reason } => Some((result, reason)),
+            _ => None,
+        });
+        assert_eq!(ended, Some((result, EndReason::KingsSignal)), "code {code}");
+        let game = device.engine.games().last().expect("a game");
+        let sans: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
+        assert_eq!(sans, ["e4"], "code {code}");
+    }
+}
+
+/// The DGT piece code (1–6 White P R N B K Q, 7–12 Black).
+fn dgt_code(p: Piece) -> u8 {
+    let n = match p.role {
+        Role::Pawn => 1,
+        Role::Rook => 2,
+        Role::Knight => 3,
+        Role::Bishop => 4,
+        Role::King => 5,
+        Role::Queen => 6,
+    };
+    if p.color == Color::White { n } else { n + 6 }
+}
+
+#[test]
+fn flag_fall_ends_the_game_per_6_9() {
+    // White has a rook, Black a bare king. (FEN, whose flag falls, result.)
+    let cases = [
+        ("4k3/8/8/8/8/8/8/R3K3 w - - 0 1", Color::Black, "1-0"),
+        ("4k3/8/8/8/8/8/8/R3K3 w - - 0 1", Color::White, "1/2-1/2"),
+        ("4k3/7p/8/8/8/8/8/R3K3 w - - 0 1", Color::White, "0-1"),
+    ];
+    for (fen, loser, result) in cases {
+        let mut rig = Rig::from_fen(fen);
+        // White's first move and press tell the clock sides (White on the left).
+        rig.mv(A1, A2);
+        rig.press();
+        rig.mv(E8, D8);
+        rig.press();
+        // White to move; the flag falls on the loser's face.
+        if loser == Color::White {
+            rig.clock.left_flag = true;
+        } else {
+            rig.clock.right_flag = true;
+        }
+        rig.feed(Observation::Clock(rig.clock.reading()));
+        rig.wait(500);
+        assert_eq!(
+            rig.ended(),
+            Some((result, EndReason::Flag)),
+            "{fen}, {loser:?} flag:\n{}",
+            rig.log()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small captures with one planned irregularity each
+
+/// A game with both castlings, an underpromotion-free queen promotion (ply 15) and captures.
+const GAME: &str = "[Event \"irregularities\"]\n\n1. e4 d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Bg4 \
+                    5. Nf3 e6 6. Be2 Be7 7. O-O O-O 8. bxa8=Q Nc6 9. Qxd8 Rxd8 10. d3 Bxf3 \
+                    11. Bxf3 Nd4 12. Be3 Nxf3+ 13. gxf3 Rb8 14. Nc3 Rxb2 *";
+
+fn game() -> ScriptGame {
+    parse_games(GAME).remove(0).expect("the test game")
+}
+
+/// Replays a capture: (SANs, `(code, ply)` raised, resolved codes).
+fn replay_capture(
+    records: &[eboardd::capture::Record],
+) -> (Vec<String>, Vec<(String, u32)>, Vec<String>) {
+    let mut device = Device::new("board-1", EngineConfig::default());
+    let mut events = Vec::new();
+    let mut last = 0;
+    for r in records {
+        if let RecordKind::Rx(bytes) = &r.kind {
+            device.receive(r.t, bytes, &mut events);
+        }
+        last = r.t;
+    }
+    device.engine.finish(last, &mut events);
+    let raised = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Irregularity { code, ply, .. } => Some((code.to_string(), *ply)),
+            _ => None,
+        })
+        .collect();
+    let resolved = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::IrregularityResolved { code, .. } => Some(code.to_string()),
+            _ => None,
+        })
+        .collect();
+    let game = device.engine.games().last().expect("a game");
+    (
+        game.moves.iter().map(|m| m.san.clone()).collect(),
+        raised,
+        resolved,
+    )
+}
+
+#[test]
+fn every_kind_injected_alone_is_raised_at_its_ply() {
+    let g = game();
+    let plan = [
+        (Kind::TouchedPieceNotMoved, 9),
+        (Kind::TouchedOpponentNotCaptured, 9),
+        (Kind::CastlingRookTouchedFirst, 13),
+        (Kind::CastlingRookTouchedFirst, 14),
+        (Kind::PromotionPieceChanged, 15),
+        (Kind::MoveChangedAfterRelease, 11),
+        (Kind::IllegalMove, 10),
+        (Kind::PawnNotPromoted, 15),
+        (Kind::ClockPressedWithoutMove, 16),
+        (Kind::KnockedPiece, 19),
+        (Kind::MovedPieceOffTarget, 23),
+    ];
+    let mut failures = Vec::new();
+    for (n, &(kind, ply)) in plan.iter().enumerate() {
+        for seed in 0..4u64 {
+            let cfg = InjectConfig::planned(100 * n as u64 + seed, &[(kind, ply)]);
+            let inj = inject(&g, &cfg);
+            assert_eq!(inj.injections.len(), 1, "{kind:?} does not fit ply {ply}");
+            let (sans, raised, resolved) = replay_capture(&inj.records);
+            let want: Vec<(String, u32)> =
+                inj.truth.iter().map(|(c, p)| (c.to_string(), *p)).collect();
+            let mut got = raised.clone();
+            got.sort();
+            let tolerated: Vec<(String, u32)> = inj
+                .tolerated
+                .iter()
+                .map(|(c, p)| (c.to_string(), *p))
+                .collect();
+            got.retain(|x| !tolerated.contains(x) || want.contains(x));
+            if got != want || sans != inj.sans {
+                failures.push(format!(
+                    "{kind:?}@{ply} seed {seed}: raised {raised:?}, want {want:?}{}",
+                    if sans == inj.sans {
+                        ""
+                    } else {
+                        "; moves differ"
+                    }
+                ));
+            }
+            let must_resolve = matches!(
+                kind,
+                Kind::IllegalMove | Kind::KnockedPiece | Kind::MovedPieceOffTarget
+            );
+            let code = kind.code().to_string();
+            if must_resolve && !resolved.contains(&code) {
+                failures.push(format!(
+                    "{kind:?}@{ply} seed {seed}: no irregularity_resolved {code}; resolved \
+                     {resolved:?}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_released_move_taken_back_then_another_move_is_a_changed_move() {
+    let mut rig = open_game();
+    rig.mv(F1, C4);
+    rig.wait(1500);
+    rig.mv(C4, F1);
+    rig.wait(800);
+    rig.mv(D2, D4);
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "d4");
+    assert_eq!(
+        rig.irregularities(),
+        vec![("move_changed_after_release", 5)],
+        "{}",
+        rig.log()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine issues found with the injector (reported; ignored until fixed)
+
+#[test]
+#[ignore = "engine issue: two lifts reported in the same scan are ordered by report order"]
+fn king_and_rook_lifted_within_one_scan_is_no_rook_first_castling() {
+    // The king is lifted first; the board scans both lifts together and happens to report the
+    // rook's square first, 5 ms earlier. Nothing shows that the rook was touched first.
+    let mut rig = italian();
+    rig.lift(H1);
+    rig.t += 5 * MS - 60 * MS;
+    rig.lift(E1);
+    rig.wait(400);
+    rig.place(G1, white(Role::King));
+    rig.wait(400);
+    rig.place(F1, white(Role::Rook));
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "O-O");
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
+#[test]
+#[ignore = "engine issue: a knocked piece whose new square is reported before its old one counts as touched"]
+fn a_knocked_piece_reported_place_first_is_no_touch() {
+    // While Bf1-c4 is made the g2 pawn is knocked to h3; one scan reports h3 (pawn), 5 ms later
+    // g2 (empty), then c4 (bishop). Put right 2 s later: a displaced piece, not a touched one.
+    let mut rig = open_game();
+    rig.lift(F1);
+    rig.wait(300);
+    rig.place(H3, white(Role::Pawn));
+    rig.t += 5 * MS - 60 * MS;
+    rig.lift(G2);
+    rig.t += 5 * MS - 60 * MS;
+    rig.place(C4, white(Role::Bishop));
+    rig.wait(2000);
+    rig.lift(H3);
+    rig.wait(400);
+    rig.place(G2, white(Role::Pawn));
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "Bc4");
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 5)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+#[ignore = "engine issue: any piece of the mover's colour lifted from the destination counts as the moved piece"]
+fn another_piece_lifted_from_a_square_the_mover_slid_over_is_no_changed_move() {
+    // The queen slides d1-e2-f3-g4 and is seen on f3 (Qf3 made); as it goes on to g4 the g2
+    // pawn is knocked onto f3, and put back 2 s later. Qf3 was never released: the lift from
+    // f3 is the pawn's.
+    let mut rig = Rig::standard();
+    rig.play(&[(E2, E4), (E7, E5)]);
+    rig.lift(D1);
+    rig.wait(100);
+    rig.place(F3, white(Role::Queen));
+    rig.wait(150);
+    rig.lift(F3);
+    rig.lift(G2);
+    rig.place(G4, white(Role::Queen));
+    rig.place(F3, white(Role::Pawn));
+    rig.wait(2000);
+    rig.lift(F3);
+    rig.wait(300);
+    rig.place(G2, white(Role::Pawn));
+    rig.press();
+    assert_eq!(rig.sans().last().unwrap(), "Qg4");
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 3)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
+#[ignore = "engine issue: a press before the first move of a set-up position swaps the clock sides"]
+fn a_press_before_the_first_move_of_a_set_up_position_tells_the_clock_sides() {
+    // A board first seen in a set-up position (Guidelines I.5); blitz: White's press is reported
+    // before White's first move. Then Black moves and presses, and White presses without moving.
+    let pos = position("4k3/pp6/8/8/8/8/PP6/4K3 w - - 0 1");
+    let mut rig = Rig {
+        engine: BoardEngine::new(EngineConfig::default()),
+        t: 0,
+        events: Vec::new(),
+        clock: Clock {
+            left_turn: true,
+            running: true,
+            left_flag: false,
+            right_flag: false,
+        },
+    };
+    rig.feed(Observation::BoardDump(Box::new(fields_of(pos.board()))));
+    rig.wait(3000);
+    rig.feed(Observation::Clock(rig.clock.reading()));
+    rig.wait(3000);
+    rig.lift(A2);
+    rig.wait(200);
+    rig.clock.left_turn = false;
+    rig.feed(Observation::Clock(rig.clock.reading()));
+    rig.wait(50);
+    rig.place(A3, white(Role::Pawn));
+    rig.wait(2000);
+    rig.mv(A7, A6);
+    rig.press();
+    rig.wait(2000);
+    rig.press();
+    let completed: Vec<String> = rig
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::MoveCompleted { san, by, .. } => Some(format!("{san} {by:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completed, ["a3 Clock", "a6 Clock"], "{}", rig.log());
+    assert_eq!(
+        rig.irregularities(),
+        vec![("clock_pressed_without_move", 3)],
+        "{}",
+        rig.log()
+    );
+}
