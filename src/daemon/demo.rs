@@ -31,32 +31,54 @@ pub fn demo_games() -> Vec<ScriptGame> {
         .collect()
 }
 
-/// One line for people about an event, or `None` for the ones not worth a line (clock
-/// readings, completions).
-pub fn describe(line: &EventLine) -> Option<String> {
-    let v: Value = serde_json::from_str(&line.json).ok()?;
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let what = match s("kind").as_str() {
-        "board_connected" => format!("connected (serial {})", s("serial")),
-        "board_disconnected" => "disconnected".to_string(),
-        "game_started" => format!("game {} started", n("game")),
-        "move_made" => {
-            let ply = n("ply");
+/// Turns events into lines for people (`eboardd demo`, `eboardd run` on a terminal).
+#[derive(Debug, Default)]
+pub struct Describer {
+    /// SAN of the moves made, by (board, ply): to name a move taken back.
+    san: std::collections::HashMap<(String, u64), String>,
+}
+
+impl Describer {
+    /// One line about an event, or `None` for the ones not worth a line (clock readings,
+    /// completions).
+    pub fn line(&mut self, line: &EventLine) -> Option<String> {
+        let v: Value = serde_json::from_str(&line.json).ok()?;
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let numbered = |ply: u64, san: &str| {
             let dots = if ply % 2 == 1 { "." } else { "..." };
-            format!("{}{dots} {}", ply.div_ceil(2), s("san"))
-        }
-        "move_retracted" => format!("(move {} taken back)", n("ply")),
-        "irregularity" => format!("! {}", s("detail")),
-        "game_ended" => format!(
-            "game {} ended: {} ({})",
-            n("game"),
-            s("result"),
-            s("reason").replace('_', " ")
-        ),
-        _ => return None,
-    };
-    Some(format!("{:<9} {what}", line.board))
+            format!("{}{dots} {san}", ply.div_ceil(2))
+        };
+        let what = match s("kind").as_str() {
+            "board_connected" => format!("connected (serial {})", s("serial")),
+            "board_disconnected" => "disconnected".to_string(),
+            "game_started" => format!("game {} started", n("game")),
+            "move_made" => {
+                self.san.insert((line.board.clone(), n("ply")), s("san"));
+                numbered(n("ply"), &s("san"))
+            }
+            "move_retracted" => {
+                let san = self
+                    .san
+                    .get(&(line.board.clone(), n("ply")))
+                    .cloned()
+                    .unwrap_or_default();
+                format!(
+                    "({} taken back: not the move after all)",
+                    numbered(n("ply"), &san)
+                )
+            }
+            "irregularity" => format!("! {}", s("detail")),
+            "game_ended" => format!(
+                "game {} ended: {} ({})",
+                n("game"),
+                s("result"),
+                s("reason").replace('_', " ")
+            ),
+            _ => return None,
+        };
+        Some(format!("{:<9} {what}", line.board))
+    }
 }
 
 /// Options of `eboardd simulate`.

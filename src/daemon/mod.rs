@@ -368,6 +368,7 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
         return None;
     }
     let mut rx = hub.subscribe();
+    let mut describer = demo::Describer::default();
     Some(tokio::spawn(async move {
         loop {
             let line = match rx.recv().await {
@@ -380,7 +381,7 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
             };
             let text = match print {
                 Print::Events => Some(line.json.clone()),
-                _ => demo::describe(&line),
+                _ => describer.line(&line),
             };
             if let Some(text) = text {
                 let mut out = std::io::stdout().lock();
