@@ -199,3 +199,82 @@ async fn garbage_on_the_line_is_survived() {
     assert_replay_exact(&caps, &[(id, g)]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
+    let dir = scratch("reload");
+    let caps = dir.join("captures");
+    let games = games();
+    let g = &games[6];
+    let link = dir.join("board");
+    let b = board(
+        std::slice::from_ref(g),
+        Style::Human,
+        9,
+        "34000",
+        &link,
+        SPEED,
+        None,
+    );
+    let cfg = dir.join("eboardd.toml");
+    let write = |white: &str| {
+        std::fs::write(
+            &cfg,
+            format!("[event]\nname = \"Reload\"\n[[board]]\nnumber = 9\nserial = \"34000\"\nwhite = \"{white}\"\n"),
+        )
+        .unwrap()
+    };
+    write("Before, Name");
+    let cfg_arg = cfg.to_string_lossy().to_string();
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--config", &cfg_arg]);
+    let id = "board-9";
+    d.wait_for("ply 10", WAIT, |ev| completed(ev, id, 10)).await;
+    std::fs::write(&cfg, "[[board]]\nnumber = \"nine\"\n").unwrap();
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    d.wait_for("ply 20", WAIT, |ev| completed(ev, id, 20)).await;
+    write("After, Name");
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    d.wait_for("the game to be completed", WAIT, |ev| {
+        completed(ev, id, g.moves.len())
+    })
+    .await;
+    let log = std::fs::read_to_string(&d.log).unwrap();
+    assert!(log.contains("reload refused"), "{log}");
+    assert!(log.contains("configuration reloaded"), "{log}");
+    d.terminate();
+    b.send(Control::Stop);
+    assert_replay_exact(&caps, &[(id, g)]);
+    let pgn = replay(&caps);
+    assert!(pgn.contains("[White \"After, Name\"]"), "{pgn}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn demo_prints_moves_and_the_games() {
+    let dir = scratch("demo");
+    let child = std::process::Command::new(bin())
+        .args(["demo", "--boards", "2", "--speed", "3000", "--capture-dir"])
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+        out
+    });
+    let status = wait_timeout(child, Duration::from_secs(60));
+    let out = reader.join().unwrap();
+    assert!(status.is_some_and(|s| s.success()), "{out}");
+    let games = games();
+    let first = san(&games[0]);
+    assert!(out.contains(&format!("board-1   1. {}", first[0])), "{out}");
+    assert!(out.contains("[Event \"eboardd demo\"]"), "{out}");
+    assert!(out.contains("Captures are in"), "{out}");
+    assert_replay_exact(&dir, &[("board-1", &games[0]), ("board-2", &games[1])]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -240,6 +240,9 @@ impl BoardState {
     /// snapshot; returns them for the caller to react to (clock texts).
     fn flush(&mut self, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
         let events = std::mem::take(&mut self.events);
+        if events.is_empty() {
+            return Ok(events);
+        }
         if needs_sync(&events) {
             self.capture.sync()?;
         }
@@ -338,6 +341,9 @@ impl BoardState {
                 kind,
             });
         }
+        if self.events.is_empty() {
+            hub.publish(&self.id, &[], Some(self.snapshot()));
+        }
         self.flush(hub)?;
         Ok(())
     }
@@ -398,5 +404,90 @@ impl BoardState {
             pgn: pgn_text,
             seq: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{SimConfig, pgn::parse_games, synthesize};
+
+    #[test]
+    fn captures_then_rebuilds_the_same_board() {
+        let dir = std::env::temp_dir().join(format!("eboardd-board-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = CaptureStore {
+            dir: dir.clone(),
+            fsync: false,
+        };
+        let game = parse_games("1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O *")
+            .remove(0)
+            .unwrap();
+        let records = synthesize(&game, &SimConfig::human(3));
+        let hub = Hub::new(1024);
+        let mut rx = hub.subscribe();
+        let meta = BoardMeta {
+            number: Some(4),
+            serial: Some("12345".into()),
+            white: Some("White, A".into()),
+            white_clock: Some(ClockSide::Left),
+            ..Default::default()
+        };
+        let mut b = BoardState::open(&store, "board-4", meta.clone(), None).unwrap();
+        b.set_connection(Connection::Connected, Some("/dev/ttyACM0"), &hub)
+            .unwrap();
+        for r in &records {
+            match &r.kind {
+                RecordKind::Rx(bytes) => {
+                    b.rx(r.t, bytes, &hub).unwrap();
+                }
+                RecordKind::Tx(bytes) => b.tx(r.t, bytes).unwrap(),
+                _ => {}
+            }
+        }
+        let live = b.snapshot();
+        assert_eq!(live.last_move.as_ref().unwrap().san, "O-O");
+        assert_eq!(live.last_move.as_ref().unwrap().ply, 9);
+        assert!(live.pgn.contains("[White \"White, A\"]"), "{}", live.pgn);
+        assert!(live.pgn.contains("5. O-O"), "{}", live.pgn);
+        assert_eq!(live.connection, Connection::Connected);
+        assert!(live.clock.is_some());
+        let mut n = 0;
+        let mut last = 0;
+        while let Ok(line) = rx.try_recv() {
+            assert_eq!(line.seq, last + 1);
+            last = line.seq;
+            n += 1;
+        }
+        assert!(n > 20, "{n} events");
+        assert_eq!(hub.snapshot("board-4").unwrap().seq, last);
+        let path = b.capture_path().to_path_buf();
+        drop(b);
+
+        // A restart: the same file, rebuilt, nothing new written for the same configuration.
+        let len = std::fs::metadata(&path).unwrap().len();
+        let again = BoardState::open(&store, "board-4", meta, None).unwrap();
+        assert_eq!(again.capture_path(), path);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        let rebuilt = again.snapshot();
+        assert_eq!(rebuilt.fen, live.fen);
+        assert_eq!(rebuilt.pgn, live.pgn);
+        assert_eq!(rebuilt.clock, live.clock);
+        assert_eq!(rebuilt.connection, Connection::Offline);
+        assert_eq!(again.summary(), (1, 9));
+        assert!(again.game_in_progress());
+
+        // New players: a set_tags record.
+        let mut again = again;
+        let meta = BoardMeta {
+            white: Some("Other, B".into()),
+            ..again.meta().clone()
+        };
+        again.set_meta(meta).unwrap();
+        assert!(again.snapshot().pgn.contains("[White \"Other, B\"]"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"action\":\"set_tags\"").count(), 1);
+        assert_eq!(text.matches("\"action\":\"set_clock_side\"").count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -484,9 +484,12 @@ pub fn replay_paths(
         games.sort_by_key(|(i, _, g)| (g.started_at, *i, g.number));
         let mut text = String::new();
         for (_, device, game) in games {
+            // The tags in force at the game's last move (a correction made during the game
+            // counts; the next round's names, loaded after it, do not).
+            let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
             let mut t = tag_changes
                 .iter()
-                .rfind(|(at, dev, _)| *dev == device.id && *at <= game.started_at)
+                .rfind(|(when, dev, _)| *dev == device.id && *when <= at)
                 .map(|(_, _, t)| t.clone())
                 .unwrap_or_default();
             t.date = date(game.started_at);

@@ -579,3 +579,62 @@ async fn futures_join<T>(handles: Vec<JoinHandle<T>>) {
         let _ = h.await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::pty::Pty;
+
+    fn ctx(name: &str) -> (Arc<Ctx>, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("eboardd-ctx-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cfg = Config::default();
+        cfg.daemon.capture_dir = Some(dir.clone());
+        (Arc::new(Ctx::new(cfg, Arc::new(Hub::new(16)))), dir)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_generic_device_is_not_a_dgt_board() {
+        let (ctx, dir) = ctx("probe");
+        let pty = Pty::open().unwrap();
+        let (_stop, rx) = watch::channel(false);
+        let end = board_task::serve_port(
+            ctx.clone(),
+            pty.path().to_path_buf(),
+            Origin::Discovered { generic: true },
+            rx,
+        )
+        .await;
+        assert_eq!(end, PortEnd::NotDgt);
+        // What the probe sent: reset, version, serial number; then version and serial again.
+        let mut buf = [0u8; 64];
+        let n = pty.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], [0x40, 0x4D, 0x45, 0x4D, 0x45]);
+        assert!(!ctx.port_open(pty.path()));
+        assert!(
+            !dir.exists(),
+            "nothing captured for a device that is not a board"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn missing_ports_are_retried_when_configured_and_dropped_when_discovered() {
+        let (ctx, _dir) = ctx("missing");
+        let missing = PathBuf::from("/nonexistent/eboard-1");
+        let (_stop, rx) = watch::channel(false);
+        let end = board_task::serve_port(
+            ctx.clone(),
+            missing.clone(),
+            Origin::Discovered { generic: false },
+            rx,
+        )
+        .await;
+        assert_eq!(end, PortEnd::Gone);
+        let (stop, rx) = watch::channel(false);
+        let task = tokio::spawn(board_task::serve_port(ctx, missing, Origin::Configured, rx));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!task.is_finished());
+        stop.send(true).unwrap();
+        assert_eq!(task.await.unwrap(), PortEnd::Stopped);
+    }
+}

@@ -165,6 +165,11 @@ impl Daemon {
         }
     }
 
+    /// Sends a signal.
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), sig).unwrap();
+    }
+
     /// SIGTERM, then waits for a clean exit (code 0).
     pub fn terminate(mut self) {
         let child = self.child.take().unwrap();
@@ -199,7 +204,7 @@ impl Drop for Daemon {
 }
 
 /// Waits for `child` to exit, at most `timeout` (then kills it and returns `None`).
-fn wait_timeout(child: Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+pub fn wait_timeout(child: Child, timeout: Duration) -> Option<std::process::ExitStatus> {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut child = child;
