@@ -960,7 +960,6 @@ fn a_released_move_taken_back_then_another_move_is_a_changed_move() {
 // Engine issues found with the injector (reported; ignored until fixed)
 
 #[test]
-#[ignore = "engine issue: two lifts reported in the same scan are ordered by report order"]
 fn king_and_rook_lifted_within_one_scan_is_no_rook_first_castling() {
     // The king is lifted first; the board scans both lifts together and happens to report the
     // rook's square first, 5 ms earlier. Nothing shows that the rook was touched first.
@@ -978,7 +977,6 @@ fn king_and_rook_lifted_within_one_scan_is_no_rook_first_castling() {
 }
 
 #[test]
-#[ignore = "engine issue: a knocked piece whose new square is reported before its old one counts as touched"]
 fn a_knocked_piece_reported_place_first_is_no_touch() {
     // While Bf1-c4 is made the g2 pawn is knocked to h3; one scan reports h3 (pawn), 5 ms later
     // g2 (empty), then c4 (bishop). Put right 2 s later: a displaced piece, not a touched one.
@@ -1005,7 +1003,6 @@ fn a_knocked_piece_reported_place_first_is_no_touch() {
 }
 
 #[test]
-#[ignore = "engine issue: any piece of the mover's colour lifted from the destination counts as the moved piece"]
 fn another_piece_lifted_from_a_square_the_mover_slid_over_is_no_changed_move() {
     // The queen slides d1-e2-f3-g4 and is seen on f3 (Qf3 made); as it goes on to g4 the g2
     // pawn is knocked onto f3, and put back 2 s later. Qf3 was never released: the lift from
@@ -1035,7 +1032,6 @@ fn another_piece_lifted_from_a_square_the_mover_slid_over_is_no_changed_move() {
 }
 
 #[test]
-#[ignore = "engine issue: a press before the first move of a set-up position swaps the clock sides"]
 fn a_press_before_the_first_move_of_a_set_up_position_tells_the_clock_sides() {
     // A board first seen in a set-up position (Guidelines I.5); blitz: White's press is reported
     // before White's first move. Then Black moves and presses, and White presses without moving.

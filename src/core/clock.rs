@@ -93,8 +93,8 @@ impl ClockTracker {
         }
     }
 
-    /// Learn White's side at the start of a game: the running side is White's.
-    pub fn learn_start(&mut self) {
+    /// Learn White's side at the start of a game: the running side is the side to move's.
+    pub fn learn_start(&mut self, to_move: Color) {
         if self.fixed || self.white_side.is_some() {
             return;
         }
@@ -102,7 +102,11 @@ impl ClockTracker {
             .last
             .filter(|r| r.running && r.left_turn != r.right_turn)
         {
-            self.white_side = Some(turn_side(&r));
+            let running = turn_side(&r);
+            self.white_side = Some(match to_move {
+                Color::White => running,
+                Color::Black => running.other(),
+            });
         }
     }
 
@@ -183,7 +187,7 @@ mod tests {
     fn press_is_a_turn_change_while_running() {
         let mut c = ClockTracker::new(None);
         assert_eq!(c.update(reading(true, true)), ClockChange::Tick);
-        c.learn_start();
+        c.learn_start(Color::White);
         assert_eq!(c.white_side, Some(ClockSide::Left));
         assert_eq!(
             c.update(reading(false, true)),

@@ -8,6 +8,14 @@ use super::observation::Micros;
 /// A put-back sooner than this after the lift is sensor noise, not a touch.
 pub const NOISE: Micros = 300_000;
 
+/// Reports closer together than this come from one scan of the board: their order says nothing
+/// about the order in which hands moved the pieces.
+pub const SAME_SCAN: Micros = 60_000;
+
+/// A board scan period and some: a placement this recent can be the same piece as a lift
+/// reported after it in the same or the next scan.
+const SCAN_WINDOW: Micros = 300_000;
+
 /// One lift of a piece.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Touch {
@@ -44,16 +52,25 @@ impl Touch {
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     touches: Vec<Touch>,
+    /// Recent placements (square, piece, when), to spot a piece reported on its new square
+    /// before its old square was reported empty.
+    placements: Vec<(Square, Piece, Micros)>,
 }
 
 impl Ledger {
     /// Forget everything (new game).
     pub fn clear(&mut self) {
         self.touches.clear();
+        self.placements.clear();
     }
 
     /// A piece was lifted from `square`.
     pub fn lift(&mut self, square: Square, piece: Piece, t: Micros, turn: u32) {
+        // The same kind of piece just appeared elsewhere: this one was carried there.
+        let moved_on = self
+            .placements
+            .iter()
+            .any(|&(sq, p, at)| sq != square && p == piece && t - at <= SCAN_WINDOW);
         self.touches.push(Touch {
             square,
             piece,
@@ -61,13 +78,15 @@ impl Ledger {
             back_at: None,
             turn,
             replaced: false,
-            moved_on: false,
+            moved_on,
         });
         self.touches.retain(|x| x.turn + 4 >= turn);
     }
 
     /// A piece was placed on `square`: closes the open lift of the same piece there.
     pub fn place(&mut self, square: Square, piece: Piece, t: Micros) {
+        self.placements.retain(|&(_, _, at)| t - at <= SCAN_WINDOW);
+        self.placements.push((square, piece, t));
         for open in self.touches.iter_mut().filter(|x| {
             x.back_at.is_none() && !x.replaced && x.square != square && x.piece == piece
         }) {

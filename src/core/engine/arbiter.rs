@@ -9,6 +9,7 @@ use super::super::irregular::{
     can_move, capturable, diff, is_move_in_progress, kings_signal, move_squares, single_relocation,
     unpromoted_pawn,
 };
+use super::super::ledger::SAME_SCAN;
 use super::super::observation::{Micros, SpecialPiece};
 use super::{BoardEngine, Displaced};
 
@@ -212,7 +213,7 @@ impl BoardEngine {
             let k = self.ledger.first_lift(ply, king).map(|x| x.lifted_at);
             let r = self.ledger.first_lift(ply, rook).map(|x| x.lifted_at);
             if let (Some(k), Some(r)) = (k, r)
-                && r < k
+                && r + SAME_SCAN < k
             {
                 found.push((
                     "castling_rook_touched_first",
@@ -293,9 +294,13 @@ impl BoardEngine {
     /// Whether the piece of `m` stood on its square long enough to count as released.
     fn released(&self, m: Move, made_at: Micros, ply: u32, mover: Color) -> bool {
         let to = m.to();
+        let moved = shakmaty::Piece {
+            color: mover,
+            role: m.promotion().unwrap_or(m.role()),
+        };
         self.ledger.since(ply).any(|x| {
             x.square == to
-                && x.piece.color == mover
+                && x.piece == moved
                 && x.lifted_at >= made_at
                 && x.lifted_at - made_at >= self.cfg.release_hold
         })

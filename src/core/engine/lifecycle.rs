@@ -70,8 +70,14 @@ impl BoardEngine {
                         mode: CastlingMode::Standard,
                         chess960: None,
                     };
+                    let early_press = self.early_press.take();
                     self.start_game(t, s, orientation, out);
                     self.make(t, m, out);
+                    // A blitz press can be reported before the first move's last field update.
+                    if let Some(press) = early_press.filter(|p| p.deadline >= t) {
+                        self.clock.learn_press(press.side, turn);
+                        self.pending_press = Some(press);
+                    }
                     return true;
                 }
             }
@@ -113,7 +119,8 @@ impl BoardEngine {
         if !self.clock.fixed {
             self.clock.white_side = None;
         }
-        self.clock.learn_start();
+        let to_move = self.games.last().map_or(Color::White, |g| g.start().turn());
+        self.clock.learn_start(to_move);
         self.emit(
             t,
             out,
@@ -172,6 +179,13 @@ impl BoardEngine {
     pub(super) fn on_clock(&mut self, t: Micros, reading: ClockReading, out: &mut Vec<CoreEvent>) {
         let change = self.clock.update(reading);
         if self.active_game().is_none() {
+            if let ClockChange::Press { side } = change {
+                self.early_press = Some(PendingPress {
+                    side,
+                    deadline: t + self.cfg.settle,
+                    reading,
+                });
+            }
             return;
         }
         if let ClockChange::Press { side } = change {

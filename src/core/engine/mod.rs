@@ -94,6 +94,8 @@ pub struct BoardEngine {
     games: Vec<GameRecord>,
     ledger: Ledger,
     pending_press: Option<PendingPress>,
+    /// A press seen before any game, kept for a set-up game whose first move it may complete.
+    early_press: Option<PendingPress>,
     pending_end: Option<Micros>,
     last_clock_event: Option<(ClockTimes, Option<Color>)>,
     fifty_claimed: bool,
