@@ -9,7 +9,6 @@ use std::io::Write;
 use std::time::Duration;
 
 use e2e_support::*;
-use eboardd::sim::Style;
 use eboardd::sim::emulator::runner::Control;
 
 const SPEED: f64 = 1000.0;
@@ -17,21 +16,15 @@ const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_and_restart_loses_no_completed_move() {
-    let dir = scratch("kill9");
-    let caps = dir.join("captures");
-    let games = games();
-    let g = &games[5];
-    let link = dir.join("board");
-    let b = board(
-        std::slice::from_ref(g),
-        Style::Human,
-        5,
-        "33000",
-        &link,
-        SPEED,
-        None,
-    );
-    let id = "dgt-33000";
+    let Single {
+        dir,
+        caps,
+        game: g,
+        link,
+        board: b,
+        id,
+    } = single("kill9", 5, 33000, SPEED, None);
+    let (g, id) = (&g, id.as_str());
     let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
     d.wait_for("ply 16 to be completed", WAIT, |ev| completed(ev, id, 16))
         .await;

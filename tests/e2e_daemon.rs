@@ -104,22 +104,16 @@ show_moves = true
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unplug_and_replug_mid_game_loses_nothing() {
-    let dir = scratch("unplug");
-    let caps = dir.join("captures");
-    let games = games();
-    let g = &games[3];
-    let link = dir.join("board");
-    let mut b = board(
-        std::slice::from_ref(g),
-        Style::Human,
-        7,
-        "31000",
-        &link,
-        SPEED,
-        None,
-    );
+    let Single {
+        dir,
+        caps,
+        game: g,
+        link,
+        board: mut b,
+        id,
+    } = single("unplug", 3, 31000, SPEED, None);
+    let (g, id) = (&g, id.as_str());
     let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
-    let id = "dgt-31000";
     // Unplugged once with a move made while away (recovered from the dump), once with none.
     for (at, plies) in [(10, 1), (30, 0)] {
         d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
@@ -160,23 +154,17 @@ async fn unplug_and_replug_mid_game_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_the_line_is_survived() {
-    let dir = scratch("noise");
-    let caps = dir.join("captures");
-    let games = games();
-    let g = &games[4];
-    let link = dir.join("board");
     // Line noise between frames every 3 s of play, plus bursts of raw bytes now and then.
-    let b = board(
-        std::slice::from_ref(g),
-        Style::Human,
-        11,
-        "32000",
-        &link,
-        SPEED,
-        Some(3_000_000),
-    );
+    let Single {
+        dir,
+        caps,
+        game: g,
+        link,
+        board: b,
+        id,
+    } = single("noise", 4, 32000, SPEED, Some(3_000_000));
+    let (g, id) = (&g, id.as_str());
     let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
-    let id = "dgt-32000";
     for at in [5, 15, 25] {
         d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
             .await;
@@ -202,20 +190,15 @@ async fn garbage_on_the_line_is_survived() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
-    let dir = scratch("reload");
-    let caps = dir.join("captures");
-    let games = games();
-    let g = &games[6];
-    let link = dir.join("board");
-    let b = board(
-        std::slice::from_ref(g),
-        Style::Human,
-        9,
-        "34000",
-        &link,
-        SPEED,
-        None,
-    );
+    let Single {
+        dir,
+        caps,
+        game: g,
+        link,
+        board: b,
+        ..
+    } = single("reload", 6, 34000, SPEED, None);
+    let g = &g;
     let cfg = dir.join("eboardd.toml");
     let write = |white: &str| {
         std::fs::write(

@@ -248,18 +248,17 @@ impl Ctx {
         }
     }
 
+    /// Every board in memory.
+    fn all_boards(&self) -> Vec<Arc<Mutex<BoardState>>> {
+        let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        boards.values().cloned().collect()
+    }
+
     /// Applies a new configuration to the boards in memory.
     fn reconfigure(&self, cfg: Config) {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
-        let boards: Vec<_> = self
-            .boards
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
         let cfg = self.config();
-        for b in boards {
+        for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();
             let meta = Ctx::meta(&cfg, old.serial.as_deref(), old.number);
@@ -554,14 +553,7 @@ pub async fn serve(
         tracing::warn!("some ports did not close in time");
     }
     // Every record is flushed as it is written; make them durable.
-    let boards: Vec<_> = ctx
-        .boards
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-        .cloned()
-        .collect();
-    for b in boards {
+    for b in ctx.all_boards() {
         let s = b.lock().unwrap_or_else(|e| e.into_inner());
         let _ = std::fs::File::open(s.capture_path()).and_then(|f| f.sync_all());
     }

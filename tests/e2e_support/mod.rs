@@ -79,6 +79,48 @@ pub fn board(
     .unwrap()
 }
 
+/// One emulated board (human handling) playing game `index` of the demo games, in a fresh
+/// scratch directory with a `captures` directory for the daemon.
+pub struct Single {
+    /// The scratch directory.
+    pub dir: PathBuf,
+    /// Where the daemon writes its captures.
+    pub caps: PathBuf,
+    /// The game played.
+    pub game: ScriptGame,
+    /// The link to the board's pty.
+    pub link: PathBuf,
+    /// The board.
+    pub board: Handle,
+    /// Its device id in the daemon when not configured (`dgt-<serial>`).
+    pub id: String,
+}
+
+/// A [`Single`] board for the test `name` with serial `serial`, at `speed`.
+pub fn single(name: &str, index: usize, serial: u32, speed: f64, noise: Option<i64>) -> Single {
+    let dir = scratch(name);
+    let game = games().swap_remove(index);
+    let link = dir.join("board");
+    let serial = serial.to_string();
+    let board = board(
+        std::slice::from_ref(&game),
+        Style::Human,
+        index as u64,
+        &serial,
+        &link,
+        speed,
+        noise,
+    );
+    Single {
+        caps: dir.join("captures"),
+        dir,
+        game,
+        link,
+        board,
+        id: format!("dgt-{serial}"),
+    }
+}
+
 /// The daemon, running.
 pub struct Daemon {
     child: Option<Child>,
