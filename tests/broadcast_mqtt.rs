@@ -190,7 +190,7 @@ fn backlog(hub: &Broadcaster) -> Vec<Value> {
             .iter()
             .map(|m| serde_json::from_str(&m.json).unwrap())
             .collect(),
-        eboardd::output::Start::Snapshot(_) => panic!("backlog expected"),
+        eboardd::output::Start::Snapshot { .. } => panic!("backlog expected"),
     }
 }
 

@@ -44,14 +44,20 @@ pub const JSON_TYPE: &str = "application/json; charset=utf-8";
 struct App {
     hub: Broadcaster,
     token: Option<Arc<str>>,
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The router of the HTTP API (`token`: the secret that state-changing requests must carry;
-/// without one they are refused).
-pub fn router(hub: Broadcaster, token: Option<String>) -> Router {
+/// without one they are refused). Event streams end when `stop` turns true.
+pub fn router(
+    hub: Broadcaster,
+    token: Option<String>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Router {
     let app = App {
         hub,
         token: token.filter(|t| !t.is_empty()).map(Arc::from),
+        stop,
     };
     Router::new()
         .route("/", get(index))
@@ -270,8 +276,10 @@ async fn ws_events(
         Ok(p) => p,
         Err(r) => return *r,
     };
+    // Clients send next to nothing: a small read buffer keeps thousands of them cheap.
     ws.max_message_size(64 * 1024)
-        .on_upgrade(move |socket| ws_client(socket, app.hub, since, board))
+        .read_buffer_size(4 * 1024)
+        .on_upgrade(move |socket| ws_client(socket, app.hub, since, board, app.stop))
 }
 
 async fn send_batch(socket: &mut WebSocket, msgs: Vec<Message>) -> bool {
@@ -284,21 +292,46 @@ async fn send_batch(socket: &mut WebSocket, msgs: Vec<Message>) -> bool {
     matches!(tokio::time::timeout(SEND_TIMEOUT, write).await, Ok(Ok(())))
 }
 
+/// The first frames of a (re)subscription.
+fn ws_start(start: Start, board: &Option<String>) -> Vec<Message> {
+    let text = |m: &Arc<Msg>| Message::Text(m.json.clone());
+    match start {
+        Start::Backlog(msgs) => msgs.iter().filter(|m| wanted(m, board)).map(text).collect(),
+        Start::Snapshot { json, then, .. } => std::iter::once(Message::Text(json))
+            .chain(then.iter().filter(|m| wanted(m, board)).map(text))
+            .collect(),
+    }
+}
+
+/// The first SSE events of a (re)subscription.
+fn sse_start(start: Start, board: &Option<String>) -> std::collections::VecDeque<Event> {
+    match start {
+        Start::Backlog(msgs) => msgs
+            .iter()
+            .filter(|m| wanted(m, board))
+            .map(|m| sse_event(m))
+            .collect(),
+        Start::Snapshot { json, seq, then } => {
+            std::iter::once(Event::default().id(seq.to_string()).data(&*json))
+                .chain(
+                    then.iter()
+                        .filter(|m| wanted(m, board))
+                        .map(|m| sse_event(m)),
+                )
+                .collect()
+        }
+    }
+}
+
 async fn ws_client(
     mut socket: WebSocket,
     hub: Broadcaster,
     since: Option<u64>,
     board: Option<String>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let (start, mut rx) = hub.subscribe(since);
-    let first: Vec<Message> = match start {
-        Start::Backlog(msgs) => msgs
-            .iter()
-            .filter(|m| wanted(m, &board))
-            .map(|m| Message::Text(m.json.clone()))
-            .collect(),
-        Start::Snapshot(s) => vec![Message::Text(s.into())],
-    };
+    let first = ws_start(start, &board);
     // Send the backlog in bounded batches.
     let mut first = first.into_iter().peekable();
     while first.peek().is_some() {
@@ -346,10 +379,9 @@ async fn ws_client(
                         break;
                     }
                     last_lag = Some(Instant::now());
-                    let (snapshot, new_rx) = hub.resync();
+                    let (start, new_rx) = hub.resync();
                     rx = new_rx;
-                    batch.clear();
-                    batch.push(Message::Text(snapshot.into()));
+                    batch = ws_start(start, &board);
                 }
                 if !batch.is_empty() && !send_batch(&mut socket, batch).await {
                     break;
@@ -358,6 +390,14 @@ async fn ws_client(
             incoming = socket.recv() => match incoming {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                 Some(Ok(_)) => {}
+            },
+            _ = super::stopped(&mut stop) => {
+                let close = Message::Close(Some(axum::extract::ws::CloseFrame {
+                    code: 1001,
+                    reason: "server shutting down".into(),
+                }));
+                let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(close)).await;
+                break;
             }
         }
     }
@@ -370,14 +410,11 @@ struct SseState {
     rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
     last_lag: Option<Instant>,
     done: bool,
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 fn sse_event(m: &Msg) -> Event {
     Event::default().id(m.seq.to_string()).data(&*m.json)
-}
-
-fn snapshot_event(s: &str, seq: u64) -> Event {
-    Event::default().id(seq.to_string()).data(s)
 }
 
 async fn sse_events(
@@ -390,18 +427,7 @@ async fn sse_events(
         Err(r) => return *r,
     };
     let (start, rx) = app.hub.subscribe(since);
-    let mut pending = std::collections::VecDeque::new();
-    match start {
-        Start::Backlog(msgs) => pending.extend(
-            msgs.iter()
-                .filter(|m| wanted(m, &board))
-                .map(|m| sse_event(m)),
-        ),
-        Start::Snapshot(s) => {
-            let seq = snapshot_seq(&s);
-            pending.push_back(snapshot_event(&s, seq));
-        }
-    }
+    let pending = sse_start(start, &board);
     let state = SseState {
         hub: app.hub.clone(),
         board,
@@ -409,6 +435,7 @@ async fn sse_events(
         rx,
         last_lag: None,
         done: false,
+        stop: app.stop.clone(),
     };
     let stream = futures_util::stream::unfold(state, next_sse);
     let mut resp = Sse::new(stream)
@@ -421,13 +448,6 @@ async fn sse_events(
     resp
 }
 
-fn snapshot_seq(s: &str) -> u64 {
-    serde_json::from_str::<Value>(s)
-        .ok()
-        .and_then(|v| v.get("seq").and_then(Value::as_u64))
-        .unwrap_or(0)
-}
-
 async fn next_sse(mut st: SseState) -> Option<(Result<Event, Infallible>, SseState)> {
     loop {
         if let Some(e) = st.pending.pop_front() {
@@ -436,7 +456,11 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Event, Infallible>, SseSta
         if st.done {
             return None;
         }
-        match st.rx.recv().await {
+        let r = tokio::select! {
+            r = st.rx.recv() => r,
+            _ = super::stopped(&mut st.stop) => return None,
+        };
+        match r {
             Ok(m) => {
                 if wanted(&m, &st.board) {
                     return Some((Ok(sse_event(&m)), st));
@@ -451,10 +475,10 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Event, Infallible>, SseSta
                     return Some((Ok(bye), st));
                 }
                 st.last_lag = Some(Instant::now());
-                let (s, rx) = st.hub.resync();
+                let (start, rx) = st.hub.resync();
                 st.rx = rx;
-                let seq = snapshot_seq(&s);
-                return Some((Ok(snapshot_event(&s, seq)), st));
+                st.pending = sse_start(start, &st.board);
+                continue;
             }
             Err(RecvError::Closed) => return None,
         }

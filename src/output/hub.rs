@@ -29,6 +29,8 @@ pub struct Msg {
     pub t: Micros,
     /// The JSON line.
     pub json: Utf8Bytes,
+    /// When it was published (for latency measurements).
+    pub at: std::time::Instant,
 }
 
 /// What a new subscriber gets first.
@@ -36,10 +38,20 @@ pub struct Msg {
 pub enum Start {
     /// Every message after the requested `seq`, from the backlog (may be empty).
     Backlog(Vec<Arc<Msg>>),
-    /// A snapshot (JSON text of a `snapshot` message), when the requested `seq` is older than
-    /// the backlog or none was given.
-    Snapshot(String),
+    /// A snapshot, when the requested `seq` is older than the backlog or none was given.
+    Snapshot {
+        /// JSON text of the `snapshot` message.
+        json: Utf8Bytes,
+        /// The last seq the snapshot includes.
+        seq: u64,
+        /// Messages published after the snapshot was made, to send right after it.
+        then: Vec<Arc<Msg>>,
+    },
 }
+
+/// How long a snapshot may be reused for resynchronising clients (with the backlog since
+/// filling the gap): many lagging clients then cost one serialisation.
+const SNAPSHOT_REUSE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Limits of the hub.
 #[derive(Debug, Clone)]
@@ -70,6 +82,48 @@ struct State {
     round: RoundState,
     backlog: VecDeque<Arc<Msg>>,
     next_seq: u64,
+    /// The last snapshot made: its seq, when, its JSON.
+    snapshot: Option<(u64, std::time::Instant, Utf8Bytes)>,
+}
+
+impl State {
+    /// Messages in the backlog after `seq`, if the backlog reaches back that far.
+    fn after(&self, seq: u64) -> Option<Vec<Arc<Msg>>> {
+        let last = self.next_seq - 1;
+        if seq == last {
+            return Some(Vec::new());
+        }
+        let first = self.backlog.front().map_or(last + 1, |m| m.seq);
+        (seq < last && seq + 1 >= first).then(|| {
+            self.backlog
+                .iter()
+                .skip((seq + 1 - first) as usize)
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// A snapshot and what followed it: a recent one is reused.
+    fn snapshot_start(&mut self) -> Start {
+        if let Some((seq, made, json)) = &self.snapshot
+            && made.elapsed() < SNAPSHOT_REUSE
+            && let Some(then) = self.after(*seq)
+        {
+            return Start::Snapshot {
+                json: json.clone(),
+                seq: *seq,
+                then,
+            };
+        }
+        let seq = self.next_seq - 1;
+        let json = Utf8Bytes::from(snapshot_json(&self.round));
+        self.snapshot = Some((seq, std::time::Instant::now(), json.clone()));
+        Start::Snapshot {
+            json,
+            seq,
+            then: Vec::new(),
+        }
+    }
 }
 
 struct Inner {
@@ -112,6 +166,7 @@ impl Broadcaster {
                     round: RoundState::new(info),
                     backlog: VecDeque::new(),
                     next_seq: 1,
+                    snapshot: None,
                 }),
                 tx,
                 changed,
@@ -175,6 +230,7 @@ impl Broadcaster {
             kind,
             t,
             json: Utf8Bytes::from(json),
+            at: std::time::Instant::now(),
         });
         if st.backlog.len() >= self.inner.cfg.backlog.max(1) {
             st.backlog.pop_front();
@@ -259,29 +315,18 @@ impl Broadcaster {
     /// the backlog after `since` come first; if `since` is older than the backlog, a snapshot
     /// does. The receiver continues exactly after what `Start` covers.
     pub fn subscribe(&self, since: Option<u64>) -> (Start, broadcast::Receiver<Arc<Msg>>) {
-        let st = self.lock();
+        let mut st = self.lock();
         let rx = self.inner.tx.subscribe();
-        let last = st.next_seq - 1;
-        let start = match since {
-            Some(s) if s == last => Start::Backlog(Vec::new()),
-            Some(s) => {
-                let first = st.backlog.front().map_or(last + 1, |m| m.seq);
-                if s < last && s + 1 >= first {
-                    let skip = (s + 1 - first) as usize;
-                    Start::Backlog(st.backlog.iter().skip(skip).cloned().collect())
-                } else {
-                    Start::Snapshot(snapshot_json(&st.round))
-                }
-            }
-            None => Start::Snapshot(snapshot_json(&st.round)),
+        let start = match since.and_then(|s| st.after(s)) {
+            Some(msgs) => Start::Backlog(msgs),
+            None => st.snapshot_start(),
         };
         (start, rx)
     }
 
-    /// A snapshot message and a receiver that continues right after it.
-    pub fn resync(&self) -> (String, broadcast::Receiver<Arc<Msg>>) {
-        let st = self.lock();
-        (snapshot_json(&st.round), self.inner.tx.subscribe())
+    /// A snapshot (with what followed it) and a receiver that continues right after.
+    pub fn resync(&self) -> (Start, broadcast::Receiver<Arc<Msg>>) {
+        self.subscribe(None)
     }
 
     /// A receiver of live messages only.

@@ -22,13 +22,19 @@ use tokio::sync::broadcast::error::RecvError;
 use super::hub::Broadcaster;
 use super::render;
 
-/// The router of the EBoards API.
-pub fn router(hub: Broadcaster) -> Router {
+#[derive(Clone)]
+struct App {
+    hub: Broadcaster,
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The router of the EBoards API; connections close when `stop` turns true.
+pub fn router(hub: Broadcaster, stop: tokio::sync::watch::Receiver<bool>) -> Router {
     Router::new()
         .route("/api/v1.0", get(ws))
         .route("/api/v1.0/", get(ws))
         .route("/api/v1.0/eboards", get(eboards_http))
-        .with_state(hub)
+        .with_state(App { hub, stop })
 }
 
 fn now_ms() -> i64 {
@@ -48,17 +54,17 @@ fn eboards(hub: &Broadcaster) -> Value {
     })
 }
 
-async fn eboards_http(State(hub): State<Broadcaster>) -> Response {
+async fn eboards_http(State(app): State<App>) -> Response {
     (
         [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
-        eboards(&hub).to_string(),
+        eboards(&app.hub).to_string(),
     )
         .into_response()
 }
 
-async fn ws(State(hub): State<Broadcaster>, ws: WebSocketUpgrade) -> Response {
+async fn ws(State(app): State<App>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(64 * 1024)
-        .on_upgrade(move |socket| client(socket, hub))
+        .on_upgrade(move |socket| client(socket, app.hub, app.stop))
 }
 
 /// One subscription of one client.
@@ -277,7 +283,11 @@ async fn send_all(socket: &mut WebSocket, out: Vec<Message>) -> bool {
     )
 }
 
-async fn client(mut socket: WebSocket, hub: Broadcaster) {
+async fn client(
+    mut socket: WebSocket,
+    hub: Broadcaster,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let mut rx = hub.receiver();
     let mut session = Session {
         hub,
@@ -305,6 +315,7 @@ async fn client(mut socket: WebSocket, hub: Broadcaster) {
                 Err(RecvError::Lagged(_)) => session.changed(None, &mut out),
                 Err(RecvError::Closed) => break,
             },
+            _ = super::stopped(&mut stop) => break,
         }
         if !out.is_empty() && !send_all(&mut socket, out).await {
             break;

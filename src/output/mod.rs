@@ -91,10 +91,20 @@ impl Outputs {
     /// Stop every output (a last relay write, MQTT offline status) and wait for them.
     pub async fn shutdown(self) {
         self.stop.send_replace(true);
-        for t in self.tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        for mut t in self.tasks {
+            if tokio::time::timeout(Duration::from_secs(5), &mut t)
+                .await
+                .is_err()
+            {
+                t.abort();
+            }
         }
     }
+}
+
+/// Resolves once `stop` is true (or its sender is gone).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 async fn bind(
@@ -139,7 +149,7 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
     if let Some(addr) = cfg.http {
         let listener = bind("HTTP", addr).await?;
         out.http = listener.local_addr().ok();
-        let router = http::router(hub.clone(), cfg.token.clone());
+        let router = http::router(hub.clone(), cfg.token.clone(), stop_rx.clone());
         tasks.push(serve_router(listener, router, stop_rx.clone()));
         tracing::info!("HTTP API and page on http://{}", out.http.unwrap_or(addr));
     }
@@ -148,7 +158,7 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
         out.livechess = listener.local_addr().ok();
         tasks.push(serve_router(
             listener,
-            livechess::router(hub.clone()),
+            livechess::router(hub.clone(), stop_rx.clone()),
             stop_rx.clone(),
         ));
         tracing::info!(
