@@ -7,8 +7,9 @@ mod e2e_support;
 use std::time::Duration;
 
 use e2e_support::*;
-use eboardd::sim::Style;
 use eboardd::sim::emulator::runner::Control;
+use eboardd::sim::emulator::{ClockModel, EmulatorConfig};
+use eboardd::sim::{SimConfig, Style};
 
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);
@@ -23,16 +24,19 @@ async fn games_come_out_exact_with_configured_boards() {
     let mut ports = Vec::new();
     for (i, style) in styles.iter().enumerate() {
         let link = dir.join(format!("board{i}"));
-        let serial = format!("3000{i}");
-        boards.push(board(
-            &games[i..=i],
-            *style,
-            40 + i as u64,
-            &serial,
-            &link,
-            SPEED,
-            None,
-        ));
+        let mut sim = SimConfig::new(*style, 40 + i as u64);
+        let mut em = EmulatorConfig {
+            serial: format!("3000{i}"),
+            ..Default::default()
+        };
+        match i {
+            // White's clock on the left, as configured below.
+            1 => sim.white_on_right = Some(false),
+            // No clock on the cable at all.
+            2 => em.clock = ClockModel::None,
+            _ => {}
+        }
+        boards.push(board_with(&games[i..=i], sim, em, &link, SPEED));
         ports.push(link);
     }
     // Boards 1 and 2 configured (names, numbers, a fixed clock side); board 3 not.
@@ -65,9 +69,9 @@ show_moves = true
     let mut d = Daemon::start(&ports, &caps, &["--config", &cfg_arg]);
     let ids = ["board-1", "board-2", "dgt-30002"];
     d.wait_for("every game to be completed", WAIT, |ev| {
-        ids.iter()
-            .zip(&games)
-            .all(|(id, g)| completed(ev, id, g.moves.len()))
+        completed(ev, ids[0], games[0].moves.len())
+            && completed(ev, ids[1], games[1].moves.len())
+            && made(ev, ids[2], games[2].moves.len())
     })
     .await;
     {
@@ -77,6 +81,22 @@ show_moves = true
             assert_eq!(of(&ev, id, "game_started").len(), 1, "{id}: one game");
             assert_eq!(of(&ev, id, "board_connected").len(), 1, "{id}");
         }
+        // The configured clock side: every move of board 2 completed by its clock press.
+        let by_clock = of(&ev, ids[1], "move_completed")
+            .iter()
+            .filter(|e| e["by"] == "clock")
+            .count();
+        assert_eq!(
+            by_clock,
+            games[1].moves.len(),
+            "board-2 completions by clock"
+        );
+        // No clock: no clock events, moves completed by the next move.
+        assert!(of(&ev, ids[2], "clock").is_empty());
+        assert_eq!(
+            of(&ev, ids[2], "move_completed").len(),
+            games[2].moves.len() - 1
+        );
         let seqs: Vec<u64> = ev.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
         assert!(
             seqs.windows(2).all(|w| w[1] == w[0] + 1),
@@ -182,7 +202,15 @@ async fn garbage_on_the_line_is_survived() {
         assert_eq!(moves_from_events(&ev, id), uci(g));
     }
     assert!(b.status().plugged);
+    let log = d.log.clone();
     d.terminate();
+    // The noise was seen, and thrown away.
+    let log = std::fs::read_to_string(log).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("bytes dropped"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(!line.contains(" 0 bytes dropped"), "{line}");
     b.send(Control::Stop);
     assert_replay_exact(&caps, &[(id, g)]);
     let _ = std::fs::remove_dir_all(&dir);

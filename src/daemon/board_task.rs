@@ -273,13 +273,19 @@ where
         dump_at: None,
     };
     let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut dec, stop).await;
+    let line = format!(
+        "{} bytes dropped, {} bad frames on the line",
+        dec.dropped_bytes(),
+        dec.bad_frames()
+    );
     {
         let mut b = lock(&live.board);
+        let _ = b.note(&format!("session ended: {line}"));
         if b.release(session_id) {
             let _ = b.set_connection(Connection::Disconnected, None, &ctx.hub);
         }
     }
-    tracing::info!("{id}: disconnected from {}", path.display());
+    tracing::info!("{id}: disconnected from {} ({line})", path.display());
     end
 }
 

@@ -6,8 +6,9 @@
 //! line cut off by a crash, rebuilds the board's games from the records, and goes on writing
 //! with `t` continuing from the header's creation time (`t` = seconds since `created`, never
 //! decreasing). So one board's day is one capture, across restarts and reconnections, and
-//! replaying it gives every game in full. A game still running at midnight stays in the file it
-//! started in; the next game goes to the new day's file.
+//! replaying it gives every game in full. A board keeps its file while it stays connected; when
+//! it connects again (or the daemon starts) on a later day, it goes on in the old file if a game
+//! is still running there, and starts the new day's file otherwise.
 //!
 //! `eboardd replay DIR` reads every capture under `DIR` and merges their records by absolute
 //! time (`created` + `t`), so the boards' games come out in the order they started, whatever

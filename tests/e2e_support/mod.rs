@@ -57,19 +57,27 @@ pub fn board(
     speed: f64,
     noise: Option<i64>,
 ) -> Handle {
-    let mut sim = SimConfig::new(style, seed);
-    sim.dev = serial.to_string();
+    let sim = SimConfig::new(style, seed);
+    let em = EmulatorConfig {
+        serial: serial.to_string(),
+        noise_every: noise,
+        ..Default::default()
+    };
+    board_with(games, sim, em, link, speed)
+}
+
+/// [`board`] with every setting of the simulation and of the emulated board.
+pub fn board_with(
+    games: &[ScriptGame],
+    mut sim: SimConfig,
+    em: EmulatorConfig,
+    link: &Path,
+    speed: f64,
+) -> Handle {
+    sim.dev = em.serial.clone();
     let script = Script::from_games(games, &sim, 5_000_000);
-    let em = Emulator::new(
-        script,
-        EmulatorConfig {
-            serial: serial.to_string(),
-            noise_every: noise,
-            ..Default::default()
-        },
-    );
     runner::spawn(
-        em,
+        Emulator::new(script, em),
         RunnerConfig {
             speed,
             link: Some(link.to_path_buf()),
@@ -273,6 +281,14 @@ pub fn of<'a>(events: &'a [Value], board: &str, kind: &str) -> Vec<&'a Value> {
 /// Whether `board` has completed ply `ply` (by clock, next move or game end).
 pub fn completed(events: &[Value], board: &str, ply: usize) -> bool {
     of(events, board, "move_completed")
+        .iter()
+        .any(|e| e["ply"].as_u64() == Some(ply as u64))
+}
+
+/// Whether `board` has made ply `ply` (the last move of a game played without a clock is never
+/// completed).
+pub fn made(events: &[Value], board: &str, ply: usize) -> bool {
+    of(events, board, "move_made")
         .iter()
         .any(|e| e["ply"].as_u64() == Some(ply as u64))
 }
