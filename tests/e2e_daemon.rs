@@ -104,9 +104,17 @@ show_moves = true
         );
     }
     // The moves were shown on the configured DGT 3000s.
+    // (From ply 10 on, in order; the first moves may come before the clock probe's answer, and
+    // a slide shows the squares passed too.)
     let texts = boards[0].status().texts;
-    assert!(texts.len() >= 10, "texts shown on the clock: {texts:?}");
-    assert_eq!(texts[0], san(&games[0])[0]);
+    let mut shown = texts.iter();
+    for m in &san(&games[0])[9..] {
+        let m: String = m.chars().take(8).collect();
+        assert!(
+            shown.any(|t| *t == m),
+            "{m} not shown on the clock: {texts:?}"
+        );
+    }
     d.terminate();
     for b in &boards {
         b.send(Control::Stop);

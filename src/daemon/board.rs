@@ -466,7 +466,7 @@ mod tests {
 
         // A restart: the same file, rebuilt, nothing new written for the same configuration.
         let len = std::fs::metadata(&path).unwrap().len();
-        let again = BoardState::open(&store, "board-4", meta, None).unwrap();
+        let mut again = BoardState::open(&store, "board-4", meta, None).unwrap();
         assert_eq!(again.capture_path(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
         let rebuilt = again.snapshot();
@@ -477,8 +477,29 @@ mod tests {
         assert_eq!(again.summary(), (1, 9));
         assert!(again.game_in_progress());
 
+        // An operator action: captured, then acted on.
+        let events = again
+            .operator(
+                OperatorAction::SetResult {
+                    result: "1/2-1/2".into(),
+                },
+                &hub,
+            )
+            .unwrap();
+        assert!(
+            events.iter().any(|e| matches!(
+                e.kind,
+                EventKind::GameEnded {
+                    result: "1/2-1/2",
+                    ..
+                }
+            )),
+            "{events:?}"
+        );
+        assert_eq!(again.snapshot().result.as_deref(), Some("1/2-1/2"));
+        assert!(!again.game_in_progress());
+
         // New players: a set_tags record.
-        let mut again = again;
         let meta = BoardMeta {
             white: Some("Other, B".into()),
             ..again.meta().clone()
@@ -488,6 +509,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.matches("\"action\":\"set_tags\"").count(), 1);
         assert_eq!(text.matches("\"action\":\"set_clock_side\"").count(), 1);
+        assert_eq!(text.matches("\"action\":\"set_result\"").count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -211,6 +211,13 @@ where
                 Err(e) => return SessionEnd::Lost(format!("read: {e}")),
             },
             _ = tokio::time::sleep_until(next_try) => {
+                if version.is_some() && serial.is_none() && tries >= 3 {
+                    // A board that answers everything but its serial number: known by its port.
+                    let name = path.file_name().map_or("port".into(), |n| n.to_string_lossy());
+                    tracing::warn!("{}: no serial number; named after the port", path.display());
+                    serial = Some(format!("port-{}", crate::config::sanitize(&name)));
+                    continue;
+                }
                 if tries >= tries_max {
                     return match origin {
                         Origin::Discovered { generic: true } => SessionEnd::NotDgt,
