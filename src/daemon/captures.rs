@@ -360,6 +360,57 @@ fn tags_from(value: &Value, tags: &mut GameTags) {
     }
 }
 
+/// Device names for a merged replay: a device id used in several files whose times overlap
+/// (unrelated captures, e.g. samples all made as `board-1`) is told apart by file name.
+struct DeviceNames {
+    renamed: std::collections::BTreeSet<(usize, String)>,
+    stems: Vec<String>,
+}
+
+impl DeviceNames {
+    fn name(&self, file: usize, dev: &str) -> String {
+        if self.renamed.contains(&(file, dev.to_string())) {
+            format!("{}/{dev}", self.stems[file])
+        } else {
+            dev.to_string()
+        }
+    }
+}
+
+fn distinct_devices(files: &[PathBuf], caps: &[Capture], offsets: &[Micros]) -> DeviceNames {
+    // Per device: (first t, last t, file) of every file it appears in.
+    let mut spans: std::collections::BTreeMap<&str, Vec<(Micros, Micros, usize)>> =
+        Default::default();
+    for (fi, cap) in caps.iter().enumerate() {
+        let mut per_dev: std::collections::BTreeMap<&str, (Micros, Micros)> = Default::default();
+        for r in &cap.records {
+            let t = offsets[fi] + r.t;
+            let e = per_dev.entry(&r.dev).or_insert((t, t));
+            e.1 = t;
+        }
+        for (dev, (a, b)) in per_dev {
+            spans.entry(dev).or_default().push((a, b, fi));
+        }
+    }
+    let mut renamed = std::collections::BTreeSet::new();
+    for (dev, mut v) in spans {
+        v.sort();
+        if v.windows(2).any(|w| w[1].0 <= w[0].1) {
+            renamed.extend(v.iter().map(|&(_, _, fi)| (fi, dev.to_string())));
+        }
+    }
+    let stems = files
+        .iter()
+        .map(|f| {
+            f.file_stem().map_or_else(
+                || f.display().to_string(),
+                |s| s.to_string_lossy().to_string(),
+            )
+        })
+        .collect();
+    DeviceNames { renamed, stems }
+}
+
 /// Replays every capture under `paths` (directories are searched for `*.jsonl`), merged by
 /// absolute time, and writes every game as PGN (with the tags the captures carry) or the
 /// events as JSON Lines to `out`.
@@ -391,16 +442,21 @@ pub fn replay_paths(
             .map(|d| d.with_timezone(&Utc))
     };
     let origin = caps.iter().filter_map(created).min();
+    let offsets: Vec<Micros> = caps
+        .iter()
+        .map(|cap| match (origin, created(cap)) {
+            (Some(o), Some(c)) => (c - o).num_microseconds().unwrap_or(0),
+            _ => 0,
+        })
+        .collect();
+    let devs = distinct_devices(&files, &caps, &offsets);
     // (absolute t, file index, record index) → stable merge by time.
     let mut merged: Vec<(Micros, usize, usize)> = Vec::new();
     let mut tags: std::collections::BTreeMap<String, GameTags> = Default::default();
     // Tags in force when each game started: (dev, game start t) → tags, filled as we go.
     let mut tag_changes: Vec<(Micros, String, GameTags)> = Vec::new();
     for (fi, cap) in caps.iter().enumerate() {
-        let offset = match (origin, created(cap)) {
-            (Some(o), Some(c)) => (c - o).num_microseconds().unwrap_or(0),
-            _ => 0,
-        };
+        let offset = offsets[fi];
         for (ri, r) in cap.records.iter().enumerate() {
             merged.push((offset + r.t, fi, ri));
         }
@@ -410,7 +466,8 @@ pub fn replay_paths(
             .get("board")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .or_else(|| cap.records.first().map(|r| r.dev.clone()));
+            .or_else(|| cap.records.first().map(|r| r.dev.clone()))
+            .map(|d| devs.name(fi, &d));
         if let (Some(h), Some(dev)) = (cap.header.extra.get("tags"), dev) {
             let t = tags.entry(dev.clone()).or_default();
             tags_from(h, t);
@@ -421,17 +478,18 @@ pub fn replay_paths(
     let mut records = Vec::with_capacity(merged.len());
     for (t, fi, ri) in merged {
         let r = &caps[fi].records[ri];
+        let dev = devs.name(fi, &r.dev);
         if let RecordKind::Op(v) = &r.kind
             && v.get("action").and_then(Value::as_str) == Some(SET_TAGS)
         {
-            let entry = tags.entry(r.dev.clone()).or_default();
+            let entry = tags.entry(dev.clone()).or_default();
             tags_from(v, entry);
-            tag_changes.push((t, r.dev.clone(), entry.clone()));
+            tag_changes.push((t, dev, entry.clone()));
             continue;
         }
         records.push(Record {
             t,
-            dev: r.dev.clone(),
+            dev,
             kind: r.kind.clone(),
         });
     }
@@ -587,5 +645,47 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+
+    fn pgn_of(paths: &[PathBuf]) -> String {
+        let mut out = Vec::new();
+        replay_paths(paths, false, &mut out, &mut |_| {}).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// (Board tag, moves) of every game.
+    fn games(pgn: &str) -> Vec<(String, Vec<shakmaty::Move>)> {
+        crate::sim::pgn::parse_games(pgn)
+            .into_iter()
+            .map(|g| {
+                let g = g.unwrap();
+                (g.tag("Board").unwrap_or("").to_string(), g.moves)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unrelated_captures_of_one_device_id_stay_apart() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures/clean");
+        let files = capture_files(&dir).unwrap();
+        assert!(files.len() >= 2);
+        let all = pgn_of(&[dir.clone()]);
+        for f in &files {
+            let stem = f.file_stem().unwrap().to_string_lossy();
+            assert!(
+                all.contains(&format!("[Board \"{stem}/board-1\"]")),
+                "{stem}"
+            );
+            // Each game as when its file is replayed alone.
+            let alone = games(&pgn_of(std::slice::from_ref(f))).remove(0).1;
+            let merged = games(&all);
+            let here = merged.iter().find(|(b, _)| *b == format!("{stem}/board-1"));
+            assert_eq!(here.map(|(_, m)| m), Some(&alone), "{stem}");
+        }
     }
 }
