@@ -674,7 +674,7 @@ mod replay_tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures/clean");
         let files = capture_files(&dir).unwrap();
         assert!(files.len() >= 2);
-        let all = pgn_of(&[dir.clone()]);
+        let all = pgn_of(std::slice::from_ref(&dir));
         for f in &files {
             let stem = f.file_stem().unwrap().to_string_lossy();
             assert!(
