@@ -943,3 +943,44 @@ async fn livechess_eboards_api() {
     handle.stop();
     s.outputs.shutdown().await;
 }
+
+/// The model rebuilt from events gives the same games as the engines, for every sample capture.
+#[test]
+fn model_from_events_equals_engine_games_for_every_capture() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|d| d.ok())
+        .filter(|d| d.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().filter_map(|f| f.ok()))
+        .map(|f| f.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 100);
+    for f in &files {
+        let cap = eboardd::capture::read_capture(f).unwrap();
+        let mut replayer = eboardd::replay::Replayer::new(Default::default());
+        let hub = Broadcaster::new(RoundInfo::default(), HubConfig::default());
+        let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| -> std::io::Result<()> {
+            hub.publish(board, e);
+            Ok(())
+        };
+        replayer.replay_capture(&cap, &mut sink).unwrap();
+        replayer.finish(&mut sink).unwrap();
+        let ours = hub.with_round(eboardd::output::render::all_games_pgn);
+        assert_eq!(
+            strip_tags(&ours),
+            strip_tags(&replayer.pgn()),
+            "{}",
+            f.display()
+        );
+        let errors: Vec<String> = hub.with_round(|r| {
+            r.boards()
+                .iter()
+                .filter_map(|b| b.model_error.clone())
+                .collect()
+        });
+        assert!(errors.is_empty(), "{}: {errors:?}", f.display());
+    }
+}

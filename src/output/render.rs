@@ -351,10 +351,10 @@ fn same_position(a: &str, b: &str) -> bool {
 
 /// Whether a FEN parses as a legal position (standard or Chess960 castling).
 pub fn valid_fen(fen: &str) -> bool {
-    let Ok(parsed) = fen.parse::<shakmaty::fen::Fen>() else {
-        return false;
-    };
-    parsed
-        .into_position::<shakmaty::Chess>(shakmaty::CastlingMode::Chess960)
-        .is_ok_and(|p: shakmaty::Chess| p.legal_moves().len() < 256)
+    fen.len() <= 100
+        && fen.parse::<shakmaty::fen::Fen>().is_ok_and(|parsed| {
+            parsed
+                .into_position::<shakmaty::Chess>(shakmaty::CastlingMode::Chess960)
+                .is_ok()
+        })
 }
