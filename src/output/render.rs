@@ -2,7 +2,7 @@
 //! (§1) and the LiveChess EBoards API objects (§4).
 
 use serde_json::{Value, json};
-use shakmaty::{Color, Position};
+use shakmaty::Color;
 
 use super::model::{BoardState, ClockState, Player, RoundState};
 use crate::core::game::{GameRecord, mover_of_ply};
