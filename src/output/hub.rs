@@ -78,6 +78,16 @@ pub trait Control: Send + Sync {
     fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String>;
 }
 
+/// Any `Fn(board, action) -> Result<(), String>` is a [`Control`].
+impl<F> Control for F
+where
+    F: Fn(&str, OperatorAction) -> Result<(), String> + Send + Sync,
+{
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+        self(board, action)
+    }
+}
+
 struct State {
     round: RoundState,
     backlog: VecDeque<Arc<Msg>>,
