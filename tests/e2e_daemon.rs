@@ -132,21 +132,15 @@ show_moves = true
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unplug_and_replug_mid_game_loses_nothing() {
-    let Single {
-        dir,
-        caps,
-        game: g,
-        link,
-        board: mut b,
-        id,
-    } = single("unplug", 3, 31000, SPEED, None);
-    let (g, id) = (&g, id.as_str());
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let mut s = single("unplug", 3, 31000, SPEED, None);
+    let id = s.id.clone();
+    let id = id.as_str();
+    let mut d = Daemon::start(std::slice::from_ref(&s.link), &s.caps, &[]);
     // Unplugged once with a move made while away (recovered from the dump), once with none.
     for (at, plies) in [(10, 1), (30, 0)] {
         d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
             .await;
-        b.send(Control::Unplug {
+        s.board.send(Control::Unplug {
             plies,
             away: Duration::from_millis(400),
         });
@@ -160,92 +154,62 @@ async fn unplug_and_replug_mid_game_loses_nothing() {
         })
         .await;
     }
-    assert!(b.wait_for(WAIT, |s| s.generation == 3).await);
-    d.wait_for("the game to be completed", WAIT, |ev| {
-        completed(ev, id, g.moves.len())
-    })
-    .await;
+    assert!(s.board.wait_for(WAIT, |st| st.generation == 3).await);
+    s.wait_done(&mut d, id).await;
     {
         let ev = d.events.lock().unwrap();
-        assert_eq!(moves_from_events(&ev, id), uci(g));
-        assert_eq!(
-            of(&ev, id, "game_started").len(),
-            1,
-            "a reconnect is not a new game"
-        );
+        let started = of(&ev, id, "game_started").len();
+        assert_eq!(started, 1, "a reconnect is not a new game");
     }
-    d.terminate();
-    b.send(Control::Stop);
-    assert_replay_exact(&caps, &[(id, g)]);
-    let _ = std::fs::remove_dir_all(&dir);
+    s.finish(d, id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_the_line_is_survived() {
     // Line noise between frames every 3 s of play, plus bursts of raw bytes now and then.
-    let Single {
-        dir,
-        caps,
-        game: g,
-        link,
-        board: b,
-        id,
-    } = single("noise", 4, 32000, SPEED, Some(3_000_000));
-    let (g, id) = (&g, id.as_str());
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let s = single("noise", 4, 32000, SPEED, Some(3_000_000));
+    let id = s.id.clone();
+    let id = id.as_str();
+    let mut d = Daemon::start(std::slice::from_ref(&s.link), &s.caps, &[]);
     for at in [5, 15, 25] {
         d.wait_for("ply to be completed", WAIT, |ev| completed(ev, id, at))
             .await;
-        b.send(Control::Noise(vec![
+        s.board.send(Control::Noise(vec![
             0xFF, 0x00, 0x13, 0x7F, 0x80, 0x05, 0xC0, 0x8E, 0x00, 0x86, 0x00, 0x43, 0x01, 0x55,
             0xAA,
         ]));
     }
-    d.wait_for("the game to be completed", WAIT, |ev| {
-        completed(ev, id, g.moves.len())
-    })
-    .await;
-    {
-        let ev = d.events.lock().unwrap();
-        assert_eq!(moves_from_events(&ev, id), uci(g));
-    }
-    assert!(b.status().plugged);
-    let log = d.log.clone();
-    d.terminate();
+    s.wait_done(&mut d, id).await;
+    assert!(s.board.status().plugged);
+    let log = s.finish(d, id);
     // The noise was seen, and thrown away.
-    let log = std::fs::read_to_string(log).unwrap();
     let line = log
         .lines()
         .find(|l| l.contains("bytes dropped"))
         .unwrap_or_else(|| panic!("{log}"));
     assert!(!line.contains(" 0 bytes dropped"), "{line}");
-    b.send(Control::Stop);
-    assert_replay_exact(&caps, &[(id, g)]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
-    let Single {
-        dir,
-        caps,
-        game: g,
-        link,
-        board: b,
-        ..
-    } = single("reload", 6, 34000, SPEED, None);
-    let g = &g;
-    let cfg = dir.join("eboardd.toml");
+    let s = single("reload", 6, 34000, SPEED, None);
+    let cfg = s.dir.join("eboardd.toml");
     let write = |white: &str| {
         std::fs::write(
             &cfg,
-            format!("[event]\nname = \"Reload\"\n[[board]]\nnumber = 9\nserial = \"34000\"\nwhite = \"{white}\"\n"),
+            format!(
+                "[event]\nname = \"Reload\"\n[[board]]\nnumber = 9\nserial = \"34000\"\nwhite = \"{white}\"\n"
+            ),
         )
         .unwrap()
     };
     write("Before, Name");
     let cfg_arg = cfg.to_string_lossy().to_string();
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--config", &cfg_arg]);
+    let mut d = Daemon::start(
+        std::slice::from_ref(&s.link),
+        &s.caps,
+        &["--config", &cfg_arg],
+    );
     let id = "board-9";
     d.wait_for("ply 10", WAIT, |ev| completed(ev, id, 10)).await;
     std::fs::write(&cfg, "[[board]]\nnumber = \"nine\"\n").unwrap();
@@ -253,19 +217,13 @@ async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
     d.wait_for("ply 20", WAIT, |ev| completed(ev, id, 20)).await;
     write("After, Name");
     d.signal(nix::sys::signal::Signal::SIGHUP);
-    d.wait_for("the game to be completed", WAIT, |ev| {
-        completed(ev, id, g.moves.len())
-    })
-    .await;
-    let log = std::fs::read_to_string(&d.log).unwrap();
+    s.wait_done(&mut d, id).await;
+    let caps = s.caps.clone();
+    let pgn = replay(&caps);
+    let log = s.finish(d, id);
     assert!(log.contains("reload refused"), "{log}");
     assert!(log.contains("configuration reloaded"), "{log}");
-    d.terminate();
-    b.send(Control::Stop);
-    assert_replay_exact(&caps, &[(id, g)]);
-    let pgn = replay(&caps);
     assert!(pgn.contains("[White \"After, Name\"]"), "{pgn}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

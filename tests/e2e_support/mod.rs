@@ -104,6 +104,36 @@ pub struct Single {
     pub id: String,
 }
 
+impl Single {
+    /// Waits until the game's last move is completed on `id`; checks the daemon's event stream
+    /// gave every move.
+    pub async fn wait_done(&self, d: &mut Daemon, id: &str) {
+        let n = self.game.moves.len();
+        d.wait_for("the game to be completed", Duration::from_secs(60), |ev| {
+            completed(ev, id, n)
+        })
+        .await;
+        let ev = d.events.lock().unwrap();
+        assert_eq!(
+            moves_from_events(&ev, id),
+            uci(&self.game),
+            "{id}: event stream"
+        );
+    }
+
+    /// Stops the daemon (SIGTERM, clean exit) and the board, checks the replay of the capture
+    /// directory gives the game exactly, cleans up; returns the daemon's log.
+    pub fn finish(self, d: Daemon, id: &str) -> String {
+        let log = d.log.clone();
+        d.terminate();
+        self.board.send(runner::Control::Stop);
+        assert_replay_exact(&self.caps, &[(id, &self.game)]);
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        log
+    }
+}
+
 /// A [`Single`] board for the test `name` with serial `serial`, at `speed`.
 pub fn single(name: &str, index: usize, serial: u32, speed: f64, noise: Option<i64>) -> Single {
     let dir = scratch(name);
