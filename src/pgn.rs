@@ -26,6 +26,31 @@ pub struct GameTags {
     pub board: Option<String>,
 }
 
+impl GameTags {
+    /// Take the tags a JSON object carries (`event`, `site`, `round`, `white`, `black`): a key
+    /// that is present sets its tag (null clears it), a missing key leaves it as it is. This is
+    /// how a capture header's `tags` and a `set_tags` operator record are read.
+    pub fn apply_json(&mut self, value: &serde_json::Value) {
+        let get = |k: &str| {
+            value
+                .get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        for (key, slot) in [
+            ("event", &mut self.event),
+            ("site", &mut self.site),
+            ("round", &mut self.round),
+            ("white", &mut self.white),
+            ("black", &mut self.black),
+        ] {
+            if value.get(key).is_some() {
+                *slot = get(key);
+            }
+        }
+    }
+}
+
 fn tag(out: &mut String, name: &str, value: &str) {
     let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
     let _ = writeln!(out, "[{name} \"{escaped}\"]");

@@ -12,6 +12,9 @@ use crate::core::observation::{Micros, Observation, OperatorAction};
 use crate::pgn::{self, GameTags};
 use crate::protocol::dgt::{self, DgtDecoder, DgtMessage};
 
+/// The operator record that carries PGN tags (event, site, round, players) for a device.
+pub const SET_TAGS: &str = "set_tags";
+
 /// Why a replay failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -71,6 +74,8 @@ pub struct Replayer {
     pub date: Option<String>,
     /// Non-fatal problems met (cut-off lines, unknown operator actions).
     pub warnings: Vec<String>,
+    /// PGN tags per device, from capture headers (`tags`) and `set_tags` operator records.
+    tags: BTreeMap<String, GameTags>,
 }
 
 impl Replayer {
@@ -112,6 +117,13 @@ impl Replayer {
                 .map(|s| s[..10].replace('-', "."));
         }
         self.warnings.extend(cap.warnings.iter().cloned());
+        if let Some(header_tags) = cap.header.extra.get("tags") {
+            let devices: std::collections::BTreeSet<String> =
+                cap.records.iter().map(|r| r.dev.clone()).collect();
+            for dev in devices {
+                self.tags.entry(dev).or_default().apply_json(header_tags);
+            }
+        }
         // Captures given one after another continue in time.
         self.offset = self.last_t;
         let mut events = Vec::new();
@@ -121,6 +133,14 @@ impl Replayer {
             let device = self.device(&record.dev);
             match &record.kind {
                 RecordKind::Rx(bytes) => device.receive(t, bytes, &mut events),
+                RecordKind::Op(value)
+                    if value.get("action").and_then(|a| a.as_str()) == Some(SET_TAGS) =>
+                {
+                    self.tags
+                        .entry(record.dev.clone())
+                        .or_default()
+                        .apply_json(value);
+                }
                 RecordKind::Op(value) => {
                     match serde_json::from_value::<OperatorAction>(value.clone()) {
                         Ok(action) => {
@@ -184,7 +204,7 @@ impl Replayer {
             let tags = GameTags {
                 date: self.date.clone(),
                 board: Some(device.id.clone()),
-                ..Default::default()
+                ..self.tags.get(&device.id).cloned().unwrap_or_default()
             };
             pgn::write_game(game, &tags, &mut out);
         }

@@ -29,9 +29,7 @@ use crate::core::observation::Micros;
 use crate::pgn::{self, GameTags};
 use crate::replay::{ReplayError, Replayer};
 
-/// The `action` of the operator records that carry PGN tags (event, players...). Replay of a
-/// directory reads them for the PGN tags; the core ignores them.
-pub const SET_TAGS: &str = "set_tags";
+pub use crate::replay::SET_TAGS;
 
 /// Writes to a file, dropping everything up to and including the first newline (so a
 /// [`CaptureWriter`] can append records to an existing capture without a second header).
@@ -344,22 +342,6 @@ pub fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// PGN tags carried by a capture: the header's `tags` and the `set_tags` operator records.
-fn tags_from(value: &Value, tags: &mut GameTags) {
-    let get = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
-    for (key, slot) in [
-        ("event", &mut tags.event),
-        ("site", &mut tags.site),
-        ("round", &mut tags.round),
-        ("white", &mut tags.white),
-        ("black", &mut tags.black),
-    ] {
-        if value.get(key).is_some() {
-            *slot = get(key);
-        }
-    }
-}
-
 /// Device names for a merged replay: a device id used in several files whose times overlap
 /// (unrelated captures, e.g. samples all made as `board-1`) is told apart by file name.
 struct DeviceNames {
@@ -470,7 +452,7 @@ pub fn replay_paths(
             .map(|d| devs.name(fi, &d));
         if let (Some(h), Some(dev)) = (cap.header.extra.get("tags"), dev) {
             let t = tags.entry(dev.clone()).or_default();
-            tags_from(h, t);
+            t.apply_json(h);
             tag_changes.push((offset, dev, t.clone()));
         }
     }
@@ -483,7 +465,7 @@ pub fn replay_paths(
             && v.get("action").and_then(Value::as_str) == Some(SET_TAGS)
         {
             let entry = tags.entry(dev.clone()).or_default();
-            tags_from(v, entry);
+            entry.apply_json(v);
             tag_changes.push((t, dev, entry.clone()));
             continue;
         }
