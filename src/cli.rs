@@ -18,7 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve boards: serial ports and USB boards, captures, events (the daemon).
-    Run(crate::daemon::args::RunArgs),
+    Run(Box<crate::daemon::args::RunArgs>),
     /// Emulated DGT boards with DGT 3000 clocks on pseudo-terminals, playing PGN games.
     Simulate(crate::daemon::args::SimulateArgs),
     /// The daemon serving simulated boards that play real games; prints the moves.
@@ -41,7 +41,7 @@ pub enum Command {
 /// Run the command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Run(a) => crate::daemon::args::run(a),
+        Command::Run(a) => crate::daemon::args::run(*a),
         Command::Simulate(a) => crate::daemon::args::simulate(a),
         Command::Demo(a) => crate::daemon::args::demo(a),
         Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),

@@ -230,7 +230,16 @@ async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
 fn demo_prints_moves_and_the_games() {
     let dir = scratch("demo");
     let child = std::process::Command::new(bin())
-        .args(["demo", "--boards", "2", "--speed", "3000", "--capture-dir"])
+        .args([
+            "demo",
+            "--boards",
+            "2",
+            "--speed",
+            "3000",
+            "--http",
+            "off",
+            "--capture-dir",
+        ])
         .arg(&dir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -34,6 +34,9 @@ pub struct RunArgs {
     /// Print every event as a JSON line on standard output.
     #[arg(long)]
     pub events: bool,
+    /// The broadcast outputs.
+    #[command(flatten)]
+    pub out: crate::output::cli::OutputArgs,
 }
 
 /// Handling styles for the command line.
@@ -103,6 +106,9 @@ pub struct DemoArgs {
     /// Print events as JSON lines instead of moves.
     #[arg(long)]
     pub events: bool,
+    /// Serve the HTTP API and the arbiter page here while the demo plays (`off` for none).
+    #[arg(long, value_name = "ADDR", default_value = crate::output::DEFAULT_HTTP)]
+    pub http: String,
 }
 
 /// Logs to standard error with `tracing`: level from `RUST_LOG` (else `default`), colours only
@@ -137,7 +143,15 @@ fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
     init_logging("info");
+    let outputs = match (a.out.output_config(), a.out.round_info()) {
+        (Ok(config), Ok(round)) => super::OutputSetup { config, round },
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("eboardd: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let opts = Options {
+        outputs: Some(outputs),
         config: ConfigSource::File {
             path: a.config,
             overrides: Overrides {
@@ -211,7 +225,26 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 /// Carries out `eboardd demo`.
 pub fn demo(a: DemoArgs) -> ExitCode {
     init_logging("warn");
+    let outputs = crate::output::cli::OutputArgs::parse_from_http(&a.http).map(|out| {
+        out.output_config().map(|config| super::OutputSetup {
+            config,
+            round: crate::output::RoundInfo {
+                event: Some("eboardd demo".into()),
+                round: 1,
+                epoch_ms: crate::output::cli::now_ms(),
+                ..Default::default()
+            },
+        })
+    });
+    let outputs = match outputs {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) | Err(e) => {
+            eprintln!("eboardd: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     exit(super::demo::demo(DemoOptions {
+        outputs: Some(outputs),
         boards: a.boards,
         speed: a.speed,
         capture_dir: a.capture_dir,

@@ -196,6 +196,8 @@ pub struct DemoOptions {
     pub capture_dir: Option<PathBuf>,
     /// Print the events as JSON lines instead of moves.
     pub events: bool,
+    /// The broadcast outputs to serve while the demo plays.
+    pub outputs: Option<super::OutputSetup>,
 }
 
 /// `eboardd demo`: the daemon with simulated boards playing the embedded games.
@@ -280,6 +282,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         let opts = Options {
             config: ConfigSource::Fixed(Box::new(cfg)),
             print: if o.events { Print::Events } else { Print::Moves },
+            outputs: o.outputs.clone(),
         };
         super::serve(opts, hub.clone(), signals, Some(done_rx)).await?;
         for s in hub.snapshots() {

@@ -128,6 +128,8 @@ pub struct Hub {
     tx: broadcast::Sender<Arc<EventLine>>,
     boards: Snapshots,
     operator: Mutex<Option<mpsc::UnboundedSender<OperatorRequest>>>,
+    /// The broadcast outputs (HTTP, streams, relay files, MQTT, LiveChess API), when served.
+    outputs: RwLock<Option<crate::output::Broadcaster>>,
 }
 
 impl Hub {
@@ -139,7 +141,13 @@ impl Hub {
             tx,
             boards: Arc::default(),
             operator: Mutex::new(None),
+            outputs: RwLock::new(None),
         }
+    }
+
+    /// Feed every event and board health change to the broadcast outputs from now on.
+    pub fn attach_outputs(&self, outputs: crate::output::Broadcaster) {
+        *self.outputs.write().unwrap_or_else(|e| e.into_inner()) = Some(outputs);
     }
 
     /// A receiver of every event published from now on.
@@ -189,7 +197,11 @@ impl Hub {
         snapshot: Option<BoardSnapshot>,
     ) -> u64 {
         let mut seq = self.seq.lock().unwrap_or_else(|e| e.into_inner());
+        let outputs = self.outputs.read().unwrap_or_else(|e| e.into_inner());
         for e in events {
+            if let Some(o) = outputs.as_ref() {
+                o.publish(board, e);
+            }
             *seq += 1;
             let json = EventEnvelope::new(*seq, board, e).to_json();
             // No subscriber is not an error.
@@ -200,6 +212,9 @@ impl Hub {
             }));
         }
         if let Some(mut s) = snapshot {
+            if let Some(o) = outputs.as_ref() {
+                o.set_status(board, status_of(&s));
+            }
             if !events.is_empty() {
                 s.seq = *seq;
             } else if let Some(old) = self.read().get(board) {
@@ -232,6 +247,22 @@ impl Hub {
         let (tx, rx) = mpsc::unbounded_channel();
         *self.operator.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         rx
+    }
+}
+
+/// A board's health as the broadcast outputs show it.
+fn status_of(s: &BoardSnapshot) -> crate::output::BoardStatus {
+    use crate::output::LinkState;
+    crate::output::BoardStatus {
+        state: match s.connection {
+            Connection::Connected => LinkState::Active,
+            Connection::Disconnected => LinkState::Disconnected,
+            Connection::Offline => LinkState::Unknown,
+        },
+        source: s.port.clone(),
+        serial: s.serial.clone(),
+        clock_connected: s.clock.as_ref().map(|_| true),
+        ..Default::default()
     }
 }
 

@@ -49,6 +49,9 @@ pub enum DaemonError {
         /// The error.
         source: std::io::Error,
     },
+    /// The broadcast outputs could not start (e.g. the HTTP address is in use).
+    #[error(transparent)]
+    Outputs(#[from] crate::output::OutputError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
@@ -98,6 +101,18 @@ pub struct Options {
     pub config: ConfigSource,
     /// What to print on standard output.
     pub print: Print,
+    /// The broadcast outputs to serve (HTTP API and page, streams, relay files, MQTT,
+    /// LiveChess API), if any.
+    pub outputs: Option<OutputSetup>,
+}
+
+/// What the broadcast outputs serve, and the round they describe.
+#[derive(Debug, Clone)]
+pub struct OutputSetup {
+    /// Addresses, directories, broker, token.
+    pub config: crate::output::OutputConfig,
+    /// Event, site, round, time control.
+    pub round: crate::output::RoundInfo,
 }
 
 /// Shared by every task of the daemon.
@@ -425,6 +440,10 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
+    let outputs = match &opts.outputs {
+        Some(setup) => Some(start_outputs(setup, &hub).await?),
+        None => None,
+    };
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
@@ -559,10 +578,40 @@ pub async fn serve(
     }
     drop(ctx);
     drop(hub);
+    if let Some(o) = outputs {
+        o.shutdown().await;
+    }
     if let Some(p) = printer {
         let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
     }
     Ok(())
+}
+
+/// Starts the broadcast outputs and feeds them from the hub: every event, every change of a
+/// board's health; operator actions from the outputs (arbiter page, API) come back to the
+/// daemon through the hub, so they are captured like any other.
+async fn start_outputs(
+    setup: &OutputSetup,
+    hub: &Arc<Hub>,
+) -> Result<crate::output::Outputs, DaemonError> {
+    let broadcaster =
+        crate::output::Broadcaster::new(setup.round.clone(), crate::output::HubConfig::default());
+    let control_hub = hub.clone();
+    broadcaster.set_control(Arc::new(
+        move |board: &str, action: crate::core::observation::OperatorAction| {
+            if control_hub.request_operator(board, action) {
+                Ok(())
+            } else {
+                Err("the daemon is not taking operator actions".to_string())
+            }
+        },
+    ));
+    let outputs = crate::output::start(broadcaster.clone(), &setup.config).await?;
+    if let Some(addr) = outputs.http {
+        tracing::info!("serving http://{addr}/");
+    }
+    hub.attach_outputs(broadcaster);
+    Ok(outputs)
 }
 
 /// Awaits every handle.

@@ -71,6 +71,17 @@ fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
 }
 
 impl OutputArgs {
+    /// The defaults, with only the HTTP address given (for commands that offer no other output
+    /// option, like `eboardd demo`).
+    pub fn parse_from_http(http: &str) -> Result<OutputArgs, String> {
+        <OutputArgs as clap::FromArgMatches>::from_arg_matches(
+            &<OutputArgs as clap::Args>::augment_args(clap::Command::new("outputs"))
+                .try_get_matches_from(["outputs", "--http", http])
+                .map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// The output configuration these options describe.
     pub fn output_config(&self) -> Result<OutputConfig, String> {
         let token = match (&self.token, &self.token_file) {

@@ -185,6 +185,10 @@ impl Daemon {
         for p in ports {
             cmd.arg("--port").arg(p);
         }
+        if !extra.contains(&"--http") {
+            // Tests run side by side: no HTTP server unless a test asks for one.
+            cmd.args(["--http", "off"]);
+        }
         cmd.args(extra)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
