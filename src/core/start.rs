@@ -20,6 +20,21 @@ pub struct StartPosition {
 /// The standard start arrangement number (RNBQKBNR).
 pub const STANDARD_960_NUMBER: u16 = 518;
 
+/// Where the two knights go among the five squares left after bishops and queen, by the
+/// Scharnagl numbering's knight index (0..10).
+const KNIGHTS: [(usize, usize); 10] = [
+    (0, 1),
+    (0, 2),
+    (0, 3),
+    (0, 4),
+    (1, 2),
+    (1, 3),
+    (1, 4),
+    (2, 3),
+    (2, 4),
+    (3, 4),
+];
+
 /// The back rank of Chess960 start number `n` (0..960), files a..h, by the Scharnagl numbering.
 pub fn back_rank(n: u16) -> [Role; 8] {
     let mut rank: [Option<Role>; 8] = [None; 8];
@@ -30,18 +45,6 @@ pub fn back_rank(n: u16) -> [Role; 8] {
     rank[2 * dark] = Some(Role::Bishop);
     let (n3, queen) = (n2 / 6, n2 % 6);
     place_in_nth_empty(&mut rank, queen, Role::Queen);
-    const KNIGHTS: [(usize, usize); 10] = [
-        (0, 1),
-        (0, 2),
-        (0, 3),
-        (0, 4),
-        (1, 2),
-        (1, 3),
-        (1, 4),
-        (2, 3),
-        (2, 4),
-        (3, 4),
-    ];
     let (k1, k2) = KNIGHTS[n3];
     // Place the second knight first so the first one's empty-index stays valid.
     place_in_nth_empty(&mut rank, k2, Role::Knight);
@@ -84,18 +87,6 @@ pub fn number_of_back_rank(roles: &[Role; 8]) -> Option<u16> {
     if knights.len() != 2 {
         return None;
     }
-    const KNIGHTS: [(usize, usize); 10] = [
-        (0, 1),
-        (0, 2),
-        (0, 3),
-        (0, 4),
-        (1, 2),
-        (1, 3),
-        (1, 4),
-        (2, 3),
-        (2, 4),
-        (3, 4),
-    ];
     let kn = KNIGHTS
         .iter()
         .position(|&p| p == (knights[0], knights[1]))?;
