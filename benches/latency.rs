@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
 use eboardd::capture::{Record, RecordKind};
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EventKind};
@@ -144,6 +144,10 @@ fn latency(c: &mut Criterion) {
         ("late", frames[frames.len() * 9 / 10]),
     ];
     let mut group = c.benchmark_group("latency");
+    // Every iteration needs a freshly prepared engine (replaying the game so far, about a
+    // millisecond, untimed): keep the iteration count modest so the setup does not dominate the
+    // run; flat sampling gives every sample the same number of iterations.
+    group.sampling_mode(SamplingMode::Flat);
     for (name, (idx, ply)) in picks {
         let (t, ref frame) = rx[idx];
         println!(
@@ -238,9 +242,9 @@ fn line_rate(rx: &[(Micros, Vec<u8>)]) {
 criterion_group! {
     name = benches;
     config = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(50);
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_millis(200))
+        .sample_size(100);
     targets = latency
 }
 criterion_main!(benches);
