@@ -168,6 +168,11 @@ fn run(script: &[(Micros, Option<Observation>)]) -> Vec<CoreEvent> {
 fuzz_target!(|data: &[u8]| {
     let script = script(data);
     let first = run(&script);
+    if std::env::var_os("FUZZ_DEBUG").is_some() {
+        for e in &first {
+            eprintln!("{e:?}");
+        }
+    }
     let second = run(&script);
     assert_eq!(first, second, "same input, different events");
 });
