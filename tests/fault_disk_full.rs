@@ -76,12 +76,7 @@ fn fill(dir: &Path) {
         }
     }
     // Smaller writes too, so not a byte is left.
-    loop {
-        match f.write(&[0u8]) {
-            Ok(1) => {}
-            _ => break,
-        }
-    }
+    while let Ok(1) = f.write(&[0u8]) {}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
