@@ -66,6 +66,9 @@ pub struct CaptureFile {
     origin_t: Micros,
     last_t: Micros,
     fsync: bool,
+    /// Records that could not be written since the last successful write (disk full, I/O
+    /// error): the board is still served, and a note marks the gap once writing works again.
+    lost: u64,
 }
 
 /// A capture file opened for appending, with what it already held.
@@ -110,6 +113,7 @@ impl CaptureFile {
             origin_t: 0,
             last_t: 0,
             fsync,
+            lost: 0,
         };
         f.sync()?;
         if let Some(dir) = path.parent() {
@@ -191,6 +195,7 @@ impl CaptureFile {
                 origin_t: since.max(last_t),
                 last_t,
                 fsync,
+                lost: 0,
             },
             existing: Some(cap),
         })
@@ -225,28 +230,68 @@ impl CaptureFile {
     /// the kernel.
     pub fn write(&mut self, t: Micros, dev: &str, kind: RecordKind) -> io::Result<Micros> {
         let t = t.max(self.last_t);
-        self.writer.write_record(&Record {
+        let record = Record {
             t,
             dev: dev.to_string(),
             kind,
-        })?;
-        self.last_t = t;
-        Ok(t)
+        };
+        // A failed write may leave part of a line: cut the file back to where it was, so that
+        // the capture stays readable and later records follow a whole line.
+        let before = self.writer.get_ref().file.metadata().map(|m| m.len());
+        match self.writer.write_record(&record) {
+            Ok(()) => {
+                self.last_t = t;
+                if self.lost > 0 {
+                    let lost = std::mem::take(&mut self.lost);
+                    tracing::warn!(
+                        "{}: capture writing again; {lost} record(s) could not be written",
+                        self.path.display()
+                    );
+                    let note = format!("capture gap: {lost} record(s) could not be written");
+                    let _ = self.write(t, dev, RecordKind::Note(note));
+                }
+                Ok(t)
+            }
+            Err(e) => {
+                if let Ok(len) = before {
+                    let _ = self.writer.get_ref().file.set_len(len);
+                }
+                if self.lost == 0 {
+                    tracing::error!(
+                        "{}: capture write failed: {e}; the board is still served, records are lost until the write works again",
+                        self.path.display()
+                    );
+                }
+                self.lost += 1;
+                self.last_t = t;
+                Ok(t)
+            }
+        }
+    }
+
+    /// Records lost since the last successful write.
+    pub fn lost(&self) -> u64 {
+        self.lost
     }
 
     /// Makes what was written durable (when fsync is on): done before broadcasting the events a
     /// record caused.
     pub fn sync(&self) -> io::Result<()> {
-        if !self.fsync {
+        if !self.fsync || self.lost > 0 {
             return Ok(());
         }
         let file = &self.writer.get_ref().file;
-        match tokio::runtime::Handle::try_current() {
+        let synced = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(|| file.sync_data())
             }
             _ => file.sync_data(),
+        };
+        if let Err(e) = synced {
+            // Serving the board matters more than this record's durability: say so and go on.
+            tracing::error!("{}: capture sync failed: {e}", self.path.display());
         }
+        Ok(())
     }
 }
 
