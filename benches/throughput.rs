@@ -6,7 +6,11 @@
 //!   whole game fed into a fresh engine (with the clock reporting every second, and with clock
 //!   reports at presses only, where field updates dominate);
 //! - `replay`: capture replay through [`Replayer`] (decode + core), records/s over one capture and
-//!   whole games/s over a batch of captures.
+//!   whole games/s over a batch of captures;
+//! - `round_replay`: a whole round, 200 boards each playing a full game (`board-1`..`board-200`,
+//!   records merged by time into one capture) replayed through one [`Replayer`], games/s;
+//! - `move_cost`: the core's cost of one move fed into a prepared engine, for an ordinary move,
+//!   a rook sliding over intermediate squares, and rook-first castling.
 //!
 //! The captures are synthesised from games of `tests/data/pgn` (human and blitz style on a
 //! scanning board, clock times every second), so every run measures the same bytes.
@@ -18,15 +22,16 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use eboardd::capture::{Capture, FORMAT, Header, Record, RecordKind, VERSION};
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::CoreEvent;
-use eboardd::core::observation::{Micros, Observation};
+use eboardd::core::observation::{Micros, Observation, SquareReading};
 use eboardd::protocol::dgt::{self, DgtDecoder};
 use eboardd::replay::Replayer;
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
-use eboardd::sim::{SimConfig, Style, synthesize};
+use eboardd::sim::{SimConfig, Style, field_index, synthesize};
+use shakmaty::{Board, Color, Piece, Role, Square};
 
 /// Every game of one corpus file.
 fn corpus(file: &str) -> Vec<ScriptGame> {
@@ -222,12 +227,191 @@ fn replay(c: &mut Criterion) {
     group.finish();
 }
 
+/// Distinct corpus games synthesised for the round (boards beyond that would reuse them).
+const ROUND_DISTINCT: usize = 200;
+/// Boards in the round.
+const ROUND_BOARDS: usize = 200;
+
+fn round_replay(c: &mut Criterion) {
+    let started = std::time::Instant::now();
+    let games: Vec<ScriptGame> = [
+        "standard/pychess_dortmund.pgn",
+        "standard/pychess_world_matches.pgn",
+        "standard/fide-womens-world-rapid-2024_rounds01-05.pgn",
+    ]
+    .iter()
+    .flat_map(|f| corpus(f))
+    .filter(|g| g.moves.len() >= 40)
+    .take(ROUND_DISTINCT)
+    .collect();
+    assert_eq!(games.len(), ROUND_DISTINCT, "enough corpus games");
+    let distinct: Vec<Vec<Record>> = games
+        .iter()
+        .enumerate()
+        .map(|(i, g)| records_of(g, Style::Human, 500 + i as u64))
+        .collect();
+    let mut records: Vec<Record> = Vec::new();
+    let mut expected_plies = 0;
+    for board in 0..ROUND_BOARDS {
+        let k = board % ROUND_DISTINCT;
+        expected_plies += games[k].moves.len();
+        let dev = format!("board-{}", board + 1);
+        records.extend(distinct[k].iter().map(|r| Record {
+            dev: dev.clone(),
+            ..r.clone()
+        }));
+    }
+    // A round: every board plays at once, records merged by time (stable: per-board order kept).
+    records.sort_by_key(|r| r.t);
+    let round = [capture_of(records)];
+    let plies = replay_all(&round);
+    assert_eq!(plies, expected_plies, "every board's game replayed");
+    println!(
+        "round_replay: {ROUND_BOARDS} boards ({ROUND_DISTINCT} distinct games), {plies} plies, {} records, built in {:?}",
+        round[0].records.len(),
+        started.elapsed()
+    );
+    let mut group = c.benchmark_group("round_replay");
+    group.throughput(Throughput::Elements(ROUND_BOARDS as u64));
+    group.bench_function("boards_200_merged", |b| {
+        b.iter(|| replay_all(black_box(&round)))
+    });
+    group.finish();
+}
+
+fn lift(sq: Square) -> Observation {
+    Observation::Field {
+        index: field_index(sq, false),
+        reading: SquareReading::Empty,
+    }
+}
+
+fn place(sq: Square, color: Color, role: Role) -> Observation {
+    Observation::Field {
+        index: field_index(sq, false),
+        reading: SquareReading::Piece(Piece { color, role }),
+    }
+}
+
+/// Observations 10 ms apart.
+const STEP: Micros = 10_000;
+
+/// A prepared engine: standard start dumped, then `prefix` played as lift/place pairs. Returns
+/// the engine, the last time fed and the event buffer.
+fn engine_after(prefix: &[(Square, Square)]) -> (BoardEngine, Micros, Vec<CoreEvent>) {
+    let mut engine = BoardEngine::new(EngineConfig::default());
+    let mut events = Vec::with_capacity(64);
+    let mut board = Board::default();
+    let mut fields = [SquareReading::Empty; 64];
+    for (sq, p) in board.iter() {
+        fields[field_index(sq, false) as usize] = SquareReading::Piece(p);
+    }
+    let mut t = STEP;
+    engine.handle(t, &Observation::BoardDump(Box::new(fields)), &mut events);
+    for &(from, to) in prefix {
+        let piece = board.remove_piece_at(from).expect("a piece to move");
+        board.set_piece_at(to, piece);
+        t += STEP;
+        engine.handle(t, &lift(from), &mut events);
+        t += STEP;
+        engine.handle(t, &place(to, piece.color, piece.role), &mut events);
+    }
+    (engine, t, events)
+}
+
+fn feed_move(
+    (mut engine, t, mut events): (BoardEngine, Micros, Vec<CoreEvent>),
+    obs: &[Observation],
+) -> BoardEngine {
+    let mut t = t;
+    for o in obs {
+        t += STEP;
+        engine.handle(t, black_box(o), &mut events);
+    }
+    engine
+}
+
+fn last_san(engine: &BoardEngine) -> String {
+    engine
+        .games()
+        .last()
+        .and_then(|g| g.moves.last())
+        .map(|m| m.san.clone())
+        .unwrap_or_default()
+}
+
+/// A `move_cost` case: name, moves played before, the move's observations, its expected SAN.
+type MoveCase = (
+    &'static str,
+    &'static [(Square, Square)],
+    Vec<Observation>,
+    &'static str,
+);
+
+fn move_cost(c: &mut Criterion) {
+    use Square::*;
+    let italian: &[(Square, Square)] =
+        &[(E2, E4), (E7, E5), (G1, F3), (B8, C6), (F1, C4), (G8, F6)];
+    let h_file: &[(Square, Square)] = &[(H2, H4), (A7, A5), (H4, H5), (A5, A4)];
+    let cases: [MoveCase; 3] = [
+        (
+            "ordinary_knight",
+            italian,
+            vec![lift(B1), place(C3, Color::White, Role::Knight)],
+            "Nc3",
+        ),
+        (
+            "sliding_rook",
+            h_file,
+            vec![
+                lift(H1),
+                place(H2, Color::White, Role::Rook),
+                lift(H2),
+                place(H3, Color::White, Role::Rook),
+                lift(H3),
+                place(H4, Color::White, Role::Rook),
+            ],
+            "Rh4",
+        ),
+        (
+            "castling_rook_first",
+            italian,
+            vec![
+                lift(H1),
+                place(F1, Color::White, Role::Rook),
+                lift(E1),
+                place(G1, Color::White, Role::King),
+            ],
+            "O-O",
+        ),
+    ];
+    let mut group = c.benchmark_group("move_cost");
+    group.throughput(Throughput::Elements(1));
+    for (name, prefix, obs, san) in &cases {
+        let engine = feed_move(engine_after(prefix), obs);
+        assert_eq!(
+            engine.games().last().map(|g| g.moves.len()),
+            Some(prefix.len() + 1),
+            "{name}: one move recorded after the prefix"
+        );
+        assert_eq!(last_san(&engine), *san, "{name}: the expected move");
+        group.bench_function(*name, |b| {
+            b.iter_batched(
+                || engine_after(prefix),
+                |prepared| feed_move(prepared, obs),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(20);
-    targets = dgt_decode, core, replay
+    targets = dgt_decode, core, replay, round_replay, move_cost
 }
 criterion_main!(benches);
