@@ -47,10 +47,8 @@ use super::rng::Rng;
 use super::scan::{self, Glitch, PhysEvent, ScanTiming};
 use super::timeline::{self, PlyTrace};
 use super::{SimConfig, Style, field_index};
-use crate::capture::{Record, RecordKind};
-use crate::core::observation::{
-    ClockFace, ClockReading, ClockSide, FieldArray, Micros, SquareReading,
-};
+use crate::capture::Record;
+use crate::core::observation::{ClockFace, ClockReading, ClockSide, Micros, SquareReading};
 use crate::protocol::dgt::DgtMessage;
 
 const MS: Micros = 1000;
@@ -1180,30 +1178,7 @@ fn records(
             }
         }
     }
-    out.sort_by_key(|(t, _)| *t);
-
-    let mut dump: FieldArray = [SquareReading::Empty; 64];
-    for (sq, piece) in start.board() {
-        dump[usize::from(field_index(sq, sim.reversed_board))] = SquareReading::Piece(piece);
-    }
-    let rec = |t: Micros, kind| Record {
-        t,
-        dev: sim.dev.clone(),
-        kind,
-    };
-    let mut records = vec![
-        rec(0, RecordKind::Tx(vec![0x42])),
-        rec(
-            10_000,
-            RecordKind::Rx(DgtMessage::BoardDump(Box::new(dump)).encode()),
-        ),
-        rec(20_000, RecordKind::Tx(vec![0x43])),
-    ];
-    records.extend(
-        out.into_iter()
-            .map(|(t, m)| rec(t, RecordKind::Rx(m.encode()))),
-    );
-    records
+    super::capture_records(start, sim, out)
 }
 
 #[cfg(test)]

@@ -42,6 +42,39 @@ pub enum Style {
     Blitz,
 }
 
+/// The records of a simulated capture: `tx 42` (board dump request), the dump of `start`,
+/// `tx 43` (update mode), then every message of `timeline` (sorted by time here) as `rx`.
+pub fn capture_records(
+    start: &Chess,
+    cfg: &SimConfig,
+    mut timeline: Vec<(Micros, DgtMessage)>,
+) -> Vec<Record> {
+    timeline.sort_by_key(|(t, _)| *t);
+    let mut dump: FieldArray = [SquareReading::Empty; 64];
+    for (sq, piece) in start.board() {
+        dump[usize::from(field_index(sq, cfg.reversed_board))] = SquareReading::Piece(piece);
+    }
+    let rec = |t: Micros, kind| Record {
+        t,
+        dev: cfg.dev.clone(),
+        kind,
+    };
+    let mut records = vec![
+        rec(0, RecordKind::Tx(vec![0x42])),
+        rec(
+            10_000,
+            RecordKind::Rx(DgtMessage::BoardDump(Box::new(dump)).encode()),
+        ),
+        rec(20_000, RecordKind::Tx(vec![0x43])),
+    ];
+    records.extend(
+        timeline
+            .into_iter()
+            .map(|(t, m)| rec(t, RecordKind::Rx(m.encode()))),
+    );
+    records
+}
+
 /// Settings of one simulated game.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimConfig {
@@ -227,29 +260,7 @@ pub fn simulate(
             last = p;
         }
     }
-    out.sort_by_key(|(t, _)| *t);
-
-    let mut dump: FieldArray = [SquareReading::Empty; 64];
-    for (sq, piece) in start.board() {
-        dump[usize::from(field_index(sq, cfg.reversed_board))] = SquareReading::Piece(piece);
-    }
-    let rec = |t: Micros, kind| Record {
-        t,
-        dev: cfg.dev.clone(),
-        kind,
-    };
-    let mut records = vec![
-        rec(0, RecordKind::Tx(vec![0x42])),
-        rec(
-            10_000,
-            RecordKind::Rx(DgtMessage::BoardDump(Box::new(dump)).encode()),
-        ),
-        rec(20_000, RecordKind::Tx(vec![0x43])),
-    ];
-    records.extend(
-        out.into_iter()
-            .map(|(t, m)| rec(t, RecordKind::Rx(m.encode()))),
-    );
+    let records = capture_records(start, cfg, out);
     Synthesis {
         records,
         plies: tl.plies,
