@@ -29,10 +29,12 @@ fn clock(left_turn: bool, left_ms: u32, right_ms: u32) -> ClockReading {
         left: ClockFace {
             millis: left_ms,
             flag: false,
+            flag_shown: false,
         },
         right: ClockFace {
             millis: right_ms,
             flag: false,
+            flag_shown: false,
         },
         running: true,
         right_side_up: !left_turn,

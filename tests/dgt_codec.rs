@@ -15,6 +15,7 @@ fn face() -> impl Strategy<Value = ClockFace> {
     (0u32..10 * 3600, any::<bool>()).prop_map(|(s, flag)| ClockFace {
         millis: s * 1000,
         flag,
+        flag_shown: false,
     })
 }
 

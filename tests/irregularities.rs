@@ -43,6 +43,7 @@ impl Clock {
         let face = |flag: bool| ClockFace {
             millis: if flag { 0 } else { 300_000 },
             flag,
+            flag_shown: false,
         };
         ClockReading {
             left: face(self.left_flag),

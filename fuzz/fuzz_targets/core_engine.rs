@@ -80,10 +80,12 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                     left: ClockFace {
                         millis: u32::from(l) * 60_000 + u32::from(lm) * 1000,
                         flag: flags & 1 != 0,
+                        flag_shown: false,
                     },
                     right: ClockFace {
                         millis: u32::from(r) * 60_000 + u32::from(rm) * 1000,
                         flag: flags & 2 != 0,
+                        flag_shown: false,
                     },
                     running: flags & 4 != 0,
                     right_side_up: flags & 8 != 0,

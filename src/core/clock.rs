@@ -170,10 +170,12 @@ mod tests {
             left: ClockFace {
                 millis: 60_000,
                 flag: false,
+                flag_shown: false,
             },
             right: ClockFace {
                 millis: 50_000,
                 flag: false,
+                flag_shown: false,
             },
             running,
             right_side_up: left_turn,

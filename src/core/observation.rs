@@ -50,8 +50,12 @@ pub type FieldArray = [SquareReading; 64];
 pub struct ClockFace {
     /// Remaining time in milliseconds.
     pub millis: u32,
-    /// The flag has fallen on this side.
+    /// Final flag (hours byte D4): this side's time ran out and the clock stopped at zero.
+    /// This is the flag fall of Article 6.9.
     pub flag: bool,
+    /// Flag shown (hours byte D6): the flag is on the display, but the clock may go on into a
+    /// next period (e.g. a move-count control). Reported, never a result by itself.
+    pub flag_shown: bool,
 }
 
 /// A reading of a two-faced clock, by physical side as seen from the front.
@@ -65,9 +69,11 @@ pub struct ClockReading {
     pub running: bool,
     /// Lever position: `true` when the right side is up (lever down on the left).
     pub right_side_up: bool,
-    /// It is the left player's turn (their time runs when the clock runs).
+    /// It is the left player's turn (their time runs when the clock runs): status bit D3, as
+    /// real DGT 3000s send it (status `0x09` while the left face counts down).
     pub left_turn: bool,
-    /// It is the right player's turn.
+    /// It is the right player's turn: status bit D4 (status `0x13` while the right face counts
+    /// down, together with the lever bit D1).
     pub right_turn: bool,
     /// The clock shows a low battery.
     pub battery_low: bool,

@@ -132,6 +132,7 @@ impl Dgt3000 {
             ClockFace {
                 millis: (us / 1_000_000 * 1000) as u32,
                 flag: us == 0,
+                flag_shown: false,
             }
         };
         ClockReading {

@@ -1026,6 +1026,7 @@ impl Clock {
             ClockFace {
                 millis: (us / 1_000_000 * 1000) as u32,
                 flag: us == 0,
+                flag_shown: false,
             }
         };
         ClockReading {

@@ -258,8 +258,11 @@ fn parse_bwtime(p: &[u8]) -> Parsed {
             running: status & 0x01 != 0,
             right_side_up: status & 0x02 != 0,
             battery_low: status & 0x04 != 0,
-            right_turn: status & 0x08 != 0,
-            left_turn: status & 0x10 != 0,
+            // Real DGT 3000 traffic (dgt-protocol.md "REAL BYTES"): D3 = left face counting
+            // down (0x09), D4 = right face counting down (0x13); the header's text has them
+            // the other way round.
+            left_turn: status & 0x08 != 0,
+            right_turn: status & 0x10 != 0,
         })),
         _ => Parsed::Bad,
     }
@@ -275,8 +278,9 @@ fn face(b: &[u8]) -> Option<ClockFace> {
     let seconds = bcd(b[2])?;
     Some(ClockFace {
         millis: ((hours * 60 + minutes) * 60 + seconds) * 1000,
-        // D4: fallen and blocked at zero; D6: fallen and shown, the clock may still run.
-        flag: b[0] & 0x50 != 0,
+        // D4: final flag, fallen and blocked at zero; D6: flag shown, the clock may go on.
+        flag: b[0] & 0x10 != 0,
+        flag_shown: b[0] & 0x40 != 0,
     })
 }
 
@@ -361,32 +365,40 @@ mod tests {
 
     #[test]
     fn bwtime_vector() {
+        // Bytes of a real DGT 3000 (shared corpus, arnsholt/dgtdriver recording): the left face
+        // counts down from 3:02 to 3:01 with status 0x09; hours D5 (time per move) is set.
         let expected = ClockReading {
             right: ClockFace {
-                millis: 300_000,
+                millis: 182_000,
                 flag: false,
+                flag_shown: false,
             },
             left: ClockFace {
-                millis: 299_000,
+                millis: 181_000,
                 flag: false,
+                flag_shown: false,
             },
             running: true,
-            right_turn: true,
+            left_turn: true,
             ..Default::default()
         };
         assert_eq!(
-            one("8D 00 0A 00 05 00 00 04 59 09"),
+            one("8d 00 0a 20 03 02 20 03 01 09"),
             DgtMessage::ClockTimes(expected)
         );
-        let DgtMessage::ClockTimes(r) = one("8d000a01300001300011") else {
+        // The right face counting down: status 0x13 (running, lever D1, turn D4).
+        let DgtMessage::ClockTimes(r) = one("8d 00 0a 20 02 59 20 03 01 13") else {
             panic!()
         };
-        assert_eq!((r.right.millis, r.left.millis), (5_400_000, 5_400_000));
-        assert!(r.running && r.left_turn && !r.right_turn && !r.right_side_up);
+        assert_eq!((r.right.millis, r.left.millis), (179_000, 181_000));
+        assert!(r.running && r.right_turn && !r.left_turn && r.right_side_up);
+        // Hours D4 = final flag, D6 = flag shown; status D2 = low battery.
         let DgtMessage::ClockTimes(r) = one("8D 00 0A 10 00 00 41 02 03 06") else {
             panic!()
         };
-        assert!(r.right.flag && r.left.flag && r.right_side_up && r.battery_low);
+        assert!(r.right.flag && !r.right.flag_shown);
+        assert!(r.left.flag_shown && !r.left.flag);
+        assert!(r.right_side_up && r.battery_low);
         assert_eq!(r.left.millis, 3_723_000);
     }
 

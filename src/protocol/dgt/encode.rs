@@ -76,10 +76,12 @@ fn bcd(v: u32) -> u8 {
     (((v / 10) << 4) | (v % 10)) as u8
 }
 
-/// Hours, BCD minutes and BCD seconds of one face; D4 of the hours byte = flag fallen.
+/// Hours, BCD minutes and BCD seconds of one face; hours D4 = final flag, D6 = flag shown.
 fn face_bytes(face: &ClockFace) -> [u8; 3] {
     let secs = (face.millis / 1000).min(9 * 3600 + 59 * 60 + 59);
-    let hours = (secs / 3600) as u8 | if face.flag { 0x10 } else { 0 };
+    let hours = (secs / 3600) as u8
+        | if face.flag { 0x10 } else { 0 }
+        | if face.flag_shown { 0x40 } else { 0 };
     [hours, bcd(secs / 60 % 60), bcd(secs % 60)]
 }
 
@@ -90,8 +92,8 @@ fn clock_payload(r: &ClockReading) -> [u8; 7] {
     let status = u8::from(r.running)
         | u8::from(r.right_side_up) << 1
         | u8::from(r.battery_low) << 2
-        | u8::from(r.right_turn) << 3
-        | u8::from(r.left_turn) << 4;
+        | u8::from(r.left_turn) << 3
+        | u8::from(r.right_turn) << 4;
     [
         right[0], right[1], right[2], left[0], left[1], left[2], status,
     ]
@@ -208,10 +210,12 @@ mod tests {
             right: ClockFace {
                 millis: 300_000,
                 flag: false,
+                flag_shown: false,
             },
             left: ClockFace {
                 millis: 299_999,
                 flag: false,
+                flag_shown: false,
             },
             running: true,
             right_turn: true,
@@ -227,10 +231,12 @@ mod tests {
             right: ClockFace {
                 millis: 5_400_000,
                 flag: false,
+                flag_shown: false,
             },
             left: ClockFace {
                 millis: 5_400_000,
                 flag: false,
+                flag_shown: false,
             },
             running: true,
             left_turn: true,
@@ -245,10 +251,12 @@ mod tests {
             right: ClockFace {
                 millis: 0,
                 flag: true,
+                flag_shown: false,
             },
             left: ClockFace {
                 millis: 3_723_000,
                 flag: false,
+                flag_shown: false,
             },
             right_side_up: true,
             battery_low: true,
