@@ -60,6 +60,10 @@ struct Truth {
     result: String,
     chess960: bool,
     start_fen: String,
+    /// `{ply: seconds}`: the mover's time as the clock showed it right after the press that
+    /// completed that move (what `[%clk]` must say, within a second).
+    #[serde(default)]
+    clk: BTreeMap<u32, u32>,
 }
 
 fn captures_dir() -> PathBuf {
@@ -342,6 +346,12 @@ fn is_clk(s: &str) -> bool {
         && parts[2].len() == 2
 }
 
+/// Seconds of an `h:mm:ss` value checked by [`is_clk`].
+fn clk_seconds(s: &str) -> u32 {
+    s.split(':')
+        .fold(0, |acc, p| acc * 60 + p.parse::<u32>().unwrap_or(0))
+}
+
 /// Checks the PGN printed for one capture against its truth; the reason on the first mismatch.
 fn check_pgn(pgn: &[u8], truth: &Truth) -> Result<(), String> {
     let games = parse_pgn(pgn)?;
@@ -429,11 +439,25 @@ fn check_pgn(pgn: &[u8], truth: &Truth) -> Result<(), String> {
                 m.san
             ));
         }
+        let ply = i as u32 + 1;
+        let mut clk = None;
         for c in &m.comments {
             if let Some(rest) = c.split("[%clk ").nth(1) {
                 let value = rest.split(']').next().unwrap_or_default().trim();
                 if !is_clk(value) {
-                    return Err(format!("ply {}: bad clock comment {c:?}", i + 1));
+                    return Err(format!("ply {ply}: bad clock comment {c:?}"));
+                }
+                clk = Some(clk_seconds(value));
+            }
+        }
+        if let Some(&want) = truth.clk.get(&ply) {
+            match clk {
+                Some(got) if got.abs_diff(want) <= 1 => {}
+                got => {
+                    return Err(format!(
+                        "ply {ply} ({}): [%clk] {got:?} s, the clock showed {want} s",
+                        m.san
+                    ));
                 }
             }
         }
@@ -924,6 +948,7 @@ fn helper_pgn_check_accepts_a_correct_game() {
         result: "0-1".into(),
         chess960: false,
         start_fen: STANDARD_START.into(),
+        clk: BTreeMap::from([(1, 5400), (2, 5399)]),
     };
     let pgn = "[Event \"?\"]\n[Site \"?\"]\n[Date \"????.??.??\"]\n[Round \"?\"]\n\
                [White \"?\"]\n[Black \"?\"]\n[Result \"0-1\"]\n\n\
@@ -932,6 +957,10 @@ fn helper_pgn_check_accepts_a_correct_game() {
     let wrong = pgn.replace("Qh4#", "Qh4");
     let err = check_pgn(wrong.as_bytes(), &truth).expect_err("Qh4 is not Qh4#");
     assert!(err.contains("ply 4"), "{err}");
+    // The clock check: a [%clk] more than a second off the truth (the opponent's face, say).
+    let swapped = pgn.replace("1:29:58", "1:29:20");
+    let err = check_pgn(swapped.as_bytes(), &truth).expect_err("ply 2's clock is off");
+    assert!(err.contains("ply 2") && err.contains("clk"), "{err}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::observation::Micros;
+use super::observation::{ClockSide, Micros};
 
 /// How a move was completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,6 +114,14 @@ pub enum EventKind {
         black: u32,
         /// Whose clock runs: `"white"`, `"black"` or null.
         running: Option<&'static str>,
+    },
+    /// A clock face shows its flag (hours D6) but the clock may go on into the next period:
+    /// reported for the arbiter, never a result by itself (the final flag ends the game, 6.9).
+    FlagShown {
+        /// The colour of that face, when the sides are known.
+        player: Option<&'static str>,
+        /// The physical face.
+        side: ClockSide,
     },
     /// Something an arbiter must know.
     Irregularity {

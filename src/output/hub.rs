@@ -398,6 +398,7 @@ pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
         K::MoveRetracted { .. } => "move_retracted",
         K::MoveCompleted { .. } => "move_completed",
         K::Clock { .. } => "clock",
+        K::FlagShown { .. } => "flag_shown",
         K::Irregularity { .. } => "irregularity",
         K::IrregularityResolved { .. } => "irregularity_resolved",
         K::ClaimAvailable { .. } => "claim_available",

@@ -415,6 +415,8 @@ impl BoardState {
                     i.resolved = true;
                 }
             }
+            // Shown in the event stream; the board model keeps no flag state.
+            EventKind::FlagShown { .. } => {}
             EventKind::ClaimAvailable { claim } => {
                 if let Some(x) = self.extras.last_mut()
                     && !x.claims.contains(claim)

@@ -95,17 +95,27 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return;
         };
-        let mut tracker = self.clock.clone();
-        tracker.update(press.reading);
-        if game.uncompleted_last().is_some() {
+        // A press after exactly one move puts clock and board in phase: the presser is that
+        // move's player. After none (a press without a move) or two (a forgotten press) it
+        // tells nothing about the sides.
+        let in_phase = self.moves_since_press == 1;
+        let uncompleted = game.uncompleted_last().is_some();
+        self.moves_since_press = 0;
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        if uncompleted {
             let mover = mover_of_ply(game.start(), game.ply());
-            // The first press of the game tells which side White is on (6.5), unless fixed.
-            if game.ply() == 1 || self.clock.white_side.is_none() {
+            // A first guess at which side White is on (6.5); evidence and configuration win.
+            if in_phase || self.clock.white_side.is_none() {
                 self.clock.learn_press(press.side, mover);
-                tracker.learn_press(press.side, mover);
+            }
+            if in_phase {
+                self.in_phase_from = Some(t);
             }
             if self.clock.color_of(press.side) == Some(mover) {
-                self.complete(t, CompletedBy::Clock, tracker.times(), out);
+                let clock = self.clock.times_of(&press.reading);
+                self.complete(t, CompletedBy::Clock, clock, out);
             }
             return;
         }
@@ -135,7 +145,10 @@ impl BoardEngine {
         } else if let Some(m) = unpromoted_pawn(&pos, &board) {
             let square = m.to();
             self.make(t, m, out);
-            self.complete(t, CompletedBy::Clock, tracker.times(), out);
+            self.moves_since_press = 0;
+            self.in_phase_from = Some(t);
+            let clock = self.clock.times_of(&press.reading);
+            self.complete(t, CompletedBy::Clock, clock, out);
             let ply = self.active_game().map_or(0, |g| g.ply());
             self.irregularity_at(
                 t,
@@ -150,7 +163,8 @@ impl BoardEngine {
                 ),
             );
         } else {
-            self.illegal_move(t, to_move, changed, tracker.times(), out);
+            let clock = self.clock.times_of(&press.reading);
+            self.illegal_move(t, to_move, changed, clock, out);
         }
     }
 

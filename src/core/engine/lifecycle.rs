@@ -5,7 +5,7 @@ use shakmaty::{Board, CastlingMode, Chess, Color, Position};
 use super::super::clock::ClockChange;
 use super::super::event::{CoreEvent, EndReason, EventKind};
 use super::super::game::GameRecord;
-use super::super::observation::{ClockReading, Micros, OperatorAction};
+use super::super::observation::{ClockReading, ClockSide, Micros, OperatorAction};
 use super::super::sensed::Orientation;
 use super::super::start;
 use super::{BoardEngine, PendingPress};
@@ -116,9 +116,9 @@ impl BoardEngine {
         self.displaced = None;
         self.relocation = None;
         self.taken_back = None;
-        if !self.clock.fixed {
-            self.clock.white_side = None;
-        }
+        self.moves_since_press = 0;
+        self.in_phase_from = None;
+        self.clock.new_game();
         let to_move = self.games.last().map_or(Color::White, |g| g.start().turn());
         self.clock.learn_start(to_move);
         self.emit(
@@ -177,6 +177,8 @@ impl BoardEngine {
     }
 
     pub(super) fn on_clock(&mut self, t: Micros, reading: ClockReading, out: &mut Vec<CoreEvent>) {
+        self.observe_in_phase(t);
+        let shown_before = self.clock.flags_shown();
         let change = self.clock.update(reading);
         if self.active_game().is_none() {
             if let ClockChange::Press { side } = change {
@@ -213,9 +215,37 @@ impl BoardEngine {
                 );
             }
         }
+        self.report_flags_shown(t, shown_before, out);
+        if self.clock.flagged().is_some() && self.pending_end.is_some() {
+            // 5.1.1 / 6.9: a checkmate (or another end by rule) made before the flag fell
+            // ends the game, even when the flag is reported within the settle window.
+            self.resolve_end(t, out);
+        }
         if let (Some(loser), Some(game)) = (self.clock.flagged(), self.active_game()) {
+            if game.ending().is_some() {
+                self.resolve_end(t, out);
+                return;
+            }
             let result = game.flag_result(loser);
             self.end_game(t, result, EndReason::Flag, out);
+        }
+    }
+
+    /// A face's flag newly shown (hours D6): reported, not a result (the clock may go on into
+    /// the next period).
+    fn report_flags_shown(&mut self, t: Micros, before: [bool; 2], out: &mut Vec<CoreEvent>) {
+        if self.active_game().is_none() {
+            return;
+        }
+        let now = self.clock.flags_shown();
+        for (i, side) in [ClockSide::Left, ClockSide::Right].into_iter().enumerate() {
+            if now[i] && !before[i] {
+                let player = self
+                    .clock
+                    .color_of(side)
+                    .map(|c| c.fold_wb("white", "black"));
+                self.emit(t, out, EventKind::FlagShown { player, side });
+            }
         }
     }
 

@@ -109,6 +109,13 @@ pub struct BoardEngine {
     relocation: Option<(Micros, u32, Vec<Square>)>,
     /// A released move taken back to its origin in this turn: (move, ply).
     taken_back: Option<(Move, u32)>,
+    /// Moves made since the last press was resolved (or the game started): a press after
+    /// exactly one move puts clock and board in phase.
+    moves_since_press: u32,
+    /// Clock and board in phase since this time (a press completed exactly one move, and no
+    /// move was made since): the running face is the side to move's, evidence for
+    /// [`ClockTracker::observe`].
+    in_phase_from: Option<Micros>,
     /// Before any game: the last board that stood still, a candidate set-up position (I.5).
     setup_ref: Option<SensedBoard>,
     last_change: Micros,
@@ -366,6 +373,9 @@ impl BoardEngine {
                 self.complete(t, CompletedBy::NextMove, clock, out);
             }
         }
+        self.observe_in_phase(t);
+        self.in_phase_from = None;
+        self.moves_since_press += 1;
         self.clear_displaced(t, out);
         self.close_relocation(t, out);
         self.judge_taken_back(t, m, out);
@@ -385,6 +395,18 @@ impl BoardEngine {
         self.pending_end = ends.then_some(t + self.cfg.settle);
     }
 
+    /// Clock evidence: while clock and board are in phase, the running face counted down for
+    /// the side to move until `t`.
+    fn observe_in_phase(&mut self, t: Micros) {
+        let Some(from) = self.in_phase_from else {
+            return;
+        };
+        if let Some(turn) = self.active_game().map(|g| g.position().turn()) {
+            self.clock.observe(turn, t - from);
+        }
+        self.in_phase_from = Some(t);
+    }
+
     fn has_uncompleted(&self) -> bool {
         self.active_game()
             .and_then(|g| g.uncompleted_last())
@@ -397,6 +419,7 @@ impl BoardEngine {
         };
         let ply = game.ply();
         if game.pop().is_some() {
+            self.moves_since_press = self.moves_since_press.saturating_sub(1);
             self.version += 1;
             self.pending_end = None;
             self.emit(t, out, EventKind::MoveRetracted { ply });

@@ -38,6 +38,8 @@ pub struct DgtDecoder {
     dropped: u64,
     /// Frames rejected or aborted.
     bad: u64,
+    /// Clock messages whose turn bits (D3/D4) disagree with the lever bit (D1) while running.
+    status_mismatches: u64,
 }
 
 /// The outcome of checking a complete frame.
@@ -141,13 +143,39 @@ impl DgtDecoder {
         let len = self.frame.len() as u64;
         self.frame.clear();
         match parsed {
-            Parsed::Message(m) => Some(m),
+            Parsed::Message(m) => {
+                if let DgtMessage::ClockTimes(r) = &m {
+                    self.check_status(r);
+                }
+                Some(m)
+            }
             Parsed::Null => None,
             Parsed::Bad => {
                 self.abort(len);
                 None
             }
         }
+    }
+
+    /// Real DGT 3000s set the turn bit of the running face's side together with the lever bit;
+    /// a clock that does otherwise is logged once (the lever decides, as in the recordings).
+    fn check_status(&mut self, r: &ClockReading) {
+        if crate::core::clock::turn_bits_disagree(r) {
+            self.status_mismatches += 1;
+            if self.status_mismatches == 1 {
+                tracing::warn!(
+                    left_turn = r.left_turn,
+                    right_turn = r.right_turn,
+                    right_side_up = r.right_side_up,
+                    "clock status: turn bits disagree with the lever; the lever decides which face runs"
+                );
+            }
+        }
+    }
+
+    /// Clock messages whose turn bits disagreed with the lever bit while the clock ran.
+    pub fn status_mismatches(&self) -> u64 {
+        self.status_mismatches
     }
 
     /// A byte where a header is expected.

@@ -218,10 +218,10 @@ mod tests {
                 flag_shown: false,
             },
             running: true,
-            right_turn: true,
+            left_turn: true,
             ..Default::default()
         };
-        // 4:59.999 is truncated to 4:59.
+        // 4:59.999 is truncated to 4:59. The left face runs: status 0x09, as real clocks send.
         assert_eq!(
             DgtMessage::ClockTimes(r).encode(),
             hex("8D 00 0A 00 05 00 00 04 59 09")
@@ -239,12 +239,14 @@ mod tests {
                 flag_shown: false,
             },
             running: true,
-            left_turn: true,
+            right_side_up: true,
+            right_turn: true,
             ..Default::default()
         };
+        // The right face runs: status 0x13 (running, lever, D4), as real clocks send.
         assert_eq!(
             DgtMessage::ClockTimes(r).encode(),
-            hex("8d000a01300001300011")
+            hex("8d000a01300001300013")
         );
 
         let r = ClockReading {
@@ -256,15 +258,16 @@ mod tests {
             left: ClockFace {
                 millis: 3_723_000,
                 flag: false,
-                flag_shown: false,
+                flag_shown: true,
             },
             right_side_up: true,
             battery_low: true,
             ..Default::default()
         };
+        // Hours D4 = final flag, D6 = flag shown.
         assert_eq!(
             DgtMessage::ClockTimes(r).encode(),
-            hex("8D 00 0A 10 00 00 01 02 03 06")
+            hex("8D 00 0A 10 00 00 41 02 03 06")
         );
     }
 
