@@ -120,7 +120,7 @@ pub struct BoardConfig {
     pub white: Option<String>,
     /// Black player's name (PGN `Black`).
     pub black: Option<String>,
-    /// The clock side White uses, when fixed (else learned from the first press).
+    /// The clock side White uses, when fixed (else learned from which face counts down).
     pub white_clock: Option<ClockSide>,
 }
 
