@@ -10,7 +10,12 @@
 //! - for each move completed by a press, the mover's time equal to what the mover's face showed
 //!   in the clock message of that press, read here straight from the bytes.
 
-use std::{fs, path::PathBuf, process::Command};
+use std::{
+    fs,
+    path::PathBuf,
+    process::Command,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -72,7 +77,10 @@ fn capture_file() -> PathBuf {
             "{{\"t\":{t:.6},\"dev\":\"board-1\",\"rx\":\"{hex}\"}}\n"
         ));
     }
-    let path = std::env::temp_dir().join(format!("eboardd-real-{}.jsonl", std::process::id()));
+    // One file per call: the tests run in parallel.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("eboardd-real-{}-{n}.jsonl", std::process::id()));
     fs::write(&path, text).expect("write capture");
     path
 }

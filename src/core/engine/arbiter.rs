@@ -107,10 +107,8 @@ impl BoardEngine {
         if uncompleted {
             let mover = mover_of_ply(game.start(), game.ply());
             // A first guess at which side White is on (6.5); evidence and configuration win.
-            if in_phase || self.clock.white_side.is_none() {
-                self.clock.learn_press(press.side, mover);
-            }
             if in_phase {
+                self.clock.learn_press(press.side, mover);
                 self.in_phase_from = Some(t);
             }
             if self.clock.color_of(press.side) == Some(mover) {
