@@ -57,8 +57,9 @@ fn times(chunks: &[Vec<u8>]) -> Vec<f64> {
     anchors.push((chunks.len(), 1.0 + clock.len() as f64));
     for pair in anchors.windows(2) {
         let ((a, ta), (b, tb)) = (pair[0], pair[1]);
-        for i in a..b.min(chunks.len()) {
-            t[i] = ta + (tb - ta) * (i - a) as f64 / (b - a) as f64;
+        let end = b.min(chunks.len());
+        for (i, slot) in t.iter_mut().enumerate().take(end).skip(a) {
+            *slot = ta + (tb - ta) * (i - a) as f64 / (b - a) as f64;
         }
     }
     t
