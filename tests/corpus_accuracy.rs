@@ -489,3 +489,160 @@ fn whole_corpus_every_style() {
         judge(&format!("whole corpus, {style:?}"), run(cases), min);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The clock as the core reads it (issue 9): colours named in `clock` events and `[%clk]` of
+// each move, against the truth taken straight from the synthesised bytes.
+
+/// Clock figures of a batch.
+#[derive(Default, Debug)]
+struct ClockTally {
+    /// `clock` events of a running clock, and those naming the colour whose face runs.
+    named: usize,
+    named_right: usize,
+    /// Moves completed by a press in the simulation, and those whose recorded clock is within
+    /// a second of the mover's face in the press message.
+    clk: usize,
+    clk_right: usize,
+    failures: Vec<String>,
+}
+
+/// BWTIME clock messages of the capture, straight from the bytes: (t, left s, right s, status).
+fn raw_clock(records: &[Record]) -> Vec<(i64, u32, u32, u8)> {
+    let bcd = |b: u8| u32::from(b >> 4) * 10 + u32::from(b & 0x0F);
+    let secs = |f: &[u8]| u32::from(f[0] & 0x0F) * 3600 + bcd(f[1]) * 60 + bcd(f[2]);
+    let mut out = Vec::new();
+    for r in records {
+        let eboardd::capture::RecordKind::Rx(bytes) = &r.kind else {
+            continue;
+        };
+        for i in 0..bytes.len().saturating_sub(9) {
+            if bytes[i..i + 3] == [0x8D, 0x00, 0x0A] && bytes[i + 9] & 0x20 == 0 {
+                let p = &bytes[i + 3..i + 10];
+                if p[0] & 0x0F == 0x0A || p[3] & 0x0F == 0x0A {
+                    continue; // a clock ack
+                }
+                out.push((r.t, secs(&p[3..6]), secs(&p[0..3]), p[6]));
+            }
+        }
+    }
+    out
+}
+
+fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
+    let synth = eboardd::sim::synthesize_game(&g.game, cfg);
+    let raw = raw_clock(&synth.records);
+    let cap = Capture {
+        header: Header {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            extra: serde_json::Map::new(),
+        },
+        records: synth.records.clone(),
+        warnings: Vec::new(),
+    };
+    let mut events: Vec<CoreEvent> = Vec::new();
+    let mut replayer = Replayer::new(EngineConfig::default());
+    let mut sink = |_: &str, e: &CoreEvent| {
+        events.push(e.clone());
+        Ok(())
+    };
+    replayer.replay_capture(&cap, &mut sink).expect("replay");
+    replayer.finish(&mut sink).expect("finish");
+    // The colour of a face: White's face is the right one when `white_on_right`.
+    let colour_of_right = |right: bool| {
+        if right == synth.white_on_right {
+            "white"
+        } else {
+            "black"
+        }
+    };
+    for e in &events {
+        let eboardd::core::event::EventKind::Clock { running, .. } = e.kind else {
+            continue;
+        };
+        // The reading that caused the event: the last one at or before its time.
+        let Some(&(_, _, _, status)) = raw.iter().rev().find(|r| r.0 <= e.t) else {
+            continue;
+        };
+        if status & 0x01 == 0 {
+            continue;
+        }
+        tally.named += 1;
+        if running == Some(colour_of_right(status & 0x02 != 0)) {
+            tally.named_right += 1;
+        }
+    }
+    let Some(game) = replayer.devices().flat_map(|d| d.engine.games()).last() else {
+        return;
+    };
+    let mut wrong = 0;
+    for trace in &synth.plies {
+        let Some(tp) = trace.press else { continue };
+        let Some(&(_, left, right, status)) = raw.iter().find(|r| r.0 == tp) else {
+            continue;
+        };
+        // The press message: the face that stopped is the mover's.
+        let mover_on_right = status & 0x02 == 0;
+        let want = if mover_on_right { right } else { left };
+        let mover = if colour_of_right(mover_on_right) == "white" {
+            shakmaty::Color::White
+        } else {
+            shakmaty::Color::Black
+        };
+        tally.clk += 1;
+        let got = game
+            .moves
+            .get(trace.ply - 1)
+            .and_then(|m| m.mover_clock(mover))
+            .map(|ms| ms / 1000);
+        if got.is_some_and(|s| s.abs_diff(want) <= 1) {
+            tally.clk_right += 1;
+        } else {
+            wrong += 1;
+            if wrong == 1 {
+                tally.failures.push(format!(
+                    "{} game {} (seed {}, {:?}): ply {} [%clk] {got:?} s, the clock showed {want} s",
+                    g.file, g.number, cfg.seed, cfg.style, trace.ply
+                ));
+            }
+        }
+    }
+}
+
+fn judge_clock<'a>(what: &str, cases: impl Iterator<Item = (&'a CorpusGame, SimConfig)>) {
+    let mut t = ClockTally::default();
+    for (g, cfg) in cases {
+        clock_check(g, &cfg, &mut t);
+    }
+    let named = 100.0 * t.named_right as f64 / t.named.max(1) as f64;
+    let clk = 100.0 * t.clk_right as f64 / t.clk.max(1) as f64;
+    let summary = format!(
+        "{what}: clock events naming the running colour {}/{} ({named:.2}%), \
+         [%clk] within 1 s {}/{} ({clk:.2}%)",
+        t.named_right, t.named, t.clk_right, t.clk
+    );
+    println!("{summary}");
+    for f in &t.failures {
+        println!("  {f}");
+    }
+    assert!(t.named > 1000 && t.clk > 1000, "{summary}");
+    assert!(
+        named >= 99.0 && clk >= 99.0,
+        "{summary}; first failures:\n{}",
+        t.failures[..t.failures.len().min(10)].join("\n")
+    );
+}
+
+#[test]
+fn clock_colours_and_clk_per_style() {
+    judge_clock("clean", standard_sample(Style::Clean, 11).step_by(4));
+    judge_clock("human", standard_sample(Style::Human, 12).step_by(4));
+    judge_clock("blitz", standard_sample(Style::Blitz, 14).step_by(4));
+    let c960 = chess960()
+        .iter()
+        .enumerate()
+        .step_by(4)
+        .map(|(i, g)| (g, SimConfig::human(9_700_000 + i as u64)));
+    judge_clock("chess960 (human)", c960);
+}
