@@ -218,7 +218,7 @@ mod tests {
                 flag_shown: false,
             },
             running: true,
-            right_turn: true,
+            left_turn: true,
             ..Default::default()
         };
         // 4:59.999 is truncated to 4:59.
