@@ -244,7 +244,7 @@ mod tests {
         };
         assert_eq!(
             DgtMessage::ClockTimes(r).encode(),
-            hex("8d000a01300001300011")
+            hex("8d000a01300001300009")
         );
 
         let r = ClockReading {
