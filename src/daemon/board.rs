@@ -17,9 +17,7 @@ use crate::capture::RecordKind;
 use super::link::LinkKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::fen_of;
-use crate::core::observation::{
-    ClockSide, FieldArray, Micros, Observation, OperatorAction, SquareReading,
-};
+use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
 use crate::pgn::{self, GameTags};
 use crate::replay::Device;
 
@@ -360,22 +358,9 @@ impl BoardState {
         Ok(())
     }
 
-    /// Whether the game explains `fields` (DGT numbering): they show the current game's
-    /// position, or there is no game being played to explain them.
+    /// Whether the game explains `fields` (see [`super::link::game_explains`]).
     pub fn explains(&self, fields: &FieldArray) -> bool {
-        let Some(game) = self.device.engine.games().last().filter(|g| g.accepts_moves()) else {
-            return true;
-        };
-        let orientation = self.device.engine.orientation();
-        let mut board = shakmaty::Board::empty();
-        for (i, f) in fields.iter().enumerate() {
-            match f {
-                SquareReading::Piece(p) => board.set_piece_at(orientation.square_of(i as u8), *p),
-                SquareReading::Special(_) => return false,
-                SquareReading::Empty => {}
-            }
-        }
-        board == *shakmaty::Position::board(game.position())
+        super::link::game_explains(&self.device.engine, fields)
     }
 
     /// The number of games and the moves of the last, for logs and tests.

@@ -29,9 +29,27 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::core::engine::EngineConfig;
-use crate::core::observation::FieldArray;
+use crate::core::engine::{BoardEngine, EngineConfig};
+use crate::core::observation::{FieldArray, SquareReading};
 use crate::protocol::dgt::{BatteryStatus, DgtMessage};
+
+/// Whether the core's game explains `fields` (DGT numbering): they show the current game's
+/// position, or there is no game being played to explain them.
+pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
+    let Some(game) = engine.games().last().filter(|g| g.accepts_moves()) else {
+        return true;
+    };
+    let orientation = engine.orientation();
+    let mut board = shakmaty::Board::empty();
+    for (i, f) in fields.iter().enumerate() {
+        match f {
+            SquareReading::Piece(p) => board.set_piece_at(orientation.square_of(i as u8), *p),
+            SquareReading::Special(_) => return false,
+            SquareReading::Empty => {}
+        }
+    }
+    board == *shakmaty::Position::board(game.position())
+}
 
 /// The kind of link a board is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,7 +361,7 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::observation::{ClockFace, ClockReading, SquareReading};
+    use crate::core::observation::{ClockFace, ClockReading};
     use shakmaty::{Color, Piece, Role};
 
     const S: Duration = Duration::from_secs(1);
