@@ -145,7 +145,11 @@ fn the_emulated_board_sends_what_the_real_one_sends() {
     // Message kinds: the same.
     assert_eq!(ours.kinds, real.kinds, "message kinds");
     // Status bytes: only the recording's, both running ones used.
-    assert!(ours.statuses.is_subset(&real.statuses), "{:x?}", ours.statuses);
+    assert!(
+        ours.statuses.is_subset(&real.statuses),
+        "{:x?}",
+        ours.statuses
+    );
     assert!(ours.statuses.contains(&0x09) && ours.statuses.contains(&0x13));
     // Hours bytes: D5 (time per move), like the recording.
     assert_eq!(ours.hours, real.hours, "hours byte flags");
@@ -170,7 +174,8 @@ fn the_emulated_board_sends_what_the_real_one_sends() {
         per_move(&real)
     );
     // Clock messages are most of the traffic in both.
-    let clock_share = |p: &Profile| p.running_msgs as f64 / (p.running_msgs + p.field_updates) as f64;
+    let clock_share =
+        |p: &Profile| p.running_msgs as f64 / (p.running_msgs + p.field_updates) as f64;
     assert!(clock_share(&ours) > 0.5 && clock_share(&real) > 0.5);
     eprintln!(
         "real: {:.2} field updates/move, {:.3} clock msgs/running s; ours (blitz): {:.2}, {:.3}",

@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
 use super::hub::{BoardSnapshot, ClockSnapshot, Connection, Hub, LastMove};
-use crate::capture::RecordKind;
 use super::link::LinkKind;
+use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::fen_of;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
@@ -448,7 +448,8 @@ mod tests {
             white_clock: Some(ClockSide::Left),
             ..Default::default()
         };
-        let mut b = BoardState::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
+        let mut b =
+            BoardState::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
         b.set_connection(Connection::Connected, Some("/dev/ttyACM0"), &hub)
             .unwrap();
         for r in &records {

@@ -10,8 +10,9 @@
 //!   core, which reconciles the game with it.
 //! - **Dumps when they are cheap and useful.** After every (re)connection (the session asks for
 //!   one with the update mode); shortly after a bad frame; when the field updates have settled
-//!   ([`LinkConfig::settle_dump`]) on a board the game does not explain (a lost update leaves
-//!   the board unexplained; a dump repairs it before the core would call it displaced); and
+//!   ([`LinkConfig::settle_dump`]) on a board the game does not explain, or a quarter of that
+//!   after a clock press on such a board (a lost update leaves the board unexplained; a dump
+//!   repairs it before the core judges the press or calls the pieces displaced); and
 //!   after a quiet spell ([`LinkConfig::quiet_dump`], 20 s by default) with the update mode
 //!   re-sent, which also wakes a board that reset while the clock was stopped.
 //! - **A board that reset with its port open** comes back in IDLE: it still answers requests
@@ -190,6 +191,11 @@ pub struct Link {
     last_stream: Instant,
     /// The clock was running (and sending its times) at the last clock message.
     clock_running: bool,
+    /// The turn bits (left, right) of the last clock message.
+    turn: Option<(bool, bool)>,
+    /// A clock press was seen: check the board then (the move's last update may be lost, and
+    /// the core judges the press once its settle window is over).
+    press_check_at: Option<Instant>,
     /// The settle check was done for the current shadow.
     settled_checked: bool,
     dump_asked: Option<Instant>,
@@ -211,6 +217,8 @@ impl Link {
             last_field: now,
             last_stream: now,
             clock_running: false,
+            turn: None,
+            press_check_at: None,
             settled_checked: true,
             dump_asked: Some(now),
             last_dump_ask: now,
@@ -252,6 +260,11 @@ impl Link {
             }
             DgtMessage::ClockTimes(r) => {
                 self.last_stream = now;
+                let turn = (r.left_turn, r.right_turn);
+                if r.running && self.turn.is_some_and(|t| t != turn) {
+                    self.press_check_at = Some(now + self.cfg.settle_dump / 4);
+                }
+                self.turn = Some(turn);
                 let face = if r.right_turn { r.right } else { r.left };
                 self.clock_running = r.running && (r.left_turn || r.right_turn) && !face.flag;
                 None
@@ -335,8 +348,12 @@ impl Link {
         if self.bad_at.is_some_and(|t| t <= now) && self.ask_dump(now, DumpWhy::BadFrame, out) {
             self.bad_at = None;
         }
-        if !self.settled_checked && now.duration_since(self.last_field) >= self.cfg.settle_dump {
+        let press_check = self.press_check_at.is_some_and(|t| t <= now);
+        if press_check
+            || !self.settled_checked && now.duration_since(self.last_field) >= self.cfg.settle_dump
+        {
             self.settled_checked = true;
+            self.press_check_at = None;
             if let Some(s) = &self.shadow
                 && !explains(s)
             {

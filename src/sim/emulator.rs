@@ -843,7 +843,10 @@ mod tests {
             }
             i += len;
         }
-        assert!(statuses.is_subset(&[0x08, 0x09, 0x12, 0x13].into()), "{statuses:x?}");
+        assert!(
+            statuses.is_subset(&[0x08, 0x09, 0x12, 0x13].into()),
+            "{statuses:x?}"
+        );
         assert!(statuses.contains(&0x09) && statuses.contains(&0x13));
         assert!(one_second > 20, "{one_second}");
     }
