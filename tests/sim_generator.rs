@@ -260,7 +260,7 @@ fn clean_first_game_has_the_expected_frames() {
     assert_eq!(hex(&recs[2]), "43");
     assert_eq!(
         hex(&recs[3]),
-        "8d000a01300001300011",
+        "8d000a01300001300009",
         "clock started, White (left) to move"
     );
     let Move::Normal {
@@ -287,7 +287,7 @@ fn clean_first_game_has_the_expected_frames() {
     );
     let press = hex(&recs[6]);
     assert!(
-        press.starts_with("8d000a013000") && press.ends_with("0b"),
+        press.starts_with("8d000a013000") && press.ends_with("13"),
         "{press}"
     );
     let text = capture_text(&recs);

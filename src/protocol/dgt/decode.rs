@@ -217,9 +217,9 @@ fn parse(header: u8, p: &[u8]) -> Parsed {
             minor: p[1],
         },
         id::SERIAL_NUMBER | id::LONG_SERIAL_NUMBER => {
-            // Padding after the text (old boards' longer SERIALNR frames) is dropped.
+            // Padding after the digits of old boards' longer SERIALNR frames is dropped.
             let text = match header {
-                id::SERIAL_NUMBER => {
+                id::SERIAL_NUMBER if p.len() > 5 => {
                     let end = p
                         .iter()
                         .rposition(|&b| b != 0 && b != b' ')
