@@ -39,8 +39,9 @@ pub enum Control {
     /// Put these raw bytes on the line now.
     Noise(Vec<u8>),
     /// The board resets with its port open: it comes back in IDLE (answers requests, sends no
-    /// updates). The players go on for `plies` more plies (their moves unreported), then wait
-    /// for the host's next mode command.
+    /// updates). A ply in progress is finished (and reported) first; then the players go on
+    /// for `plies` more plies (their moves unreported) and wait for the host's next mode
+    /// command.
     Reset {
         /// Plies played while the board is in IDLE.
         plies: usize,
@@ -254,8 +255,15 @@ async fn run(
                 }
                 Some(Control::Noise(bytes)) => out.extend(bytes),
                 Some(Control::Reset { plies }) => {
+                    // A ply in progress is played out (and reported) first: then exactly
+                    // `plies` whole plies go unreported.
+                    let mut now = clock.now();
+                    if em.plies_started(now) > em.plies_settled(now) {
+                        now = em.after_plies(now, 1).max(now);
+                        em.advance(now, &mut out);
+                    }
                     em.reset();
-                    let target = em.after_plies(clock.now(), plies).max(clock.now());
+                    let target = em.after_plies(now, plies).max(now);
                     em.advance(target, &mut out);
                     clock.pause_at(target);
                 }
