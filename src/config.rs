@@ -69,6 +69,9 @@ pub struct DaemonConfig {
     /// Seconds of silence on a link before a keep-alive request; a link silent for twice this
     /// is dead and reopened.
     pub keepalive_secs: u64,
+    /// Seconds without field updates after which a board dump is asked for (and the update
+    /// mode set again): repairs a lost field update, wakes a board that reset.
+    pub dump_quiet_secs: u64,
 }
 
 impl Default for DaemonConfig {
@@ -79,6 +82,7 @@ impl Default for DaemonConfig {
             discovery: true,
             fsync: true,
             keepalive_secs: 5,
+            dump_quiet_secs: 20,
         }
     }
 }
@@ -248,6 +252,12 @@ impl Config {
             return bad(format!(
                 "daemon.keepalive_secs = {}: must be 1 to 600",
                 self.daemon.keepalive_secs
+            ));
+        }
+        if !(1..=600).contains(&self.daemon.dump_quiet_secs) {
+            return bad(format!(
+                "daemon.dump_quiet_secs = {}: must be 1 to 600",
+                self.daemon.dump_quiet_secs
             ));
         }
         for p in &self.daemon.ports {

@@ -26,6 +26,19 @@ pub enum ReplayError {
     Output(#[from] std::io::Error),
 }
 
+/// Device ids that a capture header's `devices` list says are on a Bluetooth link (their
+/// boards scan at half speed: the core's settle windows are doubled, as the daemon did).
+pub fn bluetooth_devices(header: &serde_json::Map<String, serde_json::Value>) -> Vec<&str> {
+    header
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|d| d.get("link").and_then(|l| l.as_str()) == Some("bluetooth"))
+        .filter_map(|d| d.get("id").and_then(|i| i.as_str()))
+        .collect()
+}
+
 /// One device of a capture: its decoder and its state machine.
 #[derive(Debug)]
 pub struct Device {
@@ -122,6 +135,15 @@ impl Replayer {
                 cap.records.iter().map(|r| r.dev.clone()).collect();
             for dev in devices {
                 self.tags.entry(dev).or_default().apply_json(header_tags);
+            }
+        }
+        for id in bluetooth_devices(&cap.header.extra) {
+            if !self.devices.contains_key(id) {
+                let mut cfg = self.cfg.clone();
+                cfg.settle *= 2;
+                cfg.displaced_after *= 2;
+                self.order.push(id.to_string());
+                self.devices.insert(id.to_string(), Device::new(id, cfg));
             }
         }
         // Captures given one after another continue in time.

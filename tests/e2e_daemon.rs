@@ -27,6 +27,9 @@ async fn games_come_out_exact_with_configured_boards() {
         let mut sim = SimConfig::new(*style, 40 + i as u64);
         let mut em = EmulatorConfig {
             serial: format!("3000{i}"),
+            // The game runs 1000 times faster than real play; so do the clock's acks (a real
+            // DGT 3000 takes 1–2 s, which would let only a few of the moves reach it here).
+            ack_delay: (1_000, 2_000),
             ..Default::default()
         };
         match i {

@@ -13,11 +13,11 @@ use serde_json::{Map, Value, json};
 
 use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
 use super::hub::{BoardSnapshot, ClockSnapshot, Connection, Hub, LastMove};
+use super::link::LinkKind;
 use crate::capture::RecordKind;
-use crate::core::engine::EngineConfig;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::fen_of;
-use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
+use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
 use crate::pgn::{self, GameTags};
 use crate::replay::Device;
 
@@ -82,11 +82,14 @@ fn needs_sync(events: &[CoreEvent]) -> bool {
 impl BoardState {
     /// Opens the board's capture for today (or continues the file given, e.g. one of an
     /// earlier day whose game is still running), rebuilding its games from what is there.
+    /// The core's settle windows follow the link (`link`, or the one the capture's header
+    /// names): a Bluetooth board scans at half speed.
     pub fn open(
         store: &CaptureStore,
         id: &str,
         meta: BoardMeta,
         continue_file: Option<&Path>,
+        link: LinkKind,
     ) -> io::Result<BoardState> {
         let path = match continue_file {
             Some(p) => p.to_path_buf(),
@@ -97,12 +100,19 @@ impl BoardState {
         header.insert("tags".into(), meta.tags_json());
         header.insert(
             "devices".into(),
-            json!([{"id": id, "driver": "dgt", "serial": meta.serial}]),
+            json!([{"id": id, "driver": "dgt", "serial": meta.serial, "link": link.name()}]),
         );
         let opened = CaptureFile::open(&path, header, store.fsync)?;
+        let link = match &opened.existing {
+            Some(cap) if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) => {
+                LinkKind::Bluetooth
+            }
+            Some(_) => LinkKind::Wired,
+            None => link,
+        };
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::new(id, EngineConfig::default()),
+            device: Device::new(id, link.engine_config()),
             capture: opened.file,
             clock: None,
             connection: Connection::Offline,
@@ -348,6 +358,11 @@ impl BoardState {
         Ok(())
     }
 
+    /// Whether the game explains `fields` (see [`super::link::game_explains`]).
+    pub fn explains(&self, fields: &FieldArray) -> bool {
+        super::link::game_explains(&self.device.engine, fields)
+    }
+
     /// The number of games and the moves of the last, for logs and tests.
     pub fn summary(&self) -> (usize, u32) {
         let games = self.device.engine.games();
@@ -433,7 +448,8 @@ mod tests {
             white_clock: Some(ClockSide::Left),
             ..Default::default()
         };
-        let mut b = BoardState::open(&store, "board-4", meta.clone(), None).unwrap();
+        let mut b =
+            BoardState::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
         b.set_connection(Connection::Connected, Some("/dev/ttyACM0"), &hub)
             .unwrap();
         for r in &records {
@@ -466,7 +482,7 @@ mod tests {
 
         // A restart: the same file, rebuilt, nothing new written for the same configuration.
         let len = std::fs::metadata(&path).unwrap().len();
-        let mut again = BoardState::open(&store, "board-4", meta, None).unwrap();
+        let mut again = BoardState::open(&store, "board-4", meta, None, LinkKind::Wired).unwrap();
         assert_eq!(again.capture_path(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
         let rebuilt = again.snapshot();

@@ -9,10 +9,13 @@
 //! clock probe (`2B 03 03 09 00`). Bytes exchanged before the serial number is known are kept
 //! and written to the capture once it is.
 //!
-//! Keep-alive: after `keepalive` of silence the serial number is asked for; a link silent for
-//! twice that is dead (bytes of a long EE dump count as life). Bad frames on the line make the
-//! task ask for a fresh board dump, so a lost field update cannot leave the core with a wrong
-//! board.
+//! Once streaming, the [`Link`] state machine keeps the link right (see [`super::link`]):
+//! keep-alive (after `keepalive` of silence the serial number is asked for; a link silent for
+//! twice that is dead; bytes of a long EE dump count as life), board dumps after bad frames,
+//! after field updates that settle on a board the game does not explain, and after quiet
+//! spells (the DGT protocol has no checksums: a lost field update is repaired by the dump),
+//! a board that reset with its port open put back into update mode, and a Bluetooth board's
+//! battery asked for. Every such decision is logged and noted in the capture.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,6 +30,7 @@ use super::Ctx;
 use super::board::BoardState;
 use super::clock::ClockQueue;
 use super::hub::Connection;
+use super::link::{Link, LinkConfig, LinkKind, Note};
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::protocol::dgt::{ClockCommand, DgtDecoder, DgtMessage};
@@ -154,12 +158,12 @@ fn lock(b: &Board) -> std::sync::MutexGuard<'_, BoardState> {
 
 /// State of a session once the board is known.
 struct Live {
+    id: String,
     board: Board,
     clock: ClockQueue,
     /// When to send END TEXT (a text is showing).
     text_until: Option<Instant>,
-    /// When to ask for a dump (bad frames seen).
-    dump_at: Option<Instant>,
+    kind: LinkKind,
 }
 
 async fn session<S>(
@@ -237,7 +241,8 @@ where
     };
     let (major, minor) = version.unwrap_or_default();
     let (id, meta) = ctx.identify(&serial);
-    let board = match ctx.board(&id, meta) {
+    let kind = LinkKind::of_path(path);
+    let board = match ctx.board(&id, meta, kind) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!("{id}: cannot open its capture: {e}");
@@ -262,7 +267,10 @@ where
                     _ => {}
                 }
             }
-            b.note(&format!("board version {major}.{minor}"))?;
+            b.note(&format!(
+                "board version {major}.{minor}, {} link",
+                kind.name()
+            ))?;
             b.set_connection(Connection::Connected, Some(&port_name), &ctx.hub)
         })();
         if let Err(e) = result {
@@ -270,14 +278,16 @@ where
         }
     }
     tracing::info!(
-        "{id}: connected on {} (serial {serial}, version {major}.{minor})",
-        path.display()
+        "{id}: connected on {} (serial {serial}, version {major}.{minor}, {} link)",
+        path.display(),
+        kind.name()
     );
     let mut live = Live {
+        id: id.clone(),
         board,
         clock: ClockQueue::new(),
         text_until: None,
-        dump_at: None,
+        kind,
     };
     let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut dec, stop).await;
     let line = format!(
@@ -318,24 +328,30 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let keepalive = Duration::from_secs(ctx.config().daemon.keepalive_secs);
+    let daemon = &ctx.config().daemon;
+    let cfg = LinkConfig::new(
+        live.kind,
+        Duration::from_secs(daemon.keepalive_secs),
+        Duration::from_secs(daemon.dump_quiet_secs),
+    );
+    // Update mode and a dump after every (re)connection.
     if let Err(e) = send(live, wr, &[0x4B, 0x42]).await {
         return SessionEnd::Lost(e);
     }
+    let mut link = Link::new(cfg, std::time::Instant::now());
     let mut buf = vec![0u8; 4096];
     let mut msgs = Vec::new();
-    let mut last_rx = Instant::now();
-    let mut asked_alive = false;
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut notes: Vec<Note> = Vec::new();
         tokio::select! {
             r = rd.read(&mut buf) => match r {
                 Ok(0) => return SessionEnd::Lost("end of file".into()),
                 Ok(n) => {
-                    last_rx = Instant::now();
-                    asked_alive = false;
+                    let now = std::time::Instant::now();
+                    link.on_rx(now);
                     let bytes = &buf[..n];
                     let events = {
                         let mut b = lock(&live.board);
@@ -347,15 +363,23 @@ where
                     };
                     let bad = dec.bad_frames();
                     dec.decode(bytes, &mut msgs);
-                    if dec.bad_frames() > bad && live.dump_at.is_none() {
-                        live.dump_at = Some(Instant::now() + Duration::from_millis(100));
+                    if dec.bad_frames() > bad {
+                        link.on_bad_frame(now);
                     }
                     for m in msgs.drain(..) {
-                        match m {
-                            DgtMessage::ClockAck(a) => live.clock.on_ack(&a),
+                        match &m {
+                            DgtMessage::ClockAck(a) => live.clock.on_ack(a),
                             DgtMessage::NoClock => live.clock.no_clock(),
+                            DgtMessage::ClockTimes(_) if live.clock.on_times() => {
+                                tracing::info!(
+                                    "{}: the clock sends times after saying \"no clock\": \
+                                     probing it again",
+                                    live.id
+                                );
+                            }
                             _ => {}
                         }
+                        notes.extend(link.on_message(now, &m));
                     }
                     react(ctx, live, &events);
                 }
@@ -372,20 +396,22 @@ where
                     live.text_until = None;
                     live.clock.push(ClockCommand::EndText);
                 }
-                if live.dump_at.is_some_and(|t| t <= now) {
-                    live.dump_at = None;
-                    out.push(vec![0x42]);
+                let mut bytes = Vec::new();
+                let board = &live.board;
+                match link.poll(std::time::Instant::now(), |f| lock(board).explains(f), &mut bytes) {
+                    Ok(note) => notes.extend(note),
+                    Err(why) => return SessionEnd::Lost(why),
                 }
-                let silent = now.duration_since(last_rx);
-                if silent >= keepalive * 2 {
-                    return SessionEnd::Lost(format!("silent for {} s", silent.as_secs()));
-                }
-                if silent >= keepalive && !asked_alive {
-                    asked_alive = true;
-                    out.push(vec![0x45]);
+                if !bytes.is_empty() {
+                    out.push(bytes);
                 }
             }
             _ = stop.changed() => return SessionEnd::Stopped,
+        }
+        for note in notes {
+            if let Err(e) = report(live, &note) {
+                return SessionEnd::Lost(format!("capture: {e}"));
+            }
         }
         if let Some(bytes) = live.clock.poll(std::time::Instant::now()) {
             out.push(bytes);
@@ -396,6 +422,38 @@ where
             }
         }
     }
+}
+
+/// Logs a link note and writes it to the capture.
+fn report(live: &Live, note: &Note) -> io::Result<()> {
+    let id = &live.id;
+    let text = match note {
+        Note::Reset { silent_secs } => format!(
+            "the board answers but has sent nothing for {silent_secs} s while its clock ran: \
+             it has reset to IDLE; update mode set again, board dump asked for"
+        ),
+        Note::DumpDiffers { fields, first } => {
+            let square = crate::core::sensed::Orientation::Normal.square_of(*first);
+            format!(
+                "board dump differs from the field updates received in {fields} field(s) \
+                 (first: field {first}, {square} seen from White on a normal board): updates \
+                 were lost; the game is reconciled with the dump"
+            )
+        }
+        Note::Battery(b) => format!(
+            "battery {}{}",
+            b.percent.map_or("unknown".into(), |p| format!("{p}%")),
+            match b.charging {
+                Some(true) => ", charging",
+                _ => "",
+            }
+        ),
+    };
+    match note {
+        Note::Battery(_) => tracing::info!("{id}: {text}"),
+        _ => tracing::warn!("{id}: {text}"),
+    }
+    lock(&live.board).note(&text)
 }
 
 /// Texts on a DGT 3000 for the events just published.

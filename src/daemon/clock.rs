@@ -1,7 +1,12 @@
 //! Clock commands through the board, one at a time with ack tracking (`dgt-protocol.md` §2.2,
-//! §5.9): a command is sent, its ack awaited; without one it is resent after 2 s, at most three
-//! times, then given up. The first command is the VERSION probe that tells whether a clock is
-//! there and which: a DGT 3000 answers 2.x and takes ASCII text, an XL answers 1.x.
+//! §5.9): a command is sent, its ack awaited; without one it is resent after 2.5 s, at most
+//! three times, then given up. A real DGT 3000 acks 1–2 s after a command and loses a command
+//! that comes before the previous one's ack, so nothing is sent while a command is in flight
+//! and the resend waits longer than the slowest ack (a resend into a busy clock would be lost
+//! and its late ack taken for the next command's). The first command is the VERSION probe that
+//! tells whether a clock is there and which: a DGT 3000 answers 2.x and takes ASCII text, an
+//! XL answers 1.x. A clock that said "no clock" (or did not answer) and then sends times is a
+//! clock after all: it is probed again.
 //!
 //! Sans-IO: times are inputs, bytes to send are outputs.
 
@@ -10,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use crate::protocol::dgt::{ClockAck, ClockCommand};
 
-/// How long to wait for an ack before resending.
-pub const RESEND_AFTER: Duration = Duration::from_secs(2);
+/// How long to wait for an ack before resending (the clock acks within 2 s).
+pub const RESEND_AFTER: Duration = Duration::from_millis(2500);
 /// Sends of one command before it is given up.
 pub const MAX_TRIES: u32 = 3;
 /// Commands waiting at most (older texts are dropped first when full).
@@ -144,6 +149,17 @@ impl ClockQueue {
         self.inflight = None;
     }
 
+    /// The clock sent its times. Returns `true` when it was taken for absent: it is a clock
+    /// after all, and the VERSION probe is queued again.
+    pub fn on_times(&mut self) -> bool {
+        if self.kind != ClockKind::Absent {
+            return false;
+        }
+        self.kind = ClockKind::Unknown;
+        self.queue.push_front(ClockCommand::Version);
+        true
+    }
+
     /// The board says no clock is connected.
     pub fn no_clock(&mut self) {
         self.kind = ClockKind::Absent;
@@ -203,5 +219,22 @@ mod tests {
         assert!(q.idle());
         q.push(ClockCommand::EndText);
         assert!(q.idle(), "nothing is queued for an absent clock");
+    }
+
+    #[test]
+    fn no_ack_before_the_slowest_clock_answers_and_a_clock_that_sends_times_is_a_clock() {
+        let t0 = Instant::now();
+        let mut q = ClockQueue::new();
+        assert!(q.poll(t0).is_some());
+        // A DGT 3000 acks up to 2 s later: no resend into the busy clock before that.
+        assert_eq!(q.poll(t0 + Duration::from_millis(2100)), None);
+        q.no_clock();
+        assert_eq!(q.kind, ClockKind::Absent);
+        assert!(!q.on_times() || q.kind == ClockKind::Unknown);
+        assert_eq!(q.kind, ClockKind::Unknown);
+        assert_eq!(q.poll(t0), Some(vec![0x2B, 0x03, 0x03, 0x09, 0x00]));
+        q.on_ack(&ack(0x09, 0x21));
+        assert_eq!(q.kind, ClockKind::Present { major: 2, minor: 1 });
+        assert!(!q.on_times(), "a known clock is not probed again");
     }
 }

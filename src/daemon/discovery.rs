@@ -1,10 +1,11 @@
 //! Finding DGT boards on USB: known ids mapped to their tty through sysfs, rescanned on every
 //! USB hotplug event (libusb through `rusb`) or, where hotplug is missing, every two seconds.
 //!
-//! Known ids (`dgt-protocol.md` §3.1): `045b:8111` (DGT USB / Smart Board, CDC-ACM) is served at
-//! once; `0403:6001` (FTDI FT232, used by older DGT USB boards and by countless other gadgets)
-//! only after the handshake's protocol probe finds a DGT board behind it. A generic device that
-//! fails the probe is left alone until it is unplugged.
+//! Known ids (`dgt-protocol.md` §3.1): vendor `045b` with any product (DGT's boards: `8111` is
+//! the USB / Smart Board, CDC-ACM; other products of the vendor are DGT boards too) is served
+//! at once; `0403:6001` (FTDI FT232, used by older DGT USB boards and by countless other
+//! gadgets) only after the handshake's protocol probe finds a DGT board behind it. A generic
+//! device that fails the probe is left alone until it is unplugged.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -18,8 +19,8 @@ use tokio::sync::mpsc;
 pub struct KnownId {
     /// Vendor id.
     pub vid: u16,
-    /// Product id.
-    pub pid: u16,
+    /// Product id; `None`: any product of the vendor.
+    pub pid: Option<u16>,
     /// Shared with non-DGT devices: probe before serving.
     pub generic: bool,
     /// What it is.
@@ -30,13 +31,13 @@ pub struct KnownId {
 pub const KNOWN_IDS: [KnownId; 2] = [
     KnownId {
         vid: 0x045b,
-        pid: 0x8111,
+        pid: None,
         generic: false,
-        name: "DGT USB board (Smart Board)",
+        name: "DGT board (vendor 045b)",
     },
     KnownId {
         vid: 0x0403,
-        pid: 0x6001,
+        pid: Some(0x6001),
         generic: true,
         name: "FTDI FT232 (older DGT USB board?)",
     },
@@ -82,7 +83,10 @@ pub fn scan_sysfs(sys: &Path, dev: &Path) -> Vec<Found> {
                 }
                 continue;
             };
-            if let Some(id) = KNOWN_IDS.iter().find(|k| k.vid == vid && k.pid == pid) {
+            if let Some(id) = KNOWN_IDS
+                .iter()
+                .find(|k| k.vid == vid && k.pid.is_none_or(|p| p == pid))
+            {
                 let usb_serial = std::fs::read_to_string(d.join("serial"))
                     .ok()
                     .map(|s| s.trim().to_string())
@@ -131,7 +135,10 @@ pub fn start_hotplug(tx: mpsc::UnboundedSender<()>) -> bool {
     let mut registrations: Vec<rusb::Registration<rusb::Context>> = Vec::new();
     for k in KNOWN_IDS {
         let mut b = rusb::HotplugBuilder::new();
-        b.vendor_id(k.vid).product_id(k.pid).enumerate(false);
+        b.vendor_id(k.vid).enumerate(false);
+        if let Some(pid) = k.pid {
+            b.product_id(pid);
+        }
         match b.register::<rusb::Context, _>(&ctx, Box::new(Notify(tx.clone()))) {
             Ok(r) => registrations.push(r),
             Err(e) => {
@@ -209,6 +216,10 @@ mod tests {
         let ftdi = dev("1-3", "0403", "6001", None);
         std::fs::create_dir_all(ftdi.join("1-3:1.0/ttyUSB0")).unwrap();
         tty("ttyUSB0", &ftdi.join("1-3:1.0/ttyUSB0"));
+        // Another product of DGT's vendor id.
+        let dgt2 = dev("1-5", "045b", "8112", None);
+        std::fs::create_dir_all(dgt2.join("1-5:1.0")).unwrap();
+        tty("ttyACM2", &dgt2.join("1-5:1.0"));
         // Something else, and a virtual terminal.
         let other = dev("1-4", "1234", "5678", None);
         std::fs::create_dir_all(other.join("1-4:1.0")).unwrap();
@@ -216,16 +227,18 @@ mod tests {
         std::fs::create_dir_all(sys.join("class/tty/tty1")).unwrap();
 
         let found = scan_sysfs(&sys, Path::new("/dev"));
-        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(found[0].tty, Path::new("/dev/ttyACM0"));
         assert!(!found[0].id.generic);
         assert_eq!(found[0].usb_serial.as_deref(), Some("A1B2"));
-        assert_eq!(found[1].tty, Path::new("/dev/ttyUSB0"));
-        assert!(found[1].id.generic);
+        assert_eq!(found[1].tty, Path::new("/dev/ttyACM2"));
+        assert!(!found[1].id.generic);
+        assert_eq!(found[2].tty, Path::new("/dev/ttyUSB0"));
+        assert!(found[2].id.generic);
         let mut not = NotDgt::default();
-        not.insert(found[1].usb_path.clone());
+        not.insert(found[2].usb_path.clone());
         not.retain_present(&found[..1]);
-        assert!(!not.contains(&found[1].usb_path));
+        assert!(!not.contains(&found[2].usb_path));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod demo;
 pub mod discovery;
 pub mod hub;
+pub mod link;
 pub mod notify;
 pub mod serial;
 pub mod signals;
@@ -196,7 +197,13 @@ impl Ctx {
     /// The board `id`: the one in memory (its metadata refreshed), or its capture opened (and
     /// its games rebuilt from it). A board whose file is of an earlier day and has no game in
     /// progress starts today's file.
-    pub fn board(&self, id: &str, meta: BoardMeta) -> std::io::Result<Arc<Mutex<BoardState>>> {
+    /// `link` is the link the board is on (its core's settle windows follow it).
+    pub fn board(
+        &self,
+        id: &str,
+        meta: BoardMeta,
+        link: link::LinkKind,
+    ) -> std::io::Result<Arc<Mutex<BoardState>>> {
         let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = boards.get(id) {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
@@ -207,7 +214,13 @@ impl Ctx {
                 return Ok(b.clone());
             }
         }
-        let b = Arc::new(Mutex::new(BoardState::open(&self.store, id, meta, None)?));
+        let b = Arc::new(Mutex::new(BoardState::open(
+            &self.store,
+            id,
+            meta,
+            None,
+            link,
+        )?));
         boards.insert(id.to_string(), b.clone());
         Ok(b)
     }
@@ -244,7 +257,13 @@ impl Ctx {
         let today = captures::today();
         for (id, path) in self.store.current_files(today) {
             let meta = self.meta_for_id(&id);
-            let board = match BoardState::open(&self.store, &id, meta, Some(&path)) {
+            let board = match BoardState::open(
+                &self.store,
+                &id,
+                meta,
+                Some(&path),
+                link::LinkKind::Wired,
+            ) {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("{}: cannot read back: {e}", path.display());

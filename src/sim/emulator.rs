@@ -10,6 +10,21 @@
 //! The board behaves like the real one: after power-up (and after every replug) it sits in IDLE
 //! and sends nothing until a mode command (0x43, 0x44, 0x4B) arrives; in IDLE and while
 //! unplugged the players go on and only the board's state changes, which the next dump shows.
+//!
+//! The clock behaves like a real DGT 3000 on the board's cable (the recording in
+//! `tests/data/arnsholt-dgtdriver/`, `dgt-protocol.md` "REAL BYTES"): the status byte keeps the
+//! turn bits while paused (`0x08` left's turn, `0x12` right's turn) and adds the running bit
+//! while it runs (`0x09`, `0x13`); the hours bytes carry D5 (time per move) in increment mode;
+//! in UPDATE and UPDATE_NICE a clock message goes out every time the running face's display
+//! changes, about once a second, not only at presses. A clock command is acknowledged 1–2 s
+//! after it arrives (link time, which the runner keeps at real pace whatever the players'
+//! speed), and the clock takes one command at a time: a command that arrives before the
+//! previous one's ack is lost.
+//!
+//! Links that misbehave: the board can reset with its port open ([`Emulator::reset`]: back to
+//! IDLE, still answering requests), field updates can be lost on the line
+//! ([`EmulatorConfig::lose_field_updates`]), an old board sends its serial number as a 12-byte
+//! frame, and a Bluetooth board answers the battery request (0x4C).
 
 pub mod runner;
 
@@ -20,7 +35,7 @@ use super::rng::Rng;
 use super::{SimConfig, simulate};
 use crate::capture::RecordKind;
 use crate::core::observation::{ClockReading, FieldArray, Micros, SquareReading};
-use crate::protocol::dgt::{ClockAck, DgtDecoder, DgtMessage};
+use crate::protocol::dgt::{BatteryStatus, ClockAck, DgtDecoder, DgtMessage};
 
 /// The clock on the board's cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +63,22 @@ pub struct EmulatorConfig {
     /// Inject a burst of line noise (bytes that form no valid frame) between frames about this
     /// often (script time).
     pub noise_every: Option<Micros>,
+    /// The clock's time between a clock command and its ack, link time: uniform in
+    /// `lo..=hi` µs (real DGT 3000: 1–2 s).
+    pub ack_delay: (Micros, Micros),
+    /// In UPDATE / UPDATE_NICE, a clock message every time the running face's display changes
+    /// (about once a second), as real clocks do; `false`: only at presses.
+    pub clock_ticks: bool,
+    /// The clock is in a time-per-move (increment) mode: hours bytes carry D5.
+    pub increment_mode: bool,
+    /// An old board: its serial number comes as a 12-byte SERIALNR frame (the digits padded
+    /// with NULs to 9 payload bytes).
+    pub old_serial: bool,
+    /// A Bluetooth board: answers the battery request (0x4C) with this charge (percent).
+    pub battery: Option<u8>,
+    /// Field updates lost on the line: positions (from 0) among the field updates the board
+    /// sends.
+    pub lose_field_updates: Vec<u64>,
 }
 
 impl Default for EmulatorConfig {
@@ -58,6 +89,12 @@ impl Default for EmulatorConfig {
             clock: ClockModel::Dgt3000,
             gap_between_games: 10_000_000,
             noise_every: None,
+            ack_delay: (1_000_000, 2_000_000),
+            clock_ticks: true,
+            increment_mode: true,
+            old_serial: false,
+            battery: None,
+            lose_field_updates: Vec::new(),
         }
     }
 }
@@ -105,6 +142,8 @@ impl Script {
         for (i, game) in games.iter().enumerate() {
             let mut c = cfg.clone();
             c.seed = cfg.seed.wrapping_add(i as u64 * 0x9E37_79B9);
+            // The emulated clock sends its own once-a-second messages.
+            c.clock_ticks = Some(false);
             let syn = simulate(
                 &game.start,
                 &game.moves,
@@ -163,12 +202,25 @@ impl Script {
             }
             game_starts.push(offset);
             let mut last = offset;
+            let mut last_clock: Option<(Micros, ClockReading)> = None;
             for (t, m) in game_steps {
-                if let DgtMessage::FieldUpdate { index, reading } = m {
-                    board[usize::from(index)] = reading;
+                match &m {
+                    DgtMessage::FieldUpdate { index, reading } => {
+                        board[usize::from(*index)] = *reading;
+                    }
+                    DgtMessage::ClockTimes(r) => last_clock = Some((offset + t, *r)),
+                    _ => {}
                 }
                 last = offset + t;
                 steps.push((last, m));
+            }
+            // The game is over: the clock is stopped a second after the last step.
+            if let Some((at, r)) = last_clock {
+                let stop = last + 1_000_000;
+                let mut r = run_down(r, stop - at);
+                r.running = false;
+                steps.push((stop, DgtMessage::ClockTimes(r)));
+                last = stop;
             }
             for p in &syn.plies {
                 plies.push(PlyMark {
@@ -192,6 +244,27 @@ impl Script {
     pub fn end(&self) -> Micros {
         self.steps.last().map_or(0, |(t, _)| *t)
     }
+}
+
+/// A running clock's reading `dt` µs later: the running face's display goes down by one second
+/// per second, down to zero, where the final flag (hours D4) shows and the face stays.
+pub fn run_down(mut r: ClockReading, dt: Micros) -> ClockReading {
+    if !r.running || dt <= 0 {
+        return r;
+    }
+    let face = if r.right_turn {
+        &mut r.right
+    } else if r.left_turn {
+        &mut r.left
+    } else {
+        return r;
+    };
+    let down = u32::try_from(dt / 1_000_000).unwrap_or(u32::MAX);
+    face.millis = face.millis.saturating_sub(down.saturating_mul(1000));
+    if face.millis == 0 {
+        face.flag = true;
+    }
+    r
 }
 
 fn fields_of(game: &ScriptGame) -> FieldArray {
@@ -222,6 +295,26 @@ struct HostParser {
     clock_msg: Option<Vec<u8>>,
 }
 
+/// A clock command the clock is working on.
+#[derive(Debug, Clone, Copy)]
+struct Busy {
+    /// Link time of the ack.
+    until: Micros,
+    /// The ack to send then.
+    ack: ClockAck,
+}
+
+/// What happened to the clock commands the board relayed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClockCommandStats {
+    /// Commands the clock took.
+    pub accepted: u64,
+    /// Commands lost: they came while the clock was still busy with the previous one.
+    pub lost: u64,
+    /// Acks sent.
+    pub acked: u64,
+}
+
 /// The emulated board and clock.
 #[derive(Debug)]
 pub struct Emulator {
@@ -230,14 +323,29 @@ pub struct Emulator {
     next: usize,
     fields: FieldArray,
     clock: Option<ClockReading>,
+    /// Script time at which `clock` was read (the running face goes down from there).
+    clock_at: Micros,
+    /// Script time of the running face's next display change.
+    next_tick: Option<Micros>,
     mode: Mode,
     parser: HostParser,
     noise: Rng,
     next_noise: Micros,
+    /// Link (real) time, for the clock's acks.
+    link_now: Micros,
+    busy: Option<Busy>,
+    acks: Rng,
+    field_updates: u64,
     /// Texts shown on the DGT 3000, in order.
     pub texts: Vec<String>,
     /// Host commands received, by command byte (clock messages counted under 0x2B).
     pub commands: std::collections::BTreeMap<u8, u64>,
+    /// Clock commands taken, lost and acknowledged.
+    pub clock_commands: ClockCommandStats,
+    /// Field updates lost on the line.
+    pub field_updates_lost: u64,
+    /// Times the board reset itself.
+    pub resets: u64,
 }
 
 impl Emulator {
@@ -255,18 +363,28 @@ impl Emulator {
         } else {
             Some(clock.unwrap_or_default())
         };
-        let noise = Rng::new(cfg.serial.bytes().map(u64::from).sum::<u64>() ^ 0x5EED);
+        let seed = cfg.serial.bytes().map(u64::from).sum::<u64>();
+        let noise = Rng::new(seed ^ 0x5EED);
         Emulator {
             next_noise: cfg.noise_every.unwrap_or(Micros::MAX),
             fields: script.initial,
             script,
             next: 0,
             clock,
+            clock_at: 0,
+            next_tick: None,
             mode: Mode::Idle,
             parser: HostParser::default(),
             noise,
+            link_now: 0,
+            busy: None,
+            acks: Rng::new(seed ^ 0xAC4),
+            field_updates: 0,
             texts: Vec::new(),
             commands: Default::default(),
+            clock_commands: ClockCommandStats::default(),
+            field_updates_lost: 0,
+            resets: 0,
             cfg,
         }
     }
@@ -291,9 +409,66 @@ impl Emulator {
         self.mode
     }
 
-    /// Script time of the next step, if any.
+    /// Script time of the next step or clock display change, if any.
     pub fn next_due(&self) -> Option<Micros> {
-        self.script.steps.get(self.next).map(|(t, _)| *t)
+        let step = self.script.steps.get(self.next).map(|(t, _)| *t);
+        match (step, self.next_tick) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// What the clock shows now (`None` without a clock).
+    pub fn clock(&self) -> Option<ClockReading> {
+        self.clock
+    }
+
+    /// Link time of the next clock ack, if one is due.
+    pub fn next_link_due(&self) -> Option<Micros> {
+        self.busy.map(|b| b.until)
+    }
+
+    /// Moves link (real) time on to `now`: a clock ack due by then goes to `out` when the board
+    /// is in UPDATE or UPDATE_NICE (in other modes the board does not pass it on).
+    pub fn link_time(&mut self, now: Micros, out: &mut Vec<u8>) {
+        self.link_now = self.link_now.max(now);
+        if let Some(b) = self.busy
+            && b.until <= self.link_now
+        {
+            self.busy = None;
+            if matches!(self.mode, Mode::Update | Mode::UpdateNice) {
+                self.clock_commands.acked += 1;
+                out.extend(DgtMessage::ClockAck(b.ack).encode());
+            }
+        }
+    }
+
+    /// The board resets (a power glitch, a firmware watchdog) while its port stays open: it
+    /// comes back in IDLE (answers requests, sends no updates); the clock forgets the command
+    /// it was working on.
+    pub fn reset(&mut self) {
+        self.mode = Mode::Idle;
+        self.parser = HostParser::default();
+        self.busy = None;
+        self.resets += 1;
+    }
+
+    /// The clock message as the board sends it (hours D5 in increment mode).
+    fn encode_clock(&self, r: &ClockReading) -> Vec<u8> {
+        let mut bytes = DgtMessage::ClockTimes(*r).encode();
+        if self.cfg.increment_mode && bytes.len() == 10 {
+            bytes[3] |= 0x20;
+            bytes[6] |= 0x20;
+        }
+        bytes
+    }
+
+    /// The clock's state becomes `r` at script time `t`.
+    fn set_clock(&mut self, t: Micros, r: ClockReading) {
+        self.clock = Some(r);
+        self.clock_at = t;
+        self.next_tick = (self.cfg.clock_ticks && r.running && (r.left_turn || r.right_turn))
+            .then_some(t + 1_000_000);
     }
 
     /// Whether every step has been played.
@@ -343,34 +518,73 @@ impl Emulator {
     /// Plays every step due at or before `now`: the board's state changes, and in an update
     /// mode the messages go to `out`.
     pub fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
-        while let Some((t, msg)) = self.script.steps.get(self.next) {
+        loop {
+            let step = self.script.steps.get(self.next).map(|(t, _)| *t);
+            if let Some(tick) = self.next_tick
+                && tick <= now
+                && step.is_none_or(|s| tick < s)
+            {
+                self.tick(tick, out);
+                continue;
+            }
+            let Some((t, msg)) = self.script.steps.get(self.next) else {
+                break;
+            };
             if *t > now {
                 break;
             }
             let t = *t;
             let msg = msg.clone();
             self.next += 1;
-            let send = match &msg {
+            let bytes = match &msg {
                 DgtMessage::FieldUpdate { index, reading } => {
                     self.fields[usize::from(*index)] = *reading;
-                    self.mode != Mode::Idle
-                }
-                DgtMessage::ClockTimes(r) => match &mut self.clock {
-                    Some(c) => {
-                        *c = *r;
-                        matches!(self.mode, Mode::Update | Mode::UpdateNice)
+                    if self.mode == Mode::Idle {
+                        None
+                    } else {
+                        let n = self.field_updates;
+                        self.field_updates += 1;
+                        if self.cfg.lose_field_updates.contains(&n) {
+                            self.field_updates_lost += 1;
+                            None
+                        } else {
+                            Some(msg.encode())
+                        }
                     }
-                    None => false,
+                }
+                DgtMessage::ClockTimes(r) => match self.clock {
+                    Some(_) => {
+                        self.set_clock(t, *r);
+                        matches!(self.mode, Mode::Update | Mode::UpdateNice)
+                            .then(|| self.encode_clock(r))
+                    }
+                    None => None,
                 },
-                _ => self.mode != Mode::Idle,
+                _ => (self.mode != Mode::Idle).then(|| msg.encode()),
             };
-            if send {
+            if let Some(bytes) = bytes {
                 if t >= self.next_noise {
                     self.noise_burst(out);
                     self.next_noise = t + self.cfg.noise_every.unwrap_or(Micros::MAX / 2);
                 }
-                out.extend(msg.encode());
+                out.extend(bytes);
             }
+        }
+    }
+
+    /// The running face's display changes at `t`.
+    fn tick(&mut self, t: Micros, out: &mut Vec<u8>) {
+        let Some(c) = self.clock else {
+            self.next_tick = None;
+            return;
+        };
+        let r = run_down(c, t - self.clock_at);
+        self.clock = Some(r);
+        self.clock_at = t;
+        let stopped = r.left.flag && r.left_turn || r.right.flag && r.right_turn;
+        self.next_tick = (!stopped).then_some(t + 1_000_000);
+        if r != c && matches!(self.mode, Mode::Update | Mode::UpdateNice) {
+            out.extend(self.encode_clock(&r));
         }
     }
 
@@ -392,6 +606,7 @@ impl Emulator {
     pub fn unplugged(&mut self) {
         self.mode = Mode::Idle;
         self.parser = HostParser::default();
+        self.busy = None;
     }
 
     /// Bytes from the host; answers go to `out`. Returns whether a mode command was among them
@@ -412,7 +627,10 @@ impl Emulator {
             match b {
                 0x2B => self.parser.clock_msg = Some(Vec::new()),
                 0x40 => self.mode = Mode::Idle,
-                0x41 => out.extend(self.clock_report().encode()),
+                0x41 => out.extend(match self.clock {
+                    Some(r) => self.encode_clock(&r),
+                    None => DgtMessage::NoClock.encode(),
+                }),
                 0x42 => out.extend(DgtMessage::BoardDump(Box::new(self.fields)).encode()),
                 0x43 | 0x44 | 0x4B => {
                     self.mode = match b {
@@ -422,7 +640,20 @@ impl Emulator {
                     };
                     mode_set = true;
                 }
+                0x45 if self.cfg.old_serial => {
+                    // 12 bytes: header, the digits, NUL padding to 9 payload bytes.
+                    let mut payload: Vec<u8> = self.cfg.serial.bytes().take(9).collect();
+                    payload.resize(9, 0);
+                    out.extend([0x91, 0x00, 0x0C]);
+                    out.extend(payload);
+                }
                 0x45 => out.extend(DgtMessage::SerialNumber(self.cfg.serial.clone()).encode()),
+                0x4C => {
+                    if let Some(pct) = self.cfg.battery {
+                        let raw = vec![pct.min(100), 0x7F, 0x7F, 1, 0, 0, 0, 0, 0x02];
+                        out.extend(DgtMessage::Battery(BatteryStatus::from_raw(raw)).encode());
+                    }
+                }
                 0x46 => {
                     let n: u16 = self.cfg.serial.parse().unwrap_or(0);
                     out.extend(DgtMessage::BusAddress(n & 0x3FFF).encode());
@@ -450,19 +681,19 @@ impl Emulator {
         mode_set
     }
 
-    fn clock_report(&self) -> DgtMessage {
-        match self.clock {
-            Some(r) => DgtMessage::ClockTimes(r),
-            None => DgtMessage::NoClock,
-        }
-    }
-
-    /// A complete `0x2B` message: `msg` = `[n, 0x03, cmd, data…, 0x00]`.
-    fn clock_message(&mut self, msg: &[u8], out: &mut Vec<u8>) {
+    /// A complete `0x2B` message: `msg` = `[n, 0x03, cmd, data…, 0x00]`. The clock takes it
+    /// unless it is still busy with the previous one (then it is lost); its ack goes out 1–2 s
+    /// later ([`Emulator::link_time`]).
+    fn clock_message(&mut self, msg: &[u8], _out: &mut Vec<u8>) {
         let Some(&cmd) = msg.get(2) else { return };
         if self.clock.is_none() {
             return;
         }
+        if self.busy.is_some() {
+            self.clock_commands.lost += 1;
+            return;
+        }
+        self.clock_commands.accepted += 1;
         let data = &msg[3..msg.len().saturating_sub(1).max(3)];
         if cmd == 0x0C && self.cfg.clock == ClockModel::Dgt3000 {
             let text: String = data
@@ -473,9 +704,6 @@ impl Emulator {
                 .trim_end()
                 .to_string();
             self.texts.push(text);
-        }
-        if !matches!(self.mode, Mode::Update | Mode::UpdateNice) {
-            return;
         }
         let ack2 = match (cmd, self.cfg.clock) {
             (0x09, ClockModel::Dgt3000) => 0x21,
@@ -488,7 +716,12 @@ impl Emulator {
             ack2,
             ack3: 0,
         };
-        out.extend(DgtMessage::ClockAck(ack).encode());
+        let (lo, hi) = self.cfg.ack_delay;
+        let delay = if hi > lo { self.acks.range(lo, hi) } else { lo };
+        self.busy = Some(Busy {
+            until: self.link_now + delay.max(0),
+            ack,
+        });
     }
 }
 
@@ -524,20 +757,121 @@ mod tests {
         out.clear();
         assert!(em.host_input(&[0x4B, 0x42, 0x2B, 0x03, 0x03, 0x09, 0x00], &mut out));
         let msgs = decode(&out);
+        assert_eq!(msgs.len(), 1, "the clock's ack is not there yet");
         assert!(matches!(msgs[0], DgtMessage::BoardDump(_)));
+        out.clear();
+        em.link_time(999_999, &mut out);
+        assert!(out.is_empty(), "no ack within the first second");
+        em.link_time(2_000_000, &mut out);
         assert_eq!(
-            msgs[1],
-            DgtMessage::ClockAck(ClockAck {
+            decode(&out),
+            [DgtMessage::ClockAck(ClockAck {
                 ack0: 0x10,
                 ack1: 0x09,
                 ack2: 0x21,
                 ack3: 0
-            })
+            })]
         );
         out.clear();
         em.host_input(b"\x2b\x0c\x03\x0cNf3     \x00\x00", &mut out);
         assert_eq!(em.texts, ["Nf3"]);
+        em.link_time(4_000_000, &mut out);
         assert_eq!(decode(&out).len(), 1);
+    }
+
+    #[test]
+    fn one_clock_command_at_a_time_the_next_before_the_ack_is_lost() {
+        let mut em = Emulator::new(script(), EmulatorConfig::default());
+        let mut out = Vec::new();
+        em.host_input(&[0x4B], &mut out);
+        em.link_time(10_000_000, &mut out);
+        em.host_input(b"\x2b\x0c\x03\x0cNf3     \x00\x00", &mut out);
+        em.link_time(10_500_000, &mut out);
+        // Sent before the first one's ack: lost.
+        em.host_input(b"\x2b\x0c\x03\x0cNc6     \x00\x00", &mut out);
+        let due = em.next_link_due().unwrap();
+        assert!((11_000_000..=12_000_000).contains(&due), "{due}");
+        em.link_time(due, &mut out);
+        assert_eq!(decode(&out).len(), 1);
+        em.host_input(b"\x2b\x0c\x03\x0cBb5     \x00\x00", &mut out);
+        em.link_time(due + 2_000_000, &mut out);
+        assert_eq!(em.texts, ["Nf3", "Bb5"]);
+        assert_eq!(
+            em.clock_commands,
+            ClockCommandStats {
+                accepted: 2,
+                lost: 1,
+                acked: 2
+            }
+        );
+    }
+
+    #[test]
+    fn clock_runs_down_once_a_second_with_the_real_status_bytes() {
+        let s = script();
+        let end = s.end();
+        let mut em = Emulator::new(s, EmulatorConfig::default());
+        let mut out = Vec::new();
+        em.host_input(&[0x41], &mut out);
+        // Not started yet: paused, White's (left or right) turn kept.
+        assert!([0x08, 0x12].contains(&out[9]), "{:02x}", out[9]);
+        assert_eq!(out[3] & 0x20, 0x20, "time per move (D5)");
+        out.clear();
+        em.host_input(&[0x4B], &mut out);
+        em.advance(end, &mut out);
+        let mut statuses = std::collections::BTreeSet::new();
+        let mut prev: Option<(u8, u32)> = None;
+        let mut one_second = 0;
+        let mut i = 0;
+        while i + 3 <= out.len() {
+            let len = usize::from(out[i + 1]) << 7 | usize::from(out[i + 2]);
+            let f = &out[i..i + len];
+            if f[0] == 0x8D {
+                statuses.insert(f[9]);
+                let DgtMessage::ClockTimes(r) = &decode(f)[0] else {
+                    panic!()
+                };
+                let face = if r.left_turn { r.left } else { r.right };
+                if let Some((st, before)) = prev
+                    && st == f[9]
+                    && st & 1 == 1
+                {
+                    assert_eq!(before - face.millis, 1000);
+                    one_second += 1;
+                }
+                prev = Some((f[9], face.millis));
+            }
+            i += len;
+        }
+        assert!(
+            statuses.is_subset(&[0x08, 0x09, 0x12, 0x13].into()),
+            "{statuses:x?}"
+        );
+        assert!(statuses.contains(&0x09) && statuses.contains(&0x13));
+        assert!(one_second > 20, "{one_second}");
+    }
+
+    #[test]
+    fn reset_board_answers_but_sends_nothing_and_lost_updates_are_lost() {
+        let s = script();
+        let end = s.end();
+        let cfg = EmulatorConfig {
+            lose_field_updates: vec![0],
+            clock_ticks: false,
+            ..Default::default()
+        };
+        let mut em = Emulator::new(s.clone(), cfg);
+        let mut out = Vec::new();
+        em.host_input(&[0x4B], &mut out);
+        let first_move = s.plies[0].settled + 1;
+        em.advance(first_move, &mut out);
+        assert_eq!(em.field_updates_lost, 1);
+        em.reset();
+        out.clear();
+        em.advance(end, &mut out);
+        assert!(out.is_empty(), "IDLE after the reset");
+        em.host_input(&[0x45], &mut out);
+        assert_eq!(decode(&out), [DgtMessage::SerialNumber("10001".into())]);
     }
 
     #[test]
@@ -577,6 +911,7 @@ mod tests {
         let end = s.end();
         let cfg = EmulatorConfig {
             noise_every: Some(1_000_000),
+            clock_ticks: false,
             ..Default::default()
         };
         let mut em = Emulator::new(s, cfg);

@@ -208,7 +208,8 @@ fn length_ok(header: u8, total: Option<usize>) -> bool {
         id::FIELD_UPDATE => 5..=5,
         id::EE_MOVES => 4..=MAX_EE_TOTAL,
         id::BUS_ADDRESS => 5..=5,
-        id::SERIAL_NUMBER => 8..=8,
+        // 5 digits; old boards send a 12-byte frame (digits padded with NULs or spaces).
+        id::SERIAL_NUMBER => 8..=15,
         id::TRADEMARK => 4..=3 + MAX_TRADEMARK_PAYLOAD,
         id::VERSION => 5..=5,
         id::BATTERY => 4..=3 + MAX_BATTERY_PAYLOAD,
@@ -244,10 +245,21 @@ fn parse(header: u8, p: &[u8]) -> Parsed {
             minor: p[1],
         },
         id::SERIAL_NUMBER | id::LONG_SERIAL_NUMBER => {
-            if !p.iter().all(|&b| (b' '..=b'~').contains(&b)) {
+            // Padding after the digits of old boards' longer SERIALNR frames is dropped.
+            let text = match header {
+                id::SERIAL_NUMBER if p.len() > 5 => {
+                    let end = p
+                        .iter()
+                        .rposition(|&b| b != 0 && b != b' ')
+                        .map_or(0, |i| i + 1);
+                    &p[..end]
+                }
+                _ => p,
+            };
+            if text.is_empty() || !text.iter().all(|&b| (b' '..=b'~').contains(&b)) {
                 return Parsed::Bad;
             }
-            let s = p.iter().map(|&b| char::from(b)).collect();
+            let s = text.iter().map(|&b| char::from(b)).collect();
             if header == id::SERIAL_NUMBER {
                 DgtMessage::SerialNumber(s)
             } else {
@@ -510,6 +522,17 @@ mod tests {
             DgtMessage::Trademark("DGT\n".into())
         );
         nothing("91 00 08 30 30 01 33 37");
+        // Old boards: a 12-byte frame, the digits padded with NULs (or spaces).
+        assert_eq!(
+            one("91 00 0C 31 30 30 30 31 00 00 00 00"),
+            DgtMessage::SerialNumber("10001".into())
+        );
+        assert_eq!(
+            one("91 00 0C 30 30 31 33 37 20 20 20 20"),
+            DgtMessage::SerialNumber("00137".into())
+        );
+        nothing("91 00 0C 00 00 00 00 00 00 00 00 00");
+        nothing("91 00 10 30 30 31 33 37 30 30 31 33 37 30 30 31");
     }
 
     #[test]
@@ -538,6 +561,7 @@ mod tests {
             "8D 00 09 00 05 00 00 04 59",
             "93 00 04 03",
             "91 00 07 30 30 31 33",
+            "91 00 10 30 30 31 33 37 30 30 31 33 37 30 30 31",
             "A2 00 0C 30 30 30 30 30 30 30 30 30",
             "90 00 04 08",
             "86 00 42 00",

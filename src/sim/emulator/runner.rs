@@ -38,6 +38,14 @@ pub enum Control {
     },
     /// Put these raw bytes on the line now.
     Noise(Vec<u8>),
+    /// The board resets with its port open: it comes back in IDLE (answers requests, sends no
+    /// updates). A ply in progress is finished (and reported) first; then the players go on
+    /// for `plies` more plies (their moves unreported) and wait for the host's next mode
+    /// command.
+    Reset {
+        /// Plies played while the board is in IDLE.
+        plies: usize,
+    },
     /// Unplug for good and end the runner.
     Stop,
 }
@@ -84,6 +92,10 @@ pub struct Status {
     pub texts: Vec<String>,
     /// Board bytes that could not be written (pty buffer full, no one reading).
     pub dropped: u64,
+    /// Clock commands taken, lost (sent before the previous ack) and acknowledged.
+    pub clock_commands: super::ClockCommandStats,
+    /// Mode commands (0x43, 0x44, 0x4B) received from the host.
+    pub modes_set: u64,
 }
 
 /// A running emulator.
@@ -200,6 +212,10 @@ async fn run(
     let mut buf = vec![0u8; 4096];
     let mut out = Vec::new();
     let mut dropped = 0u64;
+    let mut modes_set = 0u64;
+    // Link time: the clock's electronics keep real pace whatever the players' speed.
+    let link_base = Instant::now();
+    let link_now = || link_base.elapsed().as_micros() as Micros;
     loop {
         out.clear();
         let wake = if clock.running {
@@ -207,6 +223,9 @@ async fn run(
         } else {
             None
         };
+        let ack_at = em
+            .next_link_due()
+            .map(|t| link_base + Duration::from_micros(t.max(0) as u64));
         tokio::select! {
             biased;
             c = control.recv() => match c {
@@ -235,6 +254,19 @@ async fn run(
                     clock.pause_at(target);
                 }
                 Some(Control::Noise(bytes)) => out.extend(bytes),
+                Some(Control::Reset { plies }) => {
+                    // A ply in progress is played out (and reported) first: then exactly
+                    // `plies` whole plies go unreported.
+                    let mut now = clock.now();
+                    if em.plies_started(now) > em.plies_settled(now) {
+                        now = em.after_plies(now, 1).max(now);
+                        em.advance(now, &mut out);
+                    }
+                    em.reset();
+                    let target = em.after_plies(now, plies).max(now);
+                    em.advance(target, &mut out);
+                    clock.pause_at(target);
+                }
             },
             r = async {
                 match &pty {
@@ -243,8 +275,10 @@ async fn run(
                 }
             } => match r {
                 Ok(n) if n > 0 => {
+                    em.link_time(link_now(), &mut out);
                     let mode_set = em.host_input(&buf[..n], &mut out);
                     if mode_set {
+                        modes_set += 1;
                         clock.resume();
                     }
                 }
@@ -252,6 +286,9 @@ async fn run(
             },
             _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
                 em.advance(clock.now(), &mut out);
+            }
+            _ = tokio::time::sleep_until(ack_at.unwrap_or_else(Instant::now)), if ack_at.is_some() => {
+                em.link_time(link_now(), &mut out);
             }
             _ = tokio::time::sleep_until(replug_at.unwrap_or_else(Instant::now)), if replug_at.is_some() => {
                 replug_at = None;
@@ -293,6 +330,10 @@ async fn run(
             }
             set(&mut changed, s.dropped != dropped);
             s.dropped = dropped;
+            set(&mut changed, s.clock_commands != em.clock_commands);
+            s.clock_commands = em.clock_commands;
+            set(&mut changed, s.modes_set != modes_set);
+            s.modes_set = modes_set;
             changed
         });
     }

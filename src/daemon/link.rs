@@ -1,0 +1,580 @@
+//! Keeping one board link right while it misbehaves the way real links do (sans-IO: times and
+//! received messages in, bytes to send and notes out).
+//!
+//! The DGT protocol has no checksums and USB and Bluetooth links drop bytes; boards reset.
+//! What this state machine does about it:
+//!
+//! - **Shadow board.** The fields as the board reported them (dumps and field updates). A dump
+//!   is a snapshot taken in stream order, so it must equal the shadow; when it does not, field
+//!   updates were lost (or the board reset and missed changes): noted, and the dump goes to the
+//!   core, which reconciles the game with it.
+//! - **Dumps when they are cheap and useful.** After every (re)connection (the session asks for
+//!   one with the update mode); shortly after a bad frame; when the field updates have settled
+//!   ([`LinkConfig::settle_dump`]) on a board the game does not explain, or a quarter of that
+//!   after a clock press on such a board (a lost update leaves the board unexplained; a dump
+//!   repairs it before the core judges the press or calls the pieces displaced); and
+//!   after a quiet spell ([`LinkConfig::quiet_dump`], 20 s by default) with the update mode
+//!   re-sent, which also wakes a board that reset while the clock was stopped.
+//! - **A board that reset with its port open** comes back in IDLE: it still answers requests
+//!   but sends nothing unasked. While the clock runs the board sends its times about once a
+//!   second; when they stop but the board answers the keep-alive, it has reset: noted, and the
+//!   update mode is set again (with a dump).
+//! - **Keep-alive.** After [`LinkConfig::keepalive`] of silence the serial number is asked
+//!   for; twice that is a dead link.
+//! - **Bluetooth boards** are asked for their battery status now and then.
+//!
+//! Line cost of the dumps: 1 byte out and 67 back per dump; at most one per quiet spell
+//! (20 s: 3.4 B/s) plus one per move whose updates leave the board unexplained for longer than
+//! the settle window (a piece held in the hand), far under 5% of the 960 B/s of a 9600-baud line.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::core::engine::{BoardEngine, EngineConfig};
+use crate::core::observation::{FieldArray, SquareReading};
+use crate::protocol::dgt::{BatteryStatus, DgtMessage};
+
+/// Whether the core's game explains `fields` (DGT numbering): they show the current game's
+/// position, or there is no game being played to explain them.
+pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
+    let Some(game) = engine.games().last().filter(|g| g.accepts_moves()) else {
+        return true;
+    };
+    let orientation = engine.orientation();
+    let mut board = shakmaty::Board::empty();
+    for (i, f) in fields.iter().enumerate() {
+        match f {
+            SquareReading::Piece(p) => board.set_piece_at(orientation.square_of(i as u8), *p),
+            SquareReading::Special(_) => return false,
+            SquareReading::Empty => {}
+        }
+    }
+    board == *shakmaty::Position::board(game.position())
+}
+
+/// The kind of link a board is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    /// USB or RS-232: the board scans at full speed.
+    Wired,
+    /// Bluetooth (an RFCOMM tty, `/dev/rfcomm*`): the board scans at half speed and has a
+    /// battery.
+    Bluetooth,
+}
+
+impl LinkKind {
+    /// The link of a port: Bluetooth when the device node (after symlinks) is an RFCOMM tty.
+    pub fn of_path(path: &Path) -> LinkKind {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let rfcomm = |p: &Path| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("rfcomm"))
+        };
+        if rfcomm(&real) || rfcomm(path) {
+            LinkKind::Bluetooth
+        } else {
+            LinkKind::Wired
+        }
+    }
+
+    /// How much slower the board's scan is than a wired board's.
+    pub fn scan_factor(self) -> u32 {
+        match self {
+            LinkKind::Wired => 1,
+            LinkKind::Bluetooth => 2,
+        }
+    }
+
+    /// The core's settings with its settle windows scaled to the link's scan speed.
+    pub fn engine_config(self) -> EngineConfig {
+        let d = EngineConfig::default();
+        let k = i64::from(self.scan_factor());
+        EngineConfig {
+            settle: d.settle * k,
+            displaced_after: d.displaced_after * k,
+            ..d
+        }
+    }
+
+    /// The name used in logs and capture notes.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::Wired => "wired",
+            LinkKind::Bluetooth => "bluetooth",
+        }
+    }
+}
+
+/// Timings of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkConfig {
+    /// Silence before a keep-alive request (twice this: a dead link).
+    pub keepalive: Duration,
+    /// Field updates quiet this long: ask for a dump (and set the update mode again).
+    pub quiet_dump: Duration,
+    /// Field updates settled this long on a board the game does not explain: ask for a dump.
+    pub settle_dump: Duration,
+    /// Ask a Bluetooth board for its battery status this often (first at once).
+    pub battery_every: Option<Duration>,
+    /// A dump asked for and not come after this is asked for again when due.
+    pub dump_timeout: Duration,
+}
+
+impl LinkConfig {
+    /// The timings for a link of `kind`, with the configured keep-alive and quiet spell.
+    pub fn new(kind: LinkKind, keepalive: Duration, quiet_dump: Duration) -> LinkConfig {
+        let k = kind.scan_factor();
+        LinkConfig {
+            keepalive,
+            quiet_dump,
+            settle_dump: Duration::from_millis(400) * k,
+            battery_every: (kind == LinkKind::Bluetooth).then_some(Duration::from_secs(300)),
+            dump_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Something worth a log line and a capture note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// The board answers requests but stopped sending updates while its clock ran: it reset to
+    /// IDLE; the update mode is set again.
+    Reset {
+        /// Seconds since the last update.
+        silent_secs: u64,
+    },
+    /// A dump differs from the field updates received: updates were lost.
+    DumpDiffers {
+        /// Fields that differ.
+        fields: usize,
+        /// The first of them (DGT field index).
+        first: u8,
+    },
+    /// Battery status of a Bluetooth board.
+    Battery(BatteryStatus),
+}
+
+/// What a dump request is for (counted for the line-cost figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpWhy {
+    /// A bad frame was seen.
+    BadFrame,
+    /// Updates settled on a board the game does not explain.
+    Unexplained,
+    /// A quiet spell (with the update mode re-sent).
+    Quiet,
+    /// The board reset (with the update mode re-sent).
+    Reset,
+}
+
+/// Counters of one link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Dumps asked for, by reason: bad frame, unexplained, quiet, reset.
+    pub dumps: [u64; 4],
+    /// Dumps that differed from the field updates.
+    pub dumps_differing: u64,
+    /// Resets detected.
+    pub resets: u64,
+}
+
+/// The link state machine of one session.
+#[derive(Debug)]
+pub struct Link {
+    cfg: LinkConfig,
+    shadow: Option<FieldArray>,
+    last_rx: Instant,
+    asked_alive: bool,
+    /// Last field update (or dump).
+    last_field: Instant,
+    /// Last message the board sent unasked (field update, clock times).
+    last_stream: Instant,
+    /// The clock was running (and sending its times) at the last clock message.
+    clock_running: bool,
+    /// The turn bits (left, right) of the last clock message.
+    turn: Option<(bool, bool)>,
+    /// A clock press was seen: check the board then (the move's last update may be lost, and
+    /// the core judges the press once its settle window is over).
+    press_check_at: Option<Instant>,
+    /// The settle check was done for the current shadow.
+    settled_checked: bool,
+    dump_asked: Option<Instant>,
+    last_dump_ask: Instant,
+    bad_at: Option<Instant>,
+    battery_at: Option<Instant>,
+    /// Counters.
+    pub stats: LinkStats,
+}
+
+impl Link {
+    /// A link whose session has just sent the update mode and a dump request at `now`.
+    pub fn new(cfg: LinkConfig, now: Instant) -> Link {
+        Link {
+            cfg,
+            shadow: None,
+            last_rx: now,
+            asked_alive: false,
+            last_field: now,
+            last_stream: now,
+            clock_running: false,
+            turn: None,
+            press_check_at: None,
+            settled_checked: true,
+            dump_asked: Some(now),
+            last_dump_ask: now,
+            bad_at: None,
+            battery_at: cfg.battery_every.map(|_| now),
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// The fields as the board reported them.
+    pub fn shadow(&self) -> Option<&FieldArray> {
+        self.shadow.as_ref()
+    }
+
+    /// Bytes came in at `now`.
+    pub fn on_rx(&mut self, now: Instant) {
+        self.last_rx = now;
+        self.asked_alive = false;
+    }
+
+    /// A frame was rejected at `now`: a dump shortly (once the rest of the burst is in).
+    pub fn on_bad_frame(&mut self, now: Instant) {
+        if self.bad_at.is_none() {
+            self.bad_at = Some(now + Duration::from_millis(100));
+        }
+    }
+
+    /// A decoded message came in at `now`.
+    pub fn on_message(&mut self, now: Instant, msg: &DgtMessage) -> Option<Note> {
+        match msg {
+            DgtMessage::FieldUpdate { index, reading } => {
+                if let Some(s) = &mut self.shadow {
+                    s[usize::from(*index & 0x3F)] = *reading;
+                }
+                self.last_field = now;
+                self.last_stream = now;
+                self.settled_checked = false;
+                None
+            }
+            DgtMessage::ClockTimes(r) => {
+                self.last_stream = now;
+                let turn = (r.left_turn, r.right_turn);
+                if r.running && self.turn.is_some_and(|t| t != turn) {
+                    self.press_check_at = Some(now + self.cfg.settle_dump / 4);
+                }
+                self.turn = Some(turn);
+                let face = if r.right_turn { r.right } else { r.left };
+                self.clock_running = r.running && (r.left_turn || r.right_turn) && !face.flag;
+                None
+            }
+            DgtMessage::NoClock => {
+                self.clock_running = false;
+                None
+            }
+            DgtMessage::BoardDump(fields) => {
+                self.dump_asked = None;
+                self.settled_checked = true;
+                let before = self.shadow.replace(**fields);
+                let diff: Vec<u8> = before
+                    .iter()
+                    .flat_map(|b| b.iter().zip(fields.iter()).enumerate())
+                    .filter(|(_, (a, b))| a != b)
+                    .map(|(i, _)| i as u8)
+                    .collect();
+                let first = *diff.first()?;
+                self.stats.dumps_differing += 1;
+                Some(Note::DumpDiffers {
+                    fields: diff.len(),
+                    first,
+                })
+            }
+            DgtMessage::Battery(b) => Some(Note::Battery(b.clone())),
+            _ => None,
+        }
+    }
+
+    fn ask_dump(&mut self, now: Instant, why: DumpWhy, out: &mut Vec<u8>) -> bool {
+        if self
+            .dump_asked
+            .is_some_and(|at| now.duration_since(at) < self.cfg.dump_timeout)
+        {
+            return false;
+        }
+        if matches!(why, DumpWhy::Quiet | DumpWhy::Reset) {
+            out.push(0x4B);
+        }
+        out.push(0x42);
+        self.dump_asked = Some(now);
+        self.last_dump_ask = now;
+        self.stats.dumps[why as usize] += 1;
+        true
+    }
+
+    /// What to do at `now`: bytes to send (appended to `out`), a note, or the reason the link
+    /// is dead. `explains(fields)` says whether the game explains a board (the current position,
+    /// or no game to explain it).
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        explains: impl FnOnce(&FieldArray) -> bool,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Note>, String> {
+        let silent = now.duration_since(self.last_rx);
+        if silent >= self.cfg.keepalive * 2 {
+            return Err(format!("silent for {} s", silent.as_secs()));
+        }
+        if silent >= self.cfg.keepalive && !self.asked_alive {
+            self.asked_alive = true;
+            out.push(0x45);
+        }
+        let mut note = None;
+        // The board answered after its clock times stopped coming: it is in IDLE.
+        let quiet_stream = now.duration_since(self.last_stream);
+        if self.clock_running
+            && quiet_stream >= self.cfg.keepalive.max(Duration::from_secs(3))
+            && self.last_rx > self.last_stream
+        {
+            self.clock_running = false;
+            self.dump_asked = None;
+            self.ask_dump(now, DumpWhy::Reset, out);
+            self.stats.resets += 1;
+            self.last_stream = now;
+            note = Some(Note::Reset {
+                silent_secs: quiet_stream.as_secs(),
+            });
+        }
+        if self.bad_at.is_some_and(|t| t <= now) && self.ask_dump(now, DumpWhy::BadFrame, out) {
+            self.bad_at = None;
+        }
+        let press_check = self.press_check_at.is_some_and(|t| t <= now);
+        if press_check
+            || !self.settled_checked && now.duration_since(self.last_field) >= self.cfg.settle_dump
+        {
+            self.settled_checked = true;
+            self.press_check_at = None;
+            if let Some(s) = &self.shadow
+                && !explains(s)
+            {
+                self.ask_dump(now, DumpWhy::Unexplained, out);
+            }
+        }
+        if now.duration_since(self.last_field) >= self.cfg.quiet_dump
+            && now.duration_since(self.last_dump_ask) >= self.cfg.quiet_dump
+        {
+            self.ask_dump(now, DumpWhy::Quiet, out);
+        }
+        if let (Some(at), Some(every)) = (self.battery_at, self.cfg.battery_every)
+            && at <= now
+        {
+            out.push(0x4C);
+            self.battery_at = Some(now + every);
+        }
+        Ok(note)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::observation::{ClockFace, ClockReading};
+    use shakmaty::{Color, Piece, Role};
+
+    const S: Duration = Duration::from_secs(1);
+    const MS: Duration = Duration::from_millis(1);
+
+    fn cfg() -> LinkConfig {
+        LinkConfig::new(LinkKind::Wired, 5 * S, 20 * S)
+    }
+
+    fn pawn() -> SquareReading {
+        SquareReading::Piece(Piece {
+            color: Color::White,
+            role: Role::Pawn,
+        })
+    }
+
+    fn start() -> FieldArray {
+        let mut f = [SquareReading::Empty; 64];
+        f[52] = pawn();
+        f
+    }
+
+    fn running(left: bool) -> DgtMessage {
+        DgtMessage::ClockTimes(ClockReading {
+            left: ClockFace {
+                millis: 60_000,
+                ..Default::default()
+            },
+            right: ClockFace {
+                millis: 60_000,
+                ..Default::default()
+            },
+            running: true,
+            right_side_up: !left,
+            left_turn: left,
+            right_turn: !left,
+            battery_low: false,
+        })
+    }
+
+    fn poll(l: &mut Link, t: Instant, explains: bool) -> (Vec<u8>, Option<Note>) {
+        let mut out = Vec::new();
+        let n = l.poll(t, |_| explains, &mut out).unwrap();
+        (out, n)
+    }
+
+    /// A link with the first dump in at `t0`.
+    fn link(t0: Instant) -> Link {
+        let mut l = Link::new(cfg(), t0);
+        l.on_rx(t0);
+        assert_eq!(
+            l.on_message(t0, &DgtMessage::BoardDump(Box::new(start()))),
+            None
+        );
+        l
+    }
+
+    #[test]
+    fn a_dump_that_differs_from_the_updates_is_noted() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        // e2-e4, but the update "e2 empty" was lost.
+        l.on_message(
+            t0 + S,
+            &DgtMessage::FieldUpdate {
+                index: 36,
+                reading: pawn(),
+            },
+        );
+        // Not settled yet: nothing.
+        assert_eq!(poll(&mut l, t0 + S + 100 * MS, false).0, b"");
+        // Settled on a board the game does not explain: a dump.
+        assert_eq!(poll(&mut l, t0 + S + 400 * MS, false).0, [0x42]);
+        assert_eq!(poll(&mut l, t0 + S + 500 * MS, false).0, b"", "asked once");
+        let mut dump = start();
+        dump[52] = SquareReading::Empty;
+        dump[36] = pawn();
+        assert_eq!(
+            l.on_message(t0 + S + 600 * MS, &DgtMessage::BoardDump(Box::new(dump))),
+            Some(Note::DumpDiffers {
+                fields: 1,
+                first: 52
+            })
+        );
+        assert_eq!(l.shadow(), Some(&dump));
+        assert_eq!(l.stats.dumps[DumpWhy::Unexplained as usize], 1);
+    }
+
+    #[test]
+    fn an_explained_board_costs_no_dump_until_a_quiet_spell() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        l.on_message(
+            t0 + S,
+            &DgtMessage::FieldUpdate {
+                index: 52,
+                reading: SquareReading::Empty,
+            },
+        );
+        l.on_message(
+            t0 + S,
+            &DgtMessage::FieldUpdate {
+                index: 36,
+                reading: pawn(),
+            },
+        );
+        let mut t = t0 + S;
+        let mut sent = Vec::new();
+        while t < t0 + 22 * S {
+            t += 250 * MS;
+            // The clock keeps the link alive.
+            l.on_rx(t);
+            l.on_message(t, &running(true));
+            sent.extend(poll(&mut l, t, true).0);
+        }
+        // One quiet dump, with the update mode set again, 20 s after the last update.
+        assert_eq!(sent, [0x4B, 0x42]);
+        assert_eq!(l.stats.dumps[DumpWhy::Quiet as usize], 1);
+    }
+
+    #[test]
+    fn a_board_that_answers_but_stopped_streaming_while_its_clock_ran_has_reset() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        l.on_rx(t0 + S);
+        l.on_message(t0 + S, &running(false));
+        // The board resets: nothing more comes; the keep-alive goes out after 5 s.
+        assert_eq!(poll(&mut l, t0 + 6 * S, true).0, [0x45]);
+        assert_eq!(poll(&mut l, t0 + 6 * S + MS, true), (vec![], None));
+        // It answers (serial number): it is alive but in IDLE.
+        l.on_rx(t0 + 6 * S + 20 * MS);
+        l.on_message(
+            t0 + 6 * S + 20 * MS,
+            &DgtMessage::SerialNumber("10001".into()),
+        );
+        let (out, note) = poll(&mut l, t0 + 6 * S + 100 * MS, true);
+        assert_eq!(out, [0x4B, 0x42]);
+        assert_eq!(note, Some(Note::Reset { silent_secs: 5 }));
+        assert_eq!(l.stats.resets, 1);
+        // Noted once.
+        assert_eq!(poll(&mut l, t0 + 7 * S, true).1, None);
+    }
+
+    #[test]
+    fn a_stopped_clock_is_no_sign_of_a_reset_and_silence_kills_the_link() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        let mut stopped = running(true);
+        if let DgtMessage::ClockTimes(r) = &mut stopped {
+            r.running = false;
+        }
+        l.on_rx(t0 + S);
+        l.on_message(t0 + S, &stopped);
+        assert_eq!(poll(&mut l, t0 + 6 * S, true).0, [0x45]);
+        l.on_rx(t0 + 6 * S + 20 * MS);
+        assert_eq!(poll(&mut l, t0 + 7 * S, true), (vec![], None));
+        let mut out = Vec::new();
+        assert!(l.poll(t0 + 17 * S, |_| true, &mut out).is_err());
+    }
+
+    #[test]
+    fn bad_frames_ask_for_one_dump_and_bluetooth_for_the_battery() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        l.on_bad_frame(t0 + S);
+        l.on_bad_frame(t0 + S + 10 * MS);
+        assert_eq!(poll(&mut l, t0 + S + 50 * MS, true).0, b"");
+        assert_eq!(poll(&mut l, t0 + S + 150 * MS, true).0, [0x42]);
+        assert_eq!(poll(&mut l, t0 + S + 250 * MS, true).0, b"");
+
+        let bt = LinkConfig::new(LinkKind::Bluetooth, 5 * S, 20 * S);
+        assert_eq!(bt.settle_dump, 800 * MS);
+        let mut l = Link::new(bt, t0);
+        let mut out = Vec::new();
+        l.poll(t0, |_| true, &mut out).unwrap();
+        assert_eq!(out, [0x4C]);
+        let b = BatteryStatus::from_raw(vec![88, 0x7F, 0x7F, 0, 0, 0, 0, 0, 2]);
+        assert_eq!(
+            l.on_message(t0, &DgtMessage::Battery(b.clone())),
+            Some(Note::Battery(b))
+        );
+    }
+
+    #[test]
+    fn rfcomm_ports_are_bluetooth_with_slower_settle_windows() {
+        assert_eq!(
+            LinkKind::of_path(Path::new("/dev/rfcomm0")),
+            LinkKind::Bluetooth
+        );
+        assert_eq!(
+            LinkKind::of_path(Path::new("/dev/ttyACM0")),
+            LinkKind::Wired
+        );
+        let bt = LinkKind::Bluetooth.engine_config();
+        let usb = LinkKind::Wired.engine_config();
+        assert_eq!(bt.settle, 2 * usb.settle);
+        assert_eq!(bt.displaced_after, 2 * usb.displaced_after);
+    }
+}
