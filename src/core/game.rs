@@ -26,6 +26,8 @@ pub struct MoveRecord {
     pub completed: Option<CompletedBy>,
     /// Both clocks after the move, when a clock was read.
     pub clock: Option<ClockTimes>,
+    /// Recovered from a board that jumped ahead of the record (not seen being made).
+    pub recovered: bool,
 }
 
 impl MoveRecord {
@@ -124,15 +126,16 @@ impl GameRecord {
     }
 
     /// Whether moves are still recorded: while the game runs, and after a draw that the rules
-    /// declare on their own (fivefold, 75 moves, dead position) when the players play on — the
+    /// declare on their own (fivefold, 75 moves) when the players play on — the
     /// daemon records the game exactly as played and leaves the rest to the arbiter.
     pub fn accepts_moves(&self) -> bool {
         match self.result {
             None => true,
-            Some((_, reason)) => matches!(
-                reason,
-                EndReason::Fivefold | EndReason::SeventyFiveMoves | EndReason::InsufficientMaterial
-            ),
+            // A dead position ends the game for good (5.2b): pieces moved afterwards are the
+            // board being tidied up, not moves.
+            Some((_, reason)) => {
+                matches!(reason, EndReason::Fivefold | EndReason::SeventyFiveMoves)
+            }
         }
     }
 
@@ -157,6 +160,7 @@ impl GameRecord {
             made_at: t,
             completed: None,
             clock: None,
+            recovered: false,
         });
         self.moves.last().expect("just pushed")
     }
