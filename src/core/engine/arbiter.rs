@@ -178,13 +178,16 @@ impl BoardEngine {
                     }
                 }
                 Reconciled::Raised => {}
+                Reconciled::No if self.illegal_open.is_some() || self.gap_open.is_some() => {
+                    // Not judged again before the position is put right.
+                }
+                Reconciled::No if presser_only(pos.board(), &board, to_move) => {
+                    self.illegal_move(t, to_move, changed, tracker.times(), out);
+                }
                 Reconciled::No => {
-                    if self.illegal_open.is_none()
-                        && self.gap_open.is_none()
-                        && presser_only(pos.board(), &board, to_move)
-                    {
-                        self.illegal_move(t, to_move, changed, tracker.times(), out);
-                    }
+                    // Both sides' pieces changed and no legal sequence explains it: moves
+                    // are missing, no single player's illegal move.
+                    self.missing_unknown(t, out);
                 }
             }
         }
@@ -600,8 +603,18 @@ impl BoardEngine {
         squares: Vec<shakmaty::Square>,
         out: &mut Vec<CoreEvent>,
     ) {
-        let Some(game) = self.active_game() else {
+        if self.active_game().is_none() {
             self.displaced = None;
+            return;
+        }
+        if let Some(d) = self.displaced.as_mut()
+            && d.raised.is_some()
+        {
+            // Already reported (before the press): keep following the squares still wrong.
+            d.raised = Some(squares);
+            return;
+        }
+        let Some(game) = self.active_game() else {
             return;
         };
         let ply = self.current_turn();

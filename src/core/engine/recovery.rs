@@ -59,7 +59,14 @@ impl BoardEngine {
                 .iter()
                 .any(|&sq| pos.board().color_at(sq) == Some(c) || board.color_at(sq) == Some(c))
         });
-        if !both {
+        // A gap of a few plies keeps both kings and loses at most one piece a ply.
+        let (now, then) = (board.occupied().count(), pos.board().occupied().count());
+        let plausible = board.kings().count() == 2
+            && board.king_of(Color::White).is_some()
+            && board.king_of(Color::Black).is_some()
+            && now <= then
+            && then - now <= gap::MAX_PLIES as usize;
+        if !both || !plausible {
             return Reconciled::No;
         }
         match gap::search(&pos, &board, gap::MAX_PLIES) {
@@ -76,16 +83,25 @@ impl BoardEngine {
                 );
                 self.moves_missing(t, changed, detail, out)
             }
-            Gap::None | Gap::TooMany if trigger == Trigger::Stable => Reconciled::No,
-            Gap::None | Gap::TooMany => {
-                let detail = format!(
-                    "The board differs from the record on {} squares and no sequence of up to {} legal moves leads there; moves are missing from the record.",
-                    changed.len(),
-                    gap::MAX_PLIES
-                );
-                self.moves_missing(t, changed, detail, out)
-            }
+            Gap::None | Gap::TooMany if trigger != Trigger::Dump => Reconciled::No,
+            Gap::None | Gap::TooMany => self.missing_unknown(t, out),
         }
+    }
+
+    /// Tell the arbiter that moves are missing and no sequence of legal moves explains the
+    /// board (when both sides' pieces changed, so that it is no single player's doing).
+    pub(super) fn missing_unknown(&mut self, t: Micros, out: &mut Vec<CoreEvent>) -> Reconciled {
+        let Some(game) = self.active_game() else {
+            return Reconciled::No;
+        };
+        let board = self.sensed.board(self.orientation);
+        let changed = diff(game.position().board(), &board);
+        let detail = format!(
+            "The board differs from the record on {} squares and no sequence of up to {} legal moves leads there; moves are missing from the record.",
+            changed.len(),
+            gap::MAX_PLIES
+        );
+        self.moves_missing(t, changed, detail, out)
     }
 
     /// Record moves recovered from a gap (their clock times are unknown).
