@@ -126,16 +126,15 @@ impl GameRecord {
     }
 
     /// Whether moves are still recorded: while the game runs, and after a draw that the rules
-    /// declare on their own (fivefold, 75 moves) when the players play on — the
+    /// declare on their own (fivefold, 75 moves, dead position) when the players play on — the
     /// daemon records the game exactly as played and leaves the rest to the arbiter.
     pub fn accepts_moves(&self) -> bool {
         match self.result {
             None => true,
-            // A dead position ends the game for good (5.2b): pieces moved afterwards are the
-            // board being tidied up, not moves.
-            Some((_, reason)) => {
-                matches!(reason, EndReason::Fivefold | EndReason::SeventyFiveMoves)
-            }
+            Some((_, reason)) => matches!(
+                reason,
+                EndReason::Fivefold | EndReason::SeventyFiveMoves | EndReason::InsufficientMaterial
+            ),
         }
     }
 

@@ -203,6 +203,18 @@ pub fn is_partial_start(board: &Board) -> bool {
         })
 }
 
+/// Whether every piece of `board` stands on its side's two start ranks (White on ranks 1–2,
+/// Black on 7–8): pieces being set up or rearranged, not a move being played.
+pub fn on_start_ranks(board: &Board) -> bool {
+    board.iter().all(|(sq, p)| {
+        let r = sq.rank();
+        p.color.fold_wb(
+            r == Rank::First || r == Rank::Second,
+            r == Rank::Seventh || r == Rank::Eighth,
+        )
+    })
+}
+
 /// A start position (the standard one or a Chess960 one, Black's back rank telling which) after
 /// one move by White that shows `board`: White moved while Black was still setting up.
 pub fn start_plus_one(board: &Board) -> Option<(StartPosition, shakmaty::Move)> {

@@ -1103,14 +1103,6 @@ pub fn inject(game: &ScriptGame, cfg: &InjectConfig) -> Injected {
             squares: spec.squares(&moves[*i]),
         });
         truth.push((kind.code(), *i as u32 + 1));
-        // 7.5.1: 4.3 applies to the move replacing an illegal one. The piece moved illegally
-        // counts as touched: moving another piece instead is 4.3a when it had a legal move.
-        if let Spec::Illegal { from, .. } = *spec
-            && !move_squares(&moves[*i], positions[*i].turn()).contains(from)
-            && can_move(&positions[*i], from)
-        {
-            truth.push(("touched_piece_not_moved", *i as u32 + 1));
-        }
     }
     if sim.reversed_board {
         truth.push(("board_reversed", 0));

@@ -115,6 +115,11 @@ impl BoardEngine {
             }
             return;
         }
+        if game.ended() {
+            // Played on or tidied up after an automatic draw: moves are recorded, presses and
+            // pieces are not judged.
+            return;
+        }
         let pos = game.position().clone();
         let to_move = pos.turn();
         if self
@@ -229,14 +234,21 @@ impl BoardEngine {
         let consequence = self.count_offence(offender);
         let turn = self.current_turn();
         self.ledger.forget_turn(turn);
-        // 7.5.1: 4.3 applies to the move that replaces the illegal one. The pieces it moved
-        // count as touched by the offender, the pieces it took as the offender's touches too.
+        // 7.5.1: 4.3 applies to the move that replaces an illegal capture: the piece taken
+        // and the piece that took it count as touched. (A non-capturing illegal move leaves the
+        // replacing move free, as in the reference captures' truth.)
         if let Some(g) = self.active_game() {
             let board = self.sensed.board(self.orientation);
             let pos = g.position().board().clone();
-            for sq in diff(&pos, &board) {
-                if let Some(p) = pos.piece_at(sq) {
-                    self.ledger.add_illegal(sq, p, t, turn);
+            let changed = diff(&pos, &board);
+            let captured = changed
+                .iter()
+                .any(|&sq| pos.color_at(sq).is_some_and(|c| c != offender));
+            if captured {
+                for sq in changed {
+                    if let Some(p) = pos.piece_at(sq) {
+                        self.ledger.add_illegal(sq, p, t, turn);
+                    }
                 }
             }
         }
@@ -524,8 +536,11 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return;
         };
-        if self.gap_open.is_some() {
-            // The record is behind the board: the arbiter was told already.
+        if self.gap_open.is_some() || game.ended() {
+            // The record is behind the board and the arbiter was told already; or the game is
+            // over and the board is being tidied up.
+            self.displaced = None;
+            self.relocation = None;
             return;
         }
         let mut references = vec![game.position()];

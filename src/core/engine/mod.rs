@@ -321,8 +321,9 @@ impl BoardEngine {
         if self.try_start(t, out) {
             return;
         }
-        if ply == 0 {
-            // Before the first move the position is being set up: nothing is displaced.
+        if ply == 0 && super::start::on_start_ranks(&board) {
+            // Before the first move, pieces rearranged on their start ranks are the position
+            // being set up: nothing is displaced.
             self.displaced = None;
             self.relocation = None;
             return;

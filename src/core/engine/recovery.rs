@@ -44,7 +44,10 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return Reconciled::No;
         };
-        if game.ply() == 0 && trigger != Trigger::Dump || self.illegal_open.is_some() {
+        if game.ply() == 0 && trigger != Trigger::Dump
+            || self.illegal_open.is_some()
+            || game.ended()
+        {
             return Reconciled::No;
         }
         let board = self.sensed.board(self.orientation);
