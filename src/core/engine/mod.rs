@@ -323,9 +323,9 @@ impl BoardEngine {
         }
         if ply == 0 && super::start::on_start_ranks(&board) {
             // Before the first move, pieces rearranged on their start ranks are the position
-            // being set up: nothing is displaced.
-            self.displaced = None;
-            self.relocation = None;
+            // being set up: nothing is displaced (what was reported before is put right).
+            self.clear_displaced(t, out);
+            self.close_relocation(t, out);
             return;
         }
         self.track_displaced(t, &board, out);
