@@ -6,6 +6,8 @@
 //! - `none_busy`: a busy middlegame (48 legal moves) whose board has four pieces of each side
 //!   moved where no four plies take them: the search runs every length to the end, the worst
 //!   case measured;
+//! - `several_queens_4`: the same middlegame, both queens having made two moves each (many
+//!   routes, every length searched to the end: the worst case measured);
 //! - `none_lifted`: an empty board (a lifted board), cut at once.
 
 // `criterion_group!` generates an undocumented public function.
@@ -62,6 +64,7 @@ fn bench(c: &mut Criterion) {
     let several = after(&start, &["e4", "e5", "Nf3"]);
     let busy = kiwipete();
     let busy_board = busy_target(&busy);
+    let queens = after(&busy, &["Qg3", "Qd6", "Qh4", "Qc5"]);
     assert!(matches!(
         gap::search(&start, unique.board(), gap::MAX_PLIES),
         Gap::One(_)
@@ -86,6 +89,9 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("none_busy", |b| {
         b.iter(|| gap::search(black_box(&busy), black_box(&busy_board), gap::MAX_PLIES))
+    });
+    g.bench_function("several_queens_4", |b| {
+        b.iter(|| gap::search(black_box(&busy), black_box(queens.board()), gap::MAX_PLIES))
     });
     g.bench_function("none_lifted", |b| {
         b.iter(|| gap::search(black_box(&busy), black_box(&Board::empty()), gap::MAX_PLIES))

@@ -7,7 +7,9 @@
 //! moved away and back is invisible to the board and cannot be recovered), and a node is cut
 //! when the squares still to fill or empty cannot be reached with the moves left.
 
-use shakmaty::{Board, Chess, Move, Position, Square};
+use shakmaty::{Board, Chess, Color, Move, Position, Role, Square};
+
+use super::super::irregular::castle_targets;
 
 /// The longest gap searched, in plies.
 pub const MAX_PLIES: u32 = 4;
@@ -110,7 +112,7 @@ impl Search<'_> {
         }
         let board = pos.board();
         for mv in pos.legal_moves() {
-            if !self.plausible(board, &mv) {
+            if !self.plausible(board, &mv) || own == 1 && !self.lands(&mv, mover) {
                 continue;
             }
             let mut next = pos.clone();
@@ -121,6 +123,23 @@ impl Search<'_> {
             if self.nodes > NODE_LIMIT {
                 return;
             }
+        }
+    }
+
+    /// The mover's last move puts its piece where the target has it (or where the target has
+    /// an opponent's piece, which may take it afterwards).
+    fn lands(&self, mv: &Move, mover: Color) -> bool {
+        let fits = |sq: Square, role: Role| {
+            self.target
+                .piece_at(sq)
+                .is_some_and(|p| p.color != mover || p.role == role)
+        };
+        match *mv {
+            Move::Castle { king, rook } => {
+                let (k, r) = castle_targets(king, rook);
+                fits(k, Role::King) || fits(r, Role::Rook)
+            }
+            _ => fits(mv.to(), mv.promotion().unwrap_or(mv.role())),
         }
     }
 
