@@ -675,6 +675,29 @@ fn a_lifted_board_is_displaced_and_resolved_when_put_down() {
 }
 
 #[test]
+fn a_board_empty_for_half_a_second_is_displaced_and_a_glitch_is_not() {
+    for (empty_ms, raised) in [(500, true), (120, false)] {
+        let mut rig = open_game();
+        let game_board = after(&Chess::default(), &["e4", "e5", "Nf3", "Nc6"]);
+        rig.wait(1000);
+        rig.dump(&Board::empty());
+        rig.wait(empty_ms);
+        rig.dump(game_board.board());
+        rig.wait(500);
+        rig.mv(F1, C4);
+        rig.press();
+        let want = if raised {
+            vec![("displaced_pieces", 5)]
+        } else {
+            vec![]
+        };
+        assert_eq!(rig.irregularities(), want, "{empty_ms} ms:\n{}", rig.log());
+        assert_eq!(rig.resolved().len(), want.len(), "{}", rig.log());
+        assert_eq!(rig.sans().last().unwrap(), "Bc4");
+    }
+}
+
+#[test]
 fn a_board_empty_field_by_field_is_no_touch_for_anyone() {
     let mut rig = open_game();
     let game_board = after(&Chess::default(), &["e4", "e5", "Nf3", "Nc6"]);

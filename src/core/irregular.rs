@@ -153,19 +153,28 @@ pub fn can_move(pos: &Chess, sq: Square) -> bool {
 }
 
 /// Whether `sensed` is `pos` with pieces lifted off the board that no move explains: three or
-/// more, or two that no single legal move (a capture, castling, en passant) lifts together. A
-/// knocked-over group or a lifted board, never touches.
-pub fn knocked_off(pos: &Chess, sensed: &Board) -> bool {
+/// more, or two that no single legal move (a capture, castling, en passant) lifts together and
+/// that `together` says went in one scan. A knocked-over group or a lifted board, never
+/// touches. Kings alone are a result signal being made, not a knock.
+pub fn knocked_off(pos: &Chess, sensed: &Board, together: impl Fn(Square, Square) -> bool) -> bool {
     let d = diff(pos.board(), sensed);
     if d.is_empty() || d.iter().any(|&sq| sensed.piece_at(sq).is_some()) {
         return false;
     }
+    if d.iter()
+        .all(|&sq| pos.board().role_at(sq) == Some(Role::King))
+    {
+        return false;
+    }
     match d.len() {
         1 => false,
-        2 => !pos.legal_moves().iter().any(|m| {
-            let squares = move_squares(m);
-            squares.contains(&d[0]) && squares.contains(&d[1])
-        }),
+        2 => {
+            together(d[0], d[1])
+                && !pos.legal_moves().iter().any(|m| {
+                    let squares = move_squares(m);
+                    squares.contains(&d[0]) && squares.contains(&d[1])
+                })
+        }
         _ => true,
     }
 }

@@ -120,6 +120,22 @@ impl Ledger {
         }
     }
 
+    /// Whether the pieces missing from `a` and `b` went in one scan (their open lifts within
+    /// [`SAME_SCAN`]), or were not seen going at all (a board dump).
+    pub fn lifted_together(&self, a: Square, b: Square) -> bool {
+        let open = |sq: Square| {
+            self.touches
+                .iter()
+                .rev()
+                .find(|x| x.square == sq && x.back_at.is_none() && !x.replaced)
+                .map(|x| x.lifted_at)
+        };
+        match (open(a), open(b)) {
+            (Some(x), Some(y)) => (x - y).abs() <= SAME_SCAN,
+            _ => true,
+        }
+    }
+
     /// Mark every lift still open (piece not back) as part of a knocked group.
     pub fn mark_open_knocked(&mut self) {
         for x in self.touches.iter_mut().filter(|x| x.back_at.is_none()) {

@@ -9,7 +9,7 @@ use super::super::irregular::{
     can_move, capturable, diff, half_kings_signal, is_move_in_progress, kings_signal, knocked_off,
     move_squares, move_with_knocks, presser_only, single_relocation, unpromoted_pawn,
 };
-use super::super::ledger::SAME_SCAN;
+use super::super::ledger::{NOISE, SAME_SCAN};
 use super::super::observation::{Micros, SpecialPiece};
 use super::recovery::{Reconciled, Trigger};
 use super::{BoardEngine, Displaced};
@@ -171,9 +171,10 @@ impl BoardEngine {
         } else if let Some((m, extra)) = move_with_knocks(&pos, &board) {
             // A legal move with knocked pieces still off their squares: the move, and the
             // pieces displaced.
+            let ply = self.current_turn();
             self.make(t, m, out);
             self.complete(t, CompletedBy::Clock, tracker.times(), out);
-            self.raise_displaced_now(t, extra, out);
+            self.raise_displaced_now(t, extra, Some(ply), out);
         } else {
             match self.reconcile(t, Trigger::Press, out) {
                 Reconciled::Recovered => {
@@ -549,8 +550,10 @@ impl BoardEngine {
         }
         // Several pieces lifted at once that no move explains: knocked over, or the board
         // lifted. Never touches.
-        let knocked =
-            self.illegal_open.is_none() && references.iter().all(|pos| knocked_off(pos, board));
+        let knocked = self.illegal_open.is_none()
+            && references
+                .iter()
+                .all(|pos| knocked_off(pos, board, |a, b| self.ledger.lifted_together(a, b)));
         let in_progress = !knocked
             && (self.illegal_open.is_some()
                 || references.iter().any(|pos| is_move_in_progress(pos, board)));
@@ -562,6 +565,10 @@ impl BoardEngine {
             .any(|pos| half_kings_signal(pos.board(), board))
         {
             KINGS_SIGNAL_WAIT
+        } else if knocked {
+            // A knocked group or a lifted board is no hand at work: reported once it outlasts
+            // sensor noise.
+            NOISE
         } else {
             self.cfg.displaced_after
         };
@@ -608,7 +615,7 @@ impl BoardEngine {
         };
         let board = self.sensed.board(self.orientation);
         let squares = diff(game.position().board(), &board);
-        self.raise_displaced_now(t, squares, out);
+        self.raise_displaced_now(t, squares, None, out);
     }
 
     /// Report `squares` as displaced now; resolved when they show the game position again.
@@ -616,6 +623,7 @@ impl BoardEngine {
         &mut self,
         t: Micros,
         squares: Vec<shakmaty::Square>,
+        turn: Option<u32>,
         out: &mut Vec<CoreEvent>,
     ) {
         if self.active_game().is_none() {
@@ -632,7 +640,7 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return;
         };
-        let ply = self.current_turn();
+        let ply = turn.unwrap_or_else(|| self.current_turn());
         let player = mover_of_ply(game.start(), ply.max(1));
         self.displaced = Some(Displaced {
             since: t,
