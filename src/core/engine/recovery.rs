@@ -69,7 +69,8 @@ impl BoardEngine {
             && board.king_of(Color::Black).is_some()
             && now <= then
             && then - now <= gap::MAX_PLIES as usize;
-        if !both || !plausible {
+        let setting_up = game.ply() == 0 && super::super::start::on_start_ranks(&board);
+        if !both || !plausible || setting_up {
             return Reconciled::No;
         }
         match gap::search(&pos, &board, gap::MAX_PLIES) {
