@@ -752,6 +752,26 @@ fn a_legal_move_pressed_with_a_knocked_piece_still_off_is_that_move_and_displace
 }
 
 #[test]
+fn a_knocked_pawn_on_a_legal_square_and_a_legal_move_pressed_is_no_illegal_move() {
+    // Bf1-c4 made while the g2 pawn is knocked to g3 (where g3 would be legal): the sensors
+    // cannot tell which was the move. Displaced, never an illegal move; put right, then Bc4.
+    let mut rig = open_game();
+    rig.lift(F1);
+    rig.field_after(100, G2, SquareReading::Empty);
+    rig.field_after(5, G3, SquareReading::Piece(white(Role::Pawn)));
+    rig.wait(300);
+    rig.place(C4, white(Role::Bishop));
+    rig.press();
+    assert!(rig.detail("illegal_move").is_empty(), "{}", rig.log());
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 5)],
+        "{}",
+        rig.log()
+    );
+}
+
+#[test]
 fn a_released_piece_knocked_to_a_neighbouring_square_and_put_back_is_displaced() {
     let mut rig = open_game();
     rig.mv(F1, C4);

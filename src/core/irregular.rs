@@ -197,11 +197,10 @@ pub fn half_kings_signal(board: &Board, sensed: &Board) -> bool {
         })
 }
 
-/// A legal move of the side to move fully made on `sensed`, with other pieces off their squares
-/// (knocked, lifted) outside the move's squares: the move and those squares, when exactly one
-/// legal move fits.
-pub fn move_with_knocks(pos: &Chess, sensed: &Board) -> Option<(Move, Vec<Square>)> {
-    let mut found = None;
+/// The legal moves of the side to move fully made on `sensed`, with other pieces off their
+/// squares (knocked, lifted) outside the move's squares: each move with those squares.
+pub fn moves_with_knocks(pos: &Chess, sensed: &Board) -> Vec<(Move, Vec<Square>)> {
+    let mut found = Vec::new();
     for m in pos.legal_moves() {
         let squares = move_squares(&m);
         let mut after = pos.clone();
@@ -216,10 +215,7 @@ pub fn move_with_knocks(pos: &Chess, sensed: &Board) -> Option<(Move, Vec<Square
         if extra.is_empty() {
             continue;
         }
-        if found.is_some() {
-            return None;
-        }
-        found = Some((m, extra));
+        found.push((m, extra));
     }
     found
 }

@@ -7,7 +7,7 @@ use super::super::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKi
 use super::super::game::mover_of_ply;
 use super::super::irregular::{
     can_move, capturable, diff, half_kings_signal, is_move_in_progress, kings_signal, knocked_off,
-    move_squares, move_with_knocks, presser_only, single_relocation, unpromoted_pawn,
+    move_squares, moves_with_knocks, presser_only, single_relocation, unpromoted_pawn,
 };
 use super::super::ledger::{NOISE, SAME_SCAN};
 use super::super::observation::{Micros, SpecialPiece};
@@ -137,6 +137,7 @@ impl BoardEngine {
             // Before the first move the position is still being set up.
             return;
         }
+        let knocks = moves_with_knocks(&pos, &board);
         if changed.iter().all(|&sq| board.piece_at(sq).is_none()) {
             let consequence = self.count_offence(to_move);
             self.irregularity(
@@ -168,13 +169,17 @@ impl BoardEngine {
                     colour(to_move)
                 ),
             );
-        } else if let Some((m, extra)) = move_with_knocks(&pos, &board) {
+        } else if let [(m, extra)] = knocks.as_slice() {
             // A legal move with knocked pieces still off their squares: the move, and the
             // pieces displaced.
             let ply = self.current_turn();
-            self.make(t, m, out);
+            self.make(t, *m, out);
             self.complete(t, CompletedBy::Clock, tracker.times(), out);
-            self.raise_displaced_now(t, extra, Some(ply), out);
+            self.raise_displaced_now(t, extra.clone(), Some(ply), out);
+        } else if knocks.len() > 1 {
+            // A knocked piece on a legal square and a legal move: which is which the sensors
+            // cannot tell. No move is guessed and no illegal move judged: pieces displaced.
+            self.raise_displaced_now(t, changed, None, out);
         } else {
             match self.reconcile(t, Trigger::Press, out) {
                 Reconciled::Recovered => {
