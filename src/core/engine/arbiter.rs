@@ -196,9 +196,9 @@ impl BoardEngine {
                     self.illegal_move(t, to_move, changed, tracker.times(), out);
                 }
                 Reconciled::No => {
-                    // Both sides' pieces changed and no legal sequence explains it: moves
-                    // are missing, no single player's illegal move.
-                    self.missing_unknown(t, out);
+                    // Both sides' pieces changed and no legal sequence explains it: no single
+                    // player's illegal move. Knocked pieces are reported as displaced once
+                    // they stood 1 s; a gap once the board stands still or is dumped.
                 }
             }
         }

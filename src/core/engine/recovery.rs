@@ -44,9 +44,13 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return Reconciled::No;
         };
+        // A made move not yet completed is still being revised (a slide, a knock on the way):
+        // only a dump can show a gap behind it.
+        let revising = game.uncompleted_last().is_some() && trigger == Trigger::Stable;
         if game.ply() == 0 && trigger != Trigger::Dump
             || self.illegal_open.is_some()
             || game.ended()
+            || revising
         {
             return Reconciled::No;
         }
@@ -73,12 +77,23 @@ impl BoardEngine {
         if !both || !plausible || setting_up {
             return Reconciled::No;
         }
+        // At a press the presser made the last move: a sequence ending with the other side's
+        // move is no gap but a knocked piece that looks like the opponent's move.
+        // A board that stood still unexplained recovers only two plies (one move of each side):
+        // longer sequences are as often one move with a piece knocked where the other side's
+        // piece could go in two moves, which is displaced pieces, not a gap (a dump settles it).
+        let presser_last = |n: usize| match trigger {
+            Trigger::Press => n % 2 == 1,
+            Trigger::Stable => n == 2,
+            Trigger::Dump => true,
+        };
         match gap::search(&pos, &board, gap::MAX_PLIES) {
-            Gap::One(moves) if moves.len() >= 2 => {
+            Gap::One(moves) if moves.len() >= 2 && presser_last(moves.len()) => {
                 self.recover(t, &moves, out);
                 Reconciled::Recovered
             }
             Gap::One(_) => Reconciled::No,
+            Gap::Several(_) if trigger != Trigger::Dump => Reconciled::No,
             Gap::Several(options) => {
                 let list: Vec<String> = options.iter().map(|o| sans(&pos, o)).collect();
                 let detail = format!(
