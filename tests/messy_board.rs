@@ -578,6 +578,33 @@ fn an_ambiguous_gap_is_one_irregularity_and_no_chain_of_illegal_moves() {
 }
 
 #[test]
+fn a_board_that_jumped_three_plies_with_transpositions_is_one_irregularity() {
+    // Lost messages, no dump: the reports show e4, e5 and Nf3 at once.
+    let mut rig = Rig::standard();
+    rig.wait(2000);
+    rig.field_after(600, E4, SquareReading::Piece(white(Role::Pawn)));
+    rig.field_after(5, E5, SquareReading::Piece(black(Role::Pawn)));
+    rig.field_after(5, F3, SquareReading::Piece(white(Role::Knight)));
+    rig.field_after(5, E2, SquareReading::Empty);
+    rig.field_after(5, E7, SquareReading::Empty);
+    rig.field_after(5, G1, SquareReading::Empty);
+    rig.wait(2000);
+    rig.left_turn = false;
+    rig.clock();
+    rig.mv(B8, C6);
+    rig.press();
+    rig.mv(F1, B5);
+    rig.press();
+    assert_eq!(
+        rig.irregularities(),
+        vec![("moves_missing", 1)],
+        "{}",
+        rig.log()
+    );
+    assert!(rig.sans().is_empty(), "{:?}", rig.sans());
+}
+
+#[test]
 fn a_board_no_legal_sequence_reaches_is_one_irregularity() {
     let mut rig = open_game();
     // After a reconnection both sides' pieces stand where no four legal moves take them.

@@ -47,11 +47,7 @@ impl BoardEngine {
         // A made move not yet completed is still being revised (a slide, a knock on the way):
         // only a dump can show a gap behind it.
         let revising = game.uncompleted_last().is_some() && trigger == Trigger::Stable;
-        if game.ply() == 0 && trigger != Trigger::Dump
-            || self.illegal_open.is_some()
-            || game.ended()
-            || revising
-        {
+        if self.illegal_open.is_some() || game.ended() || revising {
             return Reconciled::No;
         }
         let board = self.sensed.board(self.orientation);
@@ -82,9 +78,12 @@ impl BoardEngine {
         // A board that stood still unexplained recovers only two plies (one move of each side):
         // longer sequences are as often one move with a piece knocked where the other side's
         // piece could go in two moves, which is displaced pieces, not a gap (a dump settles it).
+        // One move and one knocked piece change at most four squares (castling); a board that
+        // differs on five or more is a gap whatever the length.
+        let gap_shaped = trigger == Trigger::Dump || changed.len() >= 5;
         let presser_last = |n: usize| match trigger {
             Trigger::Press => n % 2 == 1,
-            Trigger::Stable => n == 2,
+            Trigger::Stable => n == 2 || gap_shaped,
             Trigger::Dump => true,
         };
         match gap::search(&pos, &board, gap::MAX_PLIES) {
@@ -93,7 +92,7 @@ impl BoardEngine {
                 Reconciled::Recovered
             }
             Gap::One(_) => Reconciled::No,
-            Gap::Several(_) if trigger != Trigger::Dump => Reconciled::No,
+            Gap::Several(_) if !gap_shaped => Reconciled::No,
             Gap::Several(options) => {
                 let list: Vec<String> = options.iter().map(|o| sans(&pos, o)).collect();
                 let detail = format!(
