@@ -115,8 +115,8 @@ impl BoardEngine {
             }
             return;
         }
-        if game.ended() {
-            // Played on or tidied up after an automatic draw: moves are recorded, presses and
+        if game.over() {
+            // Played on or tidied up after a dead position: moves are recorded, presses and
             // pieces are not judged.
             return;
         }
@@ -542,7 +542,7 @@ impl BoardEngine {
         let Some(game) = self.active_game() else {
             return;
         };
-        if self.gap_open.is_some() || game.ended() {
+        if self.gap_open.is_some() || game.over() {
             // The record is behind the board and the arbiter was told already; or the game is
             // over and the board is being tidied up.
             self.displaced = None;
