@@ -88,6 +88,10 @@ pub enum EventKind {
         uci: String,
         /// FEN after the move.
         fen: String,
+        /// The move was not seen being made: it was recovered from a board that jumped ahead of
+        /// the record (a reconnection, a lost message); its clock time is unknown.
+        #[serde(skip_serializing_if = "is_false")]
+        recovered: bool,
     },
     /// A made move turned out not to be the move after all.
     MoveRetracted {
@@ -105,6 +109,9 @@ pub enum EventKind {
         /// Clock times after the move, when known.
         #[serde(skip_serializing_if = "Option::is_none")]
         clock: Option<ClockTimes>,
+        /// The move was recovered from a board that jumped ahead of the record.
+        #[serde(skip_serializing_if = "is_false")]
+        recovered: bool,
     },
     /// Clock times changed.
     Clock {
@@ -157,6 +164,10 @@ pub enum EventKind {
         /// Why.
         reason: EndReason,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// An event as the core emits it: time of the causing observation, game number, payload.

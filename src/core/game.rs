@@ -26,6 +26,8 @@ pub struct MoveRecord {
     pub completed: Option<CompletedBy>,
     /// Both clocks after the move, when a clock was read.
     pub clock: Option<ClockTimes>,
+    /// Recovered from a board that jumped ahead of the record (not seen being made).
+    pub recovered: bool,
 }
 
 impl MoveRecord {
@@ -123,6 +125,15 @@ impl GameRecord {
         self.result.is_some()
     }
 
+    /// Whether the game ended for good: any result but a draw by fivefold repetition or 75
+    /// moves, after which play that goes on is still judged (the arbiter decides). After a dead
+    /// position the board is only tidied up.
+    pub fn over(&self) -> bool {
+        self.result.is_some_and(|(_, reason)| {
+            !matches!(reason, EndReason::Fivefold | EndReason::SeventyFiveMoves)
+        })
+    }
+
     /// Whether moves are still recorded: while the game runs, and after a draw that the rules
     /// declare on their own (fivefold, 75 moves, dead position) when the players play on — the
     /// daemon records the game exactly as played and leaves the rest to the arbiter.
@@ -157,6 +168,7 @@ impl GameRecord {
             made_at: t,
             completed: None,
             clock: None,
+            recovered: false,
         });
         self.moves.last().expect("just pushed")
     }

@@ -152,6 +152,89 @@ pub fn can_move(pos: &Chess, sq: Square) -> bool {
     })
 }
 
+/// Whether `sensed` is `pos` with pieces lifted off the board that no move explains: three or
+/// more, or two that no single legal move (a capture, castling, en passant) lifts together and
+/// that `together` says went in one scan. A knocked-over group or a lifted board, never
+/// touches. Kings alone are a result signal being made, not a knock.
+pub fn knocked_off(pos: &Chess, sensed: &Board, together: impl Fn(Square, Square) -> bool) -> bool {
+    let d = diff(pos.board(), sensed);
+    if d.is_empty() || d.iter().any(|&sq| sensed.piece_at(sq).is_some()) {
+        return false;
+    }
+    if d.iter()
+        .all(|&sq| pos.board().role_at(sq) == Some(Role::King))
+    {
+        return false;
+    }
+    match d.len() {
+        1 => false,
+        2 => {
+            together(d[0], d[1])
+                && !pos.legal_moves().iter().any(|m| {
+                    let squares = move_squares(m);
+                    squares.contains(&d[0]) && squares.contains(&d[1])
+                })
+        }
+        _ => true,
+    }
+}
+
+/// Whether `sensed` differs from `board` only by kings lifted or put on the centre squares: a
+/// kings result signal being made (the kings are placed one after the other, seconds apart).
+pub fn half_kings_signal(board: &Board, sensed: &Board) -> bool {
+    let centre = Bitboard::from(Square::D4) | Square::E4 | Square::D5 | Square::E5;
+    let d = diff(board, sensed);
+    !d.is_empty()
+        && d.iter().any(|&sq| {
+            centre.contains(sq) && sensed.piece_at(sq).is_some_and(|p| p.role == Role::King)
+        })
+        && d.iter().all(|&sq| {
+            let was_king = board.piece_at(sq).is_some_and(|p| p.role == Role::King);
+            match sensed.piece_at(sq) {
+                None => was_king,
+                Some(p) => p.role == Role::King && centre.contains(sq),
+            }
+        })
+}
+
+/// The legal moves of the side to move fully made on `sensed`, with other pieces off their
+/// squares (knocked, lifted) outside the move's squares: each move with those squares.
+pub fn moves_with_knocks(pos: &Chess, sensed: &Board) -> Vec<(Move, Vec<Square>)> {
+    let mut found = Vec::new();
+    for m in pos.legal_moves() {
+        let squares = move_squares(&m);
+        let mut after = pos.clone();
+        after.play_unchecked(m);
+        if squares
+            .iter()
+            .any(|&sq| after.board().piece_at(sq) != sensed.piece_at(sq))
+        {
+            continue;
+        }
+        let extra = diff(after.board(), sensed);
+        if extra.is_empty() {
+            continue;
+        }
+        found.push((m, extra));
+    }
+    found
+}
+
+/// Whether the change from `board` to `sensed` is the work of `presser` alone: only its pieces
+/// appear on new squares, and at most one opponent's piece is gone (a capture).
+pub fn presser_only(board: &Board, sensed: &Board, presser: Color) -> bool {
+    let mut taken = 0;
+    for sq in diff(board, sensed) {
+        if sensed.piece_at(sq).is_some_and(|p| p.color != presser) {
+            return false;
+        }
+        if board.piece_at(sq).is_some_and(|p| p.color != presser) {
+            taken += 1;
+        }
+    }
+    taken <= 1
+}
+
 /// The DGT result convention: both kings on the central squares. Both on dark squares
 /// (d4, e5): Black wins; both on light squares (d5, e4): White wins; one of each: draw.
 pub fn kings_signal(sensed: &Board) -> Option<&'static str> {

@@ -34,12 +34,23 @@ pub struct Touch {
     /// While it was off its square, the same kind of piece appeared on another square: it was
     /// carried somewhere (a move, a slide, a displacement), not just touched.
     pub moved_on: bool,
+    /// Lifted together with other pieces in a way no move explains (a knocked group, a lifted
+    /// board): a displacement, never a touch.
+    pub knocked: bool,
+    /// Carried to a square as a legal move and back to its origin without being released: a
+    /// touch (4.3a) even though it was seen elsewhere.
+    pub carried: bool,
+    /// Stands for a piece moved or captured by an illegal move (7.5.1: 4.3 applies to the move
+    /// that replaces it), not for a lift the sensors saw.
+    pub illegal: bool,
 }
 
 impl Touch {
     /// Lifted and put back on its square, and held longer than sensor noise.
     pub fn is_touch(&self) -> bool {
-        !self.moved_on && self.back_at.is_some_and(|b| b - self.lifted_at >= NOISE)
+        !self.knocked
+            && (!self.moved_on || self.carried)
+            && self.back_at.is_some_and(|b| b - self.lifted_at >= NOISE)
     }
 
     /// Lifted and put back within the noise window: a sensor glitch.
@@ -79,6 +90,9 @@ impl Ledger {
             turn,
             replaced: false,
             moved_on,
+            knocked: false,
+            carried: false,
+            illegal: false,
         });
         self.touches.retain(|x| x.turn + 4 >= turn);
     }
@@ -104,6 +118,59 @@ impl Ledger {
                 open.replaced = true;
             }
         }
+    }
+
+    /// Whether the pieces missing from `a` and `b` went in one scan (their open lifts within
+    /// [`SAME_SCAN`]), or were not seen going at all (a board dump).
+    pub fn lifted_together(&self, a: Square, b: Square) -> bool {
+        let open = |sq: Square| {
+            self.touches
+                .iter()
+                .rev()
+                .find(|x| x.square == sq && x.back_at.is_none() && !x.replaced)
+                .map(|x| x.lifted_at)
+        };
+        match (open(a), open(b)) {
+            (Some(x), Some(y)) => (x - y).abs() <= SAME_SCAN,
+            _ => true,
+        }
+    }
+
+    /// Mark every lift still open (piece not back) as part of a knocked group.
+    pub fn mark_open_knocked(&mut self) {
+        for x in self.touches.iter_mut().filter(|x| x.back_at.is_none()) {
+            x.knocked = true;
+        }
+    }
+
+    /// The piece lifted from `square` during the turn of `ply` came back there after being
+    /// carried to a legal move's square without being released: it counts as touched.
+    pub fn mark_carried(&mut self, ply: u32, square: Square) {
+        if let Some(x) = self
+            .touches
+            .iter_mut()
+            .rev()
+            .find(|x| x.turn == ply && x.square == square && x.back_at.is_some())
+        {
+            x.carried = true;
+        }
+    }
+
+    /// Record a touch that the sensors did not show as one: the pieces an illegal move moved or
+    /// captured, which the move replacing it must respect (7.5.1, 4.3).
+    pub fn add_illegal(&mut self, square: Square, piece: Piece, t: Micros, turn: u32) {
+        self.touches.push(Touch {
+            square,
+            piece,
+            lifted_at: t,
+            back_at: Some(t + NOISE),
+            turn,
+            replaced: false,
+            moved_on: false,
+            knocked: false,
+            carried: false,
+            illegal: true,
+        });
     }
 
     /// Forget the lifts of a turn (after an illegal move the arbiter's hands move pieces).

@@ -183,6 +183,55 @@ pub fn board_of(n: u16) -> Board {
     board
 }
 
+/// Whether `board` is a start position being set up: 16 to 31 pieces, every pawn on its side's
+/// second rank and every other piece on its side's back rank. (An adjourned game with so many
+/// pieces, none of them ever moved off its rank, is not a position anyone sets up; one with
+/// fewer, such as kings and a few pawns, is.)
+pub fn is_partial_start(board: &Board) -> bool {
+    let count = board.occupied().count();
+    (16..32).contains(&count)
+        && board.iter().all(|(sq, p)| {
+            let (pawn_rank, back_rank) = p
+                .color
+                .fold_wb((Rank::Second, Rank::First), (Rank::Seventh, Rank::Eighth));
+            sq.rank()
+                == if p.role == Role::Pawn {
+                    pawn_rank
+                } else {
+                    back_rank
+                }
+        })
+}
+
+/// Whether every piece of `board` stands on its side's two start ranks (White on ranks 1–2,
+/// Black on 7–8): pieces being set up or rearranged, not a move being played.
+pub fn on_start_ranks(board: &Board) -> bool {
+    board.iter().all(|(sq, p)| {
+        let r = sq.rank();
+        p.color.fold_wb(
+            r == Rank::First || r == Rank::Second,
+            r == Rank::Seventh || r == Rank::Eighth,
+        )
+    })
+}
+
+/// A start position (the standard one or a Chess960 one, Black's back rank telling which) after
+/// one move by White that shows `board`: White moved while Black was still setting up.
+pub fn start_plus_one(board: &Board) -> Option<(StartPosition, shakmaty::Move)> {
+    if board.occupied().count() != 32 {
+        return None;
+    }
+    let black = back_rank_roles(board, Color::Black)?;
+    let n = number_of_back_rank(&black)?;
+    let start = recognise(&board_of(n))?;
+    let m = start.position.legal_moves().into_iter().find(|&m| {
+        let mut after = start.position.clone();
+        after.play_unchecked(m);
+        after.board() == board
+    })?;
+    Some((start, m))
+}
+
 /// Is this the position a start position (used to tell a new game from a continuation)?
 pub fn is_start(pos: &Chess) -> bool {
     pos.turn() == Color::White && recognise(pos.board()).is_some()

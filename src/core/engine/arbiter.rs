@@ -6,12 +6,17 @@ use shakmaty::{Color, Move, Position, Role, Square};
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
 use super::super::game::mover_of_ply;
 use super::super::irregular::{
-    can_move, capturable, diff, is_move_in_progress, kings_signal, move_squares, single_relocation,
-    unpromoted_pawn,
+    can_move, capturable, diff, half_kings_signal, is_move_in_progress, kings_signal, knocked_off,
+    move_squares, moves_with_knocks, presser_only, single_relocation, unpromoted_pawn,
 };
-use super::super::ledger::SAME_SCAN;
+use super::super::ledger::{NOISE, SAME_SCAN};
 use super::super::observation::{Micros, SpecialPiece};
+use super::recovery::{Reconciled, Trigger};
 use super::{BoardEngine, Displaced};
+
+/// How long a king may stand on a centre square, the other king not there yet, before the
+/// board counts as displaced rather than a result signal being made.
+const KINGS_SIGNAL_WAIT: Micros = 10_000_000;
 
 /// The article of each irregularity code (`capture-and-events.md` §3).
 pub fn rule_of(code: &str) -> &'static str {
@@ -29,6 +34,7 @@ pub fn rule_of(code: &str) -> &'static str {
         "adjusted_out_of_turn" => "6.2.5",
         "two_hands_hint" => "7.7.1",
         "board_reversed" => "7.2.2",
+        "moves_missing" => "8.1",
         _ => "",
     }
 }
@@ -117,6 +123,11 @@ impl BoardEngine {
             }
             return;
         }
+        if game.over() {
+            // Played on or tidied up after a dead position: moves are recorded, presses and
+            // pieces are not judged.
+            return;
+        }
         let pos = game.position().clone();
         let to_move = pos.turn();
         if self
@@ -128,7 +139,15 @@ impl BoardEngine {
         }
         let board = self.sensed.board(self.orientation);
         let changed = diff(pos.board(), &board);
+        let first = game.ply() == 0;
+        if first && !changed.is_empty() && single_relocation(pos.board(), &board, to_move).is_none()
+        {
+            // Before the first move the position is still being set up.
+            return;
+        }
+        let knocks = moves_with_knocks(&pos, &board);
         if changed.iter().all(|&sq| board.piece_at(sq).is_none()) {
+            let consequence = self.count_offence(to_move);
             self.irregularity(
                 t,
                 out,
@@ -136,7 +155,7 @@ impl BoardEngine {
                 to_move,
                 changed,
                 format!(
-                    "{} pressed the clock without making a move.",
+                    "{} pressed the clock without making a move; that counts as an illegal move (7.8.1), and 7.5.3 gives: {consequence}.",
                     colour(to_move)
                 ),
             );
@@ -148,6 +167,7 @@ impl BoardEngine {
             let clock = self.clock.times_of(&press.reading);
             self.complete(t, CompletedBy::Clock, clock, out);
             let ply = self.active_game().map_or(0, |g| g.ply());
+            let consequence = self.count_offence(to_move);
             self.irregularity_at(
                 t,
                 out,
@@ -156,28 +176,70 @@ impl BoardEngine {
                 to_move,
                 vec![square],
                 format!(
-                    "{} pressed the clock with a pawn on {square} not replaced; it counts as a queen (7.5.2).",
+                    "{} pressed the clock with a pawn on {square} not replaced; it counts as a queen and as an illegal move (7.5.2), and 7.5.3 gives: {consequence}.",
                     colour(to_move)
                 ),
             );
+        } else if let [(m, extra)] = knocks.as_slice() {
+            // A legal move with knocked pieces still off their squares: the move, and the
+            // pieces displaced.
+            let ply = self.current_turn();
+            self.make(t, *m, out);
+            self.moves_since_press = 0;
+            self.in_phase_from = Some(t);
+            self.complete(
+                t,
+                CompletedBy::Clock,
+                self.clock.times_of(&press.reading),
+                out,
+            );
+            self.raise_displaced_now(t, extra.clone(), Some(ply), out);
+        } else if knocks.len() > 1 {
+            // A knocked piece on a legal square and a legal move: which is which the sensors
+            // cannot tell. No move is guessed and no illegal move judged: pieces displaced.
+            self.raise_displaced_now(t, changed, None, out);
         } else {
-            let clock = self.clock.times_of(&press.reading);
-            self.illegal_move(t, to_move, changed, clock, out);
+            match self.reconcile(t, Trigger::Press, out) {
+                Reconciled::Recovered => {
+                    let mover = self.active_game().map(|g| mover_of_ply(g.start(), g.ply()));
+                    if mover == Some(to_move) || mover == self.clock.color_of(press.side) {
+                        self.complete(
+                            t,
+                            CompletedBy::Clock,
+                            self.clock.times_of(&press.reading),
+                            out,
+                        );
+                    }
+                }
+                Reconciled::Raised => {}
+                Reconciled::No if self.illegal_open.is_some() || self.gap_open.is_some() => {
+                    // Not judged again before the position is put right.
+                }
+                Reconciled::No if presser_only(pos.board(), &board, to_move) => {
+                    self.illegal_move(
+                        t,
+                        to_move,
+                        changed,
+                        self.clock.times_of(&press.reading),
+                        out,
+                    );
+                }
+                Reconciled::No => {
+                    // Both sides' pieces changed and no legal sequence explains it: no single
+                    // player's illegal move. Knocked pieces are reported as displaced once
+                    // they stood 1 s; a gap once the board stands still or is dumped.
+                }
+            }
         }
     }
 
-    fn illegal_move(
-        &mut self,
-        t: Micros,
-        offender: Color,
-        squares: Vec<Square>,
-        _clock: Option<ClockTimes>,
-        out: &mut Vec<CoreEvent>,
-    ) {
+    /// Count one more illegal move of `offender` (7.5.1, 7.5.2, 7.8.1 all count) and say what
+    /// 7.5.3 gives.
+    fn count_offence(&mut self, offender: Color) -> String {
         let idx = offender.fold_wb(0, 1);
         self.illegal_moves[idx] += 1;
         let count = self.illegal_moves[idx];
-        let consequence = match (count, self.active_game()) {
+        match (count, self.active_game()) {
             (1, _) => format!(
                 "first illegal move by {}: a warning and two minutes added to {}'s clock",
                 colour(offender),
@@ -193,9 +255,38 @@ impl BoardEngine {
                 colour(offender),
                 colour(offender)
             ),
-        };
+        }
+    }
+
+    fn illegal_move(
+        &mut self,
+        t: Micros,
+        offender: Color,
+        squares: Vec<Square>,
+        _clock: Option<ClockTimes>,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let consequence = self.count_offence(offender);
         let turn = self.current_turn();
         self.ledger.forget_turn(turn);
+        // 7.5.1: 4.3 applies to the move that replaces an illegal capture: the piece taken
+        // and the piece that took it count as touched. (A non-capturing illegal move leaves the
+        // replacing move free, as in the reference captures' truth.)
+        if let Some(g) = self.active_game() {
+            let board = self.sensed.board(self.orientation);
+            let pos = g.position().board().clone();
+            let changed = diff(&pos, &board);
+            let captured = changed
+                .iter()
+                .any(|&sq| pos.color_at(sq).is_some_and(|c| c != offender));
+            if captured {
+                for sq in changed {
+                    if let Some(p) = pos.piece_at(sq) {
+                        self.ledger.add_illegal(sq, p, t, turn);
+                    }
+                }
+            }
+        }
         self.illegal_open = Some(names(&squares));
         self.displaced = None;
         self.relocation = None;
@@ -271,7 +362,9 @@ impl BoardEngine {
             _ => None,
         };
         if let Some(x) = touches.iter().find(|x| x.piece.color != mover) {
-            if capturable(&pos, x.square) {
+            if x.illegal && !capturable(&pos, x.square) {
+                // A piece an illegal move took that cannot be taken legally: no obligation.
+            } else if capturable(&pos, x.square) {
                 if captured != Some(x.square) {
                     found.push((
                         "touched_opponent_not_captured",
@@ -350,21 +443,76 @@ impl BoardEngine {
         {
             return;
         }
-        if self.released(old, made_at, ply, mover) {
-            self.irregularity_at(
-                t,
-                out,
-                ply,
-                "move_changed_after_release",
-                mover,
-                vec![old.to(), new.to()],
-                format!(
-                    "{} released a piece on {} as a legal move, then moved it on.",
-                    colour(mover),
-                    old.to()
-                ),
-            );
+        if let Some((first, p, since)) = self.changed
+            && p == ply
+        {
+            if first == new {
+                // Back on the square it was released on: the piece was displaced (knocked to
+                // a square that happened to be a legal move), the move did not change.
+                self.changed = None;
+                if t - since >= self.cfg.displaced_after {
+                    let squares = vec![old.to()];
+                    self.irregularity_at(
+                        t,
+                        out,
+                        ply,
+                        "displaced_pieces",
+                        mover,
+                        squares.clone(),
+                        format!(
+                            "The piece released on {} stood on {} for {:.1} s before it was put back.",
+                            new.to(),
+                            old.to(),
+                            (t - since) as f64 / 1e6
+                        ),
+                    );
+                    self.emit(
+                        t,
+                        out,
+                        EventKind::IrregularityResolved {
+                            code: "displaced_pieces",
+                            squares: names(&squares),
+                        },
+                    );
+                }
+            }
+            return;
         }
+        if self.illegal_open.is_none() && self.released(old, made_at, ply, mover) {
+            self.changed = Some((old, ply, t));
+        }
+    }
+
+    /// The move of `ply` is completed as `last`: 4.6 if a released move was changed into it.
+    pub(super) fn judge_changed(
+        &mut self,
+        t: Micros,
+        ply: u32,
+        last: Move,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let Some((old, p, _)) = self.changed.take() else {
+            return;
+        };
+        if p != ply || old == last {
+            return;
+        }
+        let mover = self
+            .game()
+            .map_or(Color::White, |g| g.position_after(ply - 1).turn());
+        self.irregularity_at(
+            t,
+            out,
+            ply,
+            "move_changed_after_release",
+            mover,
+            vec![old.to(), last.to()],
+            format!(
+                "{} released a piece on {} as a legal move, then moved it on.",
+                colour(mover),
+                old.to()
+            ),
+        );
     }
 
     /// The made move is being taken back to the position before it.
@@ -376,8 +524,12 @@ impl BoardEngine {
             return;
         };
         let mover = game.position_before_last().turn();
-        if self.released(last.mv, last.made_at, game.ply(), mover) {
-            self.taken_back = Some((last.mv, game.ply()));
+        let (mv, ply) = (last.mv, game.ply());
+        if self.released(mv, last.made_at, ply, mover) {
+            self.taken_back = Some((mv, ply));
+        } else if let Some(from) = mv.from() {
+            // Carried to a square and back without being released: a touch (4.3a).
+            self.ledger.mark_carried(ply, from);
         }
     }
 
@@ -415,49 +567,120 @@ impl BoardEngine {
         board: &shakmaty::Board,
         out: &mut Vec<CoreEvent>,
     ) {
+        self.displaced_resolved(t, board, out);
         let Some(game) = self.active_game() else {
             return;
         };
+        if self.gap_open.is_some() || game.over() {
+            // The record is behind the board and the arbiter was told already; or the game is
+            // over and the board is being tidied up.
+            self.displaced = None;
+            self.relocation = None;
+            return;
+        }
         let mut references = vec![game.position()];
         if game.uncompleted_last().is_some() {
             references.push(game.position_before_last());
         }
-        let in_progress = self.illegal_open.is_some()
-            || references.iter().any(|pos| is_move_in_progress(pos, board));
+        // Several pieces lifted at once that no move explains: knocked over, or the board
+        // lifted. Never touches.
+        let knocked = self.illegal_open.is_none()
+            && references
+                .iter()
+                .all(|pos| knocked_off(pos, board, |a, b| self.ledger.lifted_together(a, b)));
+        let in_progress = !knocked
+            && (self.illegal_open.is_some()
+                || references.iter().any(|pos| is_move_in_progress(pos, board)));
         let relocated = references
             .iter()
             .find_map(|pos| single_relocation(pos.board(), board, pos.turn()));
+        let wait = if references
+            .iter()
+            .any(|pos| half_kings_signal(pos.board(), board))
+        {
+            KINGS_SIGNAL_WAIT
+        } else if knocked {
+            // A knocked group or a lifted board is no hand at work: reported once it outlasts
+            // sensor noise.
+            NOISE
+        } else {
+            self.cfg.displaced_after
+        };
         if in_progress {
-            self.clear_displaced(t, out);
+            if self.displaced.as_ref().is_some_and(|d| d.raised.is_none()) {
+                self.displaced = None;
+            }
             self.close_relocation(t, out);
-        } else if let Some((from, to)) = relocated {
-            self.clear_displaced(t, out);
+        } else if let Some((from, to)) = relocated.filter(|_| !knocked) {
+            if self.displaced.as_ref().is_some_and(|d| d.raised.is_none()) {
+                self.displaced = None;
+            }
             if self.relocation.is_none() {
                 let ply = self.current_turn();
                 self.relocation = Some((t, ply, vec![from, to]));
             }
-        } else if self.displaced.is_none() {
+        } else {
             self.close_relocation(t, out);
-            self.displaced = Some(Displaced {
-                since: t,
-                raised: None,
-            });
+            self.ledger.mark_open_knocked();
+            match self.displaced.as_mut() {
+                None => {
+                    self.displaced = Some(Displaced {
+                        since: t,
+                        wait,
+                        raised: None,
+                    })
+                }
+                Some(d) if d.raised.is_none() => d.wait = wait,
+                Some(_) => {}
+            }
         }
     }
 
-    /// The displaced state lasted long enough: raise it.
+    /// The displaced state lasted long enough: raise it (unless the board turns out to be
+    /// moves ahead of the record).
     pub(super) fn raise_displaced(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        if self.reconcile(t, Trigger::Stable, out) != Reconciled::No {
+            self.displaced = None;
+            return;
+        }
         let Some(game) = self.active_game() else {
             self.displaced = None;
             return;
         };
         let board = self.sensed.board(self.orientation);
         let squares = diff(game.position().board(), &board);
-        let ply = self.current_turn();
-        let player = mover_of_ply(game.start(), ply.max(1));
-        if let Some(d) = self.displaced.as_mut() {
-            d.raised = Some(names(&squares));
+        self.raise_displaced_now(t, squares, None, out);
+    }
+
+    /// Report `squares` as displaced now; resolved when they show the game position again.
+    pub(super) fn raise_displaced_now(
+        &mut self,
+        t: Micros,
+        squares: Vec<shakmaty::Square>,
+        turn: Option<u32>,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        if self.active_game().is_none() {
+            self.displaced = None;
+            return;
         }
+        if let Some(d) = self.displaced.as_mut()
+            && d.raised.is_some()
+        {
+            // Already reported (before the press): keep following the squares still wrong.
+            d.raised = Some(squares);
+            return;
+        }
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let ply = turn.unwrap_or_else(|| self.current_turn());
+        let player = mover_of_ply(game.start(), ply.max(1));
+        self.displaced = Some(Displaced {
+            since: t,
+            wait: 0,
+            raised: Some(squares.clone()),
+        });
         self.irregularity_at(
             t,
             out,
@@ -472,6 +695,28 @@ impl BoardEngine {
         );
     }
 
+    /// A raised displacement whose squares all show the game position again is resolved.
+    pub(super) fn displaced_resolved(
+        &mut self,
+        t: Micros,
+        board: &shakmaty::Board,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let Some(squares) = self.displaced.as_ref().and_then(|d| d.raised.as_ref()) else {
+            return;
+        };
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let pos = game.position().board();
+        if squares
+            .iter()
+            .all(|&sq| pos.piece_at(sq) == board.piece_at(sq))
+        {
+            self.clear_displaced(t, out);
+        }
+    }
+
     pub(super) fn clear_displaced(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
         if let Some(Displaced {
             raised: Some(squares),
@@ -483,7 +728,7 @@ impl BoardEngine {
                 out,
                 EventKind::IrregularityResolved {
                     code: "displaced_pieces",
-                    squares,
+                    squares: names(&squares),
                 },
             );
         }
@@ -528,6 +773,16 @@ impl BoardEngine {
     pub(super) fn board_restored(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
         self.clear_displaced(t, out);
         self.close_relocation(t, out);
+        if let Some(squares) = self.gap_open.take() {
+            self.emit(
+                t,
+                out,
+                EventKind::IrregularityResolved {
+                    code: "moves_missing",
+                    squares,
+                },
+            );
+        }
         if let Some(squares) = self.illegal_open.take() {
             self.emit(
                 t,

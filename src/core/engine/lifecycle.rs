@@ -30,14 +30,40 @@ impl BoardEngine {
                     && g.accepts_moves()
                     && g.start().board() == s.position.board()
                     && self.orientation == orientation;
-                if same {
+                if same || self.taken_back_to_start(&s, orientation) {
                     return false;
                 }
             }
             self.start_game(t, s, orientation, out);
             return true;
         }
+        // White moved while Black was still setting up (or the previous game was still being
+        // tidied away): the game starts from the start position before that move.
+        for orientation in [Orientation::Normal, Orientation::Reversed] {
+            let Some((s, m)) = full
+                .then(|| start::start_plus_one(&self.sensed.board(orientation)))
+                .flatten()
+            else {
+                continue;
+            };
+            if self.taken_back_to_start(&s, orientation) {
+                return false;
+            }
+            self.start_game(t, s, orientation, out);
+            self.make(t, m, out);
+            return true;
+        }
         self.games.is_empty() && self.try_setup(t, out)
+    }
+
+    /// A running game's first move taken back after it was completed shows its start position
+    /// again: that is no new game.
+    fn taken_back_to_start(&self, s: &start::StartPosition, orientation: Orientation) -> bool {
+        self.active_game().is_some_and(|g| {
+            g.ply() == 1
+                && g.start().board() == s.position.board()
+                && self.orientation == orientation
+        })
     }
 
     /// Guidelines I.5: a board first seen in another position is a set-up position; the side
@@ -55,6 +81,10 @@ impl BoardEngine {
         for orientation in orientations {
             let board = self.sensed.board(orientation);
             let before = reference.board(orientation);
+            if start::is_partial_start(&before) {
+                // A start position still being set up, not an adjourned game's position.
+                continue;
+            }
             for turn in [Color::White, Color::Black] {
                 let Some(pos) = setup_position(&before, turn) else {
                     continue;
@@ -116,6 +146,8 @@ impl BoardEngine {
         self.displaced = None;
         self.relocation = None;
         self.taken_back = None;
+        self.changed = None;
+        self.gap_open = None;
         self.moves_since_press = 0;
         self.in_phase_from = None;
         self.clock.new_game();
@@ -173,6 +205,8 @@ impl BoardEngine {
         self.pending_end = None;
         self.displaced = None;
         self.relocation = None;
+        self.changed = None;
+        self.gap_open = None;
         self.emit(t, out, EventKind::GameEnded { result, reason });
     }
 

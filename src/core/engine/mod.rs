@@ -9,7 +9,9 @@
 //! observation past it or by [`BoardEngine::tick`] / [`BoardEngine::finish`].
 
 mod arbiter;
+pub mod gap;
 mod lifecycle;
+mod recovery;
 
 use shakmaty::{Board, Chess, Color, Move, Position, Square};
 
@@ -58,8 +60,10 @@ struct PendingPress {
 #[derive(Debug, Clone)]
 struct Displaced {
     since: Micros,
+    /// How long to wait before raising it (longer while a kings signal may be half made).
+    wait: Micros,
     /// The squares reported, once raised.
-    raised: Option<Vec<String>>,
+    raised: Option<Vec<Square>>,
 }
 
 /// Boards after each legal move of one position.
@@ -118,6 +122,13 @@ pub struct BoardEngine {
     in_phase_from: Option<Micros>,
     /// Before any game: the last board that stood still, a candidate set-up position (I.5).
     setup_ref: Option<SensedBoard>,
+    /// A released move revised into another one in its turn: (released move, ply, when). Judged
+    /// when the turn's move is completed (4.6), or a displacement if the move comes back.
+    changed: Option<(Move, u32, Micros)>,
+    /// Moves are missing from the record (a gap no unique sequence explains): the squares.
+    gap_open: Option<Vec<String>>,
+    /// Moves being recorded now are recovered from a gap, not seen being made.
+    recovering: bool,
     last_change: Micros,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
@@ -157,6 +168,8 @@ impl BoardEngine {
                 }
                 self.last_change = t;
                 self.evaluate(t, out);
+                // A dump after a reconnection may be several plies ahead of the record.
+                self.reconcile(t, recovery::Trigger::Dump, out);
             }
             Observation::Field { index, reading } => self.on_field(t, *index, *reading, out),
             Observation::Clock(reading) => self.on_clock(t, *reading, out),
@@ -190,7 +203,7 @@ impl BoardEngine {
                 .displaced
                 .as_ref()
                 .filter(|d| d.raised.is_none())
-                .map(|d| (d.since + self.cfg.displaced_after, 2));
+                .map(|d| (d.since + d.wait, 2));
             let next = [press, end, displaced].into_iter().flatten().min();
             match next {
                 Some((d, 0)) if d <= t => self.resolve_press(d, out),
@@ -236,6 +249,22 @@ impl BoardEngine {
         }
     }
 
+    /// The turn a lift of a piece of `color` belongs to. Once a move is made the opponent has
+    /// the move (1.3): a lift of the opponent's piece before the press is the opponent's.
+    fn lift_turn(&self, color: Color) -> u32 {
+        match self.active_game() {
+            None => 0,
+            Some(g) if g.uncompleted_last().is_some() && self.pending_press.is_none() => {
+                if color == g.position().turn() {
+                    g.ply() + 1
+                } else {
+                    g.ply()
+                }
+            }
+            Some(g) => g.ply() + 1,
+        }
+    }
+
     fn on_field(&mut self, t: Micros, index: u8, reading: SquareReading, out: &mut Vec<CoreEvent>) {
         if self.sensed.get(index) == reading {
             return;
@@ -247,7 +276,7 @@ impl BoardEngine {
         let before = self.sensed.set(index, reading);
         let square = self.orientation.square_of(index);
         if let SquareReading::Piece(piece) = before {
-            let turn = self.current_turn();
+            let turn = self.lift_turn(piece.color);
             self.ledger.lift(square, piece, t, turn);
         }
         if let SquareReading::Piece(piece) = reading {
@@ -286,12 +315,24 @@ impl BoardEngine {
             }
             let game = self.active_game().expect("active");
             if board == *game.position_before_last().board() {
-                self.note_taken_back();
+                if self.illegal_open.is_none() {
+                    self.note_taken_back();
+                }
                 self.retract(t, out);
+                // The board shows the game position again (an arbiter restoring it after an
+                // illegal move through a square that was a legal move).
+                self.board_restored(t, out);
                 return;
             }
         }
-        if ply > 0 && self.try_start(t, out) {
+        if self.try_start(t, out) {
+            return;
+        }
+        if ply == 0 && super::start::on_start_ranks(&board) {
+            // Before the first move, pieces rearranged on their start ranks are the position
+            // being set up: nothing is displaced (what was reported before is put right).
+            self.clear_displaced(t, out);
+            self.close_relocation(t, out);
             return;
         }
         self.track_displaced(t, &board, out);
@@ -376,23 +417,33 @@ impl BoardEngine {
         self.observe_in_phase(t);
         self.in_phase_from = None;
         self.moves_since_press += 1;
-        self.clear_displaced(t, out);
         self.close_relocation(t, out);
         self.judge_taken_back(t, m, out);
+        let recovered = self.recovering;
         let Some(game) = self.games.last_mut() else {
             return;
         };
-        let record = game.push(m, t).clone();
+        game.push(m, t);
+        if let Some(last) = game.moves.last_mut() {
+            last.recovered = recovered;
+        }
+        let record = game.moves.last().expect("just pushed").clone();
         let kind = EventKind::MoveMade {
             ply: game.ply(),
             san: record.san,
             uci: record.uci,
             fen: record.fen,
+            recovered,
         };
         let ends = game.result.is_none() && game.ending().is_some();
         self.version += 1;
         self.emit(t, out, kind);
         self.pending_end = ends.then_some(t + self.cfg.settle);
+        let board = self.sensed.board(self.orientation);
+        self.displaced_resolved(t, &board, out);
+        if self.displaced.as_ref().is_some_and(|d| d.raised.is_none()) {
+            self.displaced = None;
+        }
     }
 
     /// Clock evidence: while clock and board are in phase, the running face counted down for
@@ -440,6 +491,13 @@ impl BoardEngine {
         let Some(record) = game.moves.last_mut().filter(|m| m.completed.is_none()) else {
             return;
         };
+        let recovered = record.recovered;
+        // A recovered move's clock time is unknown, unless its player's press completes it.
+        let clock = if recovered && by != CompletedBy::Clock {
+            None
+        } else {
+            clock
+        };
         record.completed = Some(by);
         record.clock = clock;
         let kind = EventKind::MoveCompleted {
@@ -447,11 +505,17 @@ impl BoardEngine {
             san: record.san.clone(),
             by,
             clock,
+            recovered,
         };
+        let final_move = record.mv;
         let threefold = game.repetitions() >= 3;
         let fifty = game.position().halfmoves() >= 100;
         self.emit(t, out, kind);
-        self.judge_turn(t, ply, out);
+        if !recovered {
+            self.judge_turn(t, ply, out);
+            self.judge_changed(t, ply, final_move, out);
+        }
+        self.changed = None;
         self.taken_back = None;
         if threefold {
             self.emit(t, out, EventKind::ClaimAvailable { claim: "threefold" });

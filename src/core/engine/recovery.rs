@@ -1,0 +1,178 @@
+//! Gaps between the record and the board: a board dump after a reconnection or a board that
+//! jumped (lost field messages) may be several plies ahead. The moves are recovered when exactly
+//! one legal sequence leads there; otherwise one `moves_missing` irregularity tells the arbiter.
+
+use shakmaty::{Color, Move, Position, san::San};
+
+use super::super::event::{CoreEvent, EventKind};
+use super::super::game::mover_of_ply;
+use super::super::irregular::diff;
+use super::super::observation::Micros;
+use super::BoardEngine;
+use super::gap::{self, Gap};
+
+/// What asks for a reconciliation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// A full board dump (after a reconnection).
+    Dump,
+    /// An unexplained board that stood still (before it would be reported as displaced).
+    Stable,
+    /// A clock press that no move explains.
+    Press,
+}
+
+/// What a reconciliation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reconciled {
+    /// Nothing to do or nothing found that is a gap.
+    No,
+    /// The missing moves were recorded.
+    Recovered,
+    /// The arbiter was told that moves are missing.
+    Raised,
+}
+
+impl BoardEngine {
+    /// Compare the board with the record and recover or report missing moves.
+    pub(super) fn reconcile(
+        &mut self,
+        t: Micros,
+        trigger: Trigger,
+        out: &mut Vec<CoreEvent>,
+    ) -> Reconciled {
+        let Some(game) = self.active_game() else {
+            return Reconciled::No;
+        };
+        // A made move not yet completed is still being revised (a slide, a knock on the way):
+        // only a dump can show a gap behind it.
+        let revising = game.uncompleted_last().is_some() && trigger == Trigger::Stable;
+        if self.illegal_open.is_some() || game.over() || revising {
+            return Reconciled::No;
+        }
+        let board = self.sensed.board(self.orientation);
+        let pos = game.position().clone();
+        if board == *pos.board() {
+            return Reconciled::No;
+        }
+        let changed = diff(pos.board(), &board);
+        // Both sides' pieces changed: a gap is possible. One side's only: a move, a knock.
+        let both = [Color::White, Color::Black].into_iter().all(|c| {
+            changed
+                .iter()
+                .any(|&sq| pos.board().color_at(sq) == Some(c) || board.color_at(sq) == Some(c))
+        });
+        // A gap of a few plies keeps both kings and loses at most one piece a ply.
+        let (now, then) = (board.occupied().count(), pos.board().occupied().count());
+        let plausible = board.kings().count() == 2
+            && board.king_of(Color::White).is_some()
+            && board.king_of(Color::Black).is_some()
+            && now <= then
+            && then - now <= gap::MAX_PLIES as usize;
+        let setting_up = game.ply() == 0 && super::super::start::on_start_ranks(&board);
+        if !both || !plausible || setting_up {
+            return Reconciled::No;
+        }
+        // At a press the presser made the last move: a sequence ending with the other side's
+        // move is no gap but a knocked piece that looks like the opponent's move.
+        // A board that stood still unexplained recovers only two plies (one move of each side):
+        // longer sequences are as often one move with a piece knocked where the other side's
+        // piece could go in two moves, which is displaced pieces, not a gap (a dump settles it).
+        // One move and one knocked piece change at most four squares (castling); a board that
+        // differs on five or more is a gap whatever the length.
+        let gap_shaped = trigger == Trigger::Dump || changed.len() >= 5;
+        let presser_last = |n: usize| match trigger {
+            Trigger::Press => n % 2 == 1,
+            Trigger::Stable => n == 2 || gap_shaped,
+            Trigger::Dump => true,
+        };
+        match gap::search(&pos, &board, gap::MAX_PLIES) {
+            Gap::One(moves) if moves.len() >= 2 && presser_last(moves.len()) => {
+                self.recover(t, &moves, out);
+                Reconciled::Recovered
+            }
+            Gap::One(_) => Reconciled::No,
+            Gap::Several(_) if !gap_shaped => Reconciled::No,
+            Gap::Several(options) => {
+                let list: Vec<String> = options.iter().map(|o| sans(&pos, o)).collect();
+                let detail = format!(
+                    "The board is ahead of the record and several move sequences lead there ({}); the arbiter must say which was played.",
+                    list.join(" | ")
+                );
+                self.moves_missing(t, changed, detail, out)
+            }
+            Gap::None | Gap::TooMany if trigger != Trigger::Dump => Reconciled::No,
+            Gap::None | Gap::TooMany => self.missing_unknown(t, out),
+        }
+    }
+
+    /// Tell the arbiter that moves are missing and no sequence of legal moves explains the
+    /// board (when both sides' pieces changed, so that it is no single player's doing).
+    pub(super) fn missing_unknown(&mut self, t: Micros, out: &mut Vec<CoreEvent>) -> Reconciled {
+        let Some(game) = self.active_game() else {
+            return Reconciled::No;
+        };
+        let board = self.sensed.board(self.orientation);
+        let changed = diff(game.position().board(), &board);
+        let detail = format!(
+            "The board differs from the record on {} squares and no sequence of up to {} legal moves leads there; moves are missing from the record.",
+            changed.len(),
+            gap::MAX_PLIES
+        );
+        self.moves_missing(t, changed, detail, out)
+    }
+
+    /// Record moves recovered from a gap (their clock times are unknown).
+    fn recover(&mut self, t: Micros, moves: &[Move], out: &mut Vec<CoreEvent>) {
+        self.recovering = true;
+        // Each move completes the one before it (by the next move, clock unknown).
+        for &m in moves {
+            self.make(t, m, out);
+        }
+        self.recovering = false;
+        self.displaced = None;
+        self.relocation = None;
+        if let Some(squares) = self.gap_open.take() {
+            self.emit(
+                t,
+                out,
+                EventKind::IrregularityResolved {
+                    code: "moves_missing",
+                    squares,
+                },
+            );
+        }
+    }
+
+    fn moves_missing(
+        &mut self,
+        t: Micros,
+        squares: Vec<shakmaty::Square>,
+        detail: String,
+        out: &mut Vec<CoreEvent>,
+    ) -> Reconciled {
+        self.displaced = None;
+        self.relocation = None;
+        if self.gap_open.is_some() {
+            return Reconciled::Raised;
+        }
+        let names: Vec<String> = squares.iter().map(|s| s.to_string()).collect();
+        self.gap_open = Some(names);
+        let player = self
+            .active_game()
+            .map_or(Color::White, |g| mover_of_ply(g.start(), g.ply() + 1));
+        self.irregularity(t, out, "moves_missing", player, squares, detail);
+        Reconciled::Raised
+    }
+}
+
+/// SAN of a move sequence from `pos`.
+fn sans(pos: &shakmaty::Chess, moves: &[Move]) -> String {
+    let mut pos = pos.clone();
+    let mut out = Vec::new();
+    for &m in moves {
+        out.push(San::from_move(&pos, m).to_string());
+        pos.play_unchecked(m);
+    }
+    out.join(" ")
+}
