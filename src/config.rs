@@ -215,6 +215,43 @@ impl Config {
                 message,
             })
         };
+        let texts = [
+            ("event.name", &self.event.name),
+            ("event.site", &self.event.site),
+            ("event.round", &self.event.round),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain(self.boards.iter().flat_map(|b| {
+            [
+                (format!("board {}: white", b.number), &b.white),
+                (format!("board {}: black", b.number), &b.black),
+            ]
+        }));
+        for (key, value) in texts {
+            if let Some(v) = value
+                && (v.chars().any(crate::pgn::unsafe_char) || v.chars().count() > 200)
+            {
+                return bad(format!(
+                    "{key} = {}: at most 200 characters, without control characters (line \
+                     breaks, tabs) or direction overrides",
+                    crate::capture::printable(v, 60)
+                ));
+            }
+        }
+        if let Some(origins) = self.outputs.get("allowed_origins") {
+            let ok = origins.as_array().is_some_and(|a| {
+                a.iter()
+                    .all(|o| o.as_str().is_some_and(crate::output::ws::valid_origin))
+            });
+            if !ok {
+                return bad(
+                    "outputs.allowed_origins must be a list of web origins like \
+                     \"https://broadcast.example.org\""
+                        .into(),
+                );
+            }
+        }
         let mut numbers = BTreeSet::new();
         let mut serials = BTreeSet::new();
         for b in &self.boards {
@@ -277,6 +314,20 @@ impl Config {
             }
             _ => PathBuf::from("captures"),
         }
+    }
+
+    /// Web origins allowed, besides the server's own, to open the event-stream WebSocket
+    /// (`[outputs] allowed_origins`).
+    pub fn allowed_origins(&self) -> Vec<String> {
+        self.outputs
+            .get("allowed_origins")
+            .and_then(toml::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The configured board with this serial number.

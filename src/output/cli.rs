@@ -78,9 +78,11 @@ fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
 
 fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
     match v {
-        Some(s) if s.chars().any(|c| c.is_control()) || s.chars().count() > 200 => Err(format!(
-            "{what} must be at most 200 characters without control characters"
-        )),
+        Some(s) if s.chars().any(crate::pgn::unsafe_char) || s.chars().count() > 200 => {
+            Err(format!(
+                "{what} must be at most 200 characters without control or direction characters"
+            ))
+        }
         _ => Ok(()),
     }
 }
