@@ -429,6 +429,33 @@ mod tests {
     }
 
     #[test]
+    fn names_that_would_forge_pgn_tags_are_refused() {
+        for text in [
+            "[event]\nname = \"Open\\n[Result \\\"1-0\\\"]\"\n",
+            "[[board]]\nnumber = 1\nserial = \"12345\"\nwhite = \"A\\u202Eb\"\n",
+            "[[board]]\nnumber = 1\nserial = \"12345\"\nblack = \"A\\tb\"\n",
+        ] {
+            let e = Config::parse("t.toml", text).unwrap_err().to_string();
+            assert!(e.contains("control characters"), "{text}: {e}");
+            assert!(!e.contains('\n'), "{e:?}");
+        }
+        let ok = Config::parse("t.toml", "[event]\nname = \"Tata Steel\"\n").unwrap();
+        assert_eq!(ok.event.name.as_deref(), Some("Tata Steel"));
+    }
+
+    #[test]
+    fn allowed_origins_are_read_and_checked() {
+        let cfg = Config::parse(
+            "t.toml",
+            "[outputs]\nallowed_origins = [\"https://broadcast.example.org\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.allowed_origins(), ["https://broadcast.example.org"]);
+        let e = Config::parse("t.toml", "[outputs]\nallowed_origins = [\"evil\"]\n").unwrap_err();
+        assert!(e.to_string().contains("allowed_origins"), "{e}");
+    }
+
+    #[test]
     fn errors_are_clear() {
         let e = |t: &str| Config::parse("c.toml", t).unwrap_err().to_string();
         let unknown = e("[daemon]\ncapture_dri = \"x\"\n");

@@ -345,7 +345,7 @@ async fn ws_events(
     };
     let (resp, on_upgrade) = match ws::accept(&mut req) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     drop(req);
     tokio::spawn(async move {
@@ -663,6 +663,27 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reject> 
     }
     serde_json::from_value(value)
         .map_err(|e| reject(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+}
+
+/// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
+/// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
+pub fn parse_bodies_for_fuzzing(hub: &Broadcaster, board: &str, body: &[u8]) -> usize {
+    let mut accepted = 0;
+    if parse_body::<ResultBody>(body).is_ok() {
+        accepted += 1;
+    }
+    if let Ok(b) = parse_body::<NewGameBody>(body) {
+        accepted += 1;
+        if let Some(fen) = &b.fen {
+            let _ = render::valid_fen(fen);
+        }
+    }
+    if let Ok(p) = parse_body::<Pairing>(body)
+        && hub.set_pairing(board, p).is_ok()
+    {
+        accepted += 1;
+    }
+    accepted
 }
 
 /// Check the token and the board, then read and parse the body.

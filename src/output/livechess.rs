@@ -120,6 +120,9 @@ fn position_key(fen: &str) -> String {
     fen.split_whitespace().take(4).collect::<Vec<_>>().join(" ")
 }
 
+/// What a feed payload depends on besides the board: its `setup` FEN and orientation.
+type PayloadKey = (Option<String>, bool);
+
 /// What feeds show of one board at one moment: copied under the hub lock once per change and
 /// shared by every feed of every client.
 #[derive(Debug)]
@@ -133,7 +136,7 @@ pub struct BoardView {
     matches: bool,
     game: Option<GameView>,
     /// Payloads by (`setup`, `flip`), built on first use.
-    payloads: Mutex<HashMap<(Option<String>, bool), Arc<Value>>>,
+    payloads: Mutex<HashMap<PayloadKey, Arc<Value>>>,
 }
 
 #[derive(Debug)]

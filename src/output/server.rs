@@ -357,6 +357,21 @@ mod tests {
         assert_eq!(small.total, 1024 - MIN_RESERVE);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_stops_reading_is_dropped_at_the_write_stall_deadline() {
+        use tokio::io::AsyncWriteExt;
+        // A peer that never reads: the pipe fills, then writes make no progress.
+        let (near, _far) = tokio::io::duplex(1024);
+        let mut io = Guarded::new(near, Duration::from_secs(20));
+        let chunk = [0u8; 512];
+        let err = loop {
+            if let Err(e) = io.write_all(&chunk).await {
+                break e;
+            }
+        };
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    }
+
     #[test]
     fn the_limiter_counts_per_address_and_in_total() {
         let limiter = Limiter::new(Limits {

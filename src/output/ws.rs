@@ -72,20 +72,22 @@ pub fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
     })
 }
 
-/// A refusal as JSON `{"error": ...}`.
-fn refuse(status: StatusCode, message: &str) -> Response {
+/// A refusal as JSON `{"error": ...}` (boxed: a response is large).
+fn refuse(status: StatusCode, message: &str) -> Box<Response> {
     let body = serde_json::json!({ "error": message }).to_string();
-    (
-        status,
-        [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
-        body,
+    Box::new(
+        (
+            status,
+            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            body,
+        )
+            .into_response(),
     )
-        .into_response()
 }
 
 /// Answer a WebSocket handshake: the `101` response and the upgrade to wait for, or the
 /// refusal to send.
-pub fn accept(req: &mut Request) -> Result<(Response, hyper::upgrade::OnUpgrade), Response> {
+pub fn accept(req: &mut Request) -> Result<(Response, hyper::upgrade::OnUpgrade), Box<Response>> {
     let h = req.headers();
     let has = |name: header::HeaderName, token: &str| {
         h.get_all(name).iter().any(|v| {
