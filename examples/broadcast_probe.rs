@@ -1,0 +1,283 @@
+//! Client side of the broadcast probes (not a test): run against a separate `eboardd
+//! serve-replay` process, so that server and clients can be pinned to different cores
+//! (`scripts/probe_broadcast.sh` does it with `taskset`). One probe per run:
+//!
+//! - `ws URL CLIENTS SECONDS SPEED`: WebSocket clients on the event stream; prints events
+//!   delivered and the delivery lag p50/p99/max. The lag of an event is its arrival time minus
+//!   its capture time scaled by SPEED, less the smallest such difference seen (the replay's
+//!   start, unknown to the client): a one-way delay estimate with no shared clock.
+//! - `idle URL CLIENTS SECONDS`: WebSocket clients that connect, read what comes, and stay.
+//! - `livechess URL CONNS FEEDS SECONDS`: LiveChess connections each subscribing FEEDS feeds
+//!   round the boards, each with a `setup` position that occurs in no game.
+//! - `slowloris ADDR CONNS SECONDS`: connections sending a request's headers one byte every
+//!   5 s; prints how many the server closed and when, and the slowest health answer meanwhile.
+//! - `uploads ADDR CONNS SECONDS`: unauthenticated 2 MB POSTs that stall after 64 KiB; prints
+//!   how many were answered or closed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64>) {
+    let start = Instant::now();
+    let samples = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let connected = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let (url, samples, connected, closed) = (
+            url.clone(),
+            samples.clone(),
+            connected.clone(),
+            closed.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+                closed.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            connected.fetch_add(1, Ordering::Relaxed);
+            let mut mine = Vec::new();
+            let end = tokio::time::sleep(Duration::from_secs(seconds));
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    m = ws.next() => match m {
+                        Some(Ok(Message::Text(t))) => {
+                            if let Some(speed) = speed {
+                                let now = start.elapsed().as_secs_f64();
+                                if let Ok(v) = serde_json::from_str::<Value>(&t)
+                                    && let Some(t) = v["t"].as_f64()
+                                    && v["kind"] != "snapshot"
+                                {
+                                    mine.push(now - t / speed);
+                                }
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        _ => { closed.fetch_add(1, Ordering::Relaxed); break; }
+                    },
+                    _ = &mut end => break,
+                }
+            }
+            samples.lock().unwrap().extend(mine);
+        }));
+        if i % 50 == 49 {
+            // Connect in waves rather than all at once (the listen backlog).
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let mut s = samples.lock().unwrap().clone();
+    let base = s.iter().copied().fold(f64::INFINITY, f64::min);
+    for x in &mut s {
+        *x = (*x - base) * 1000.0;
+    }
+    s.sort_by(f64::total_cmp);
+    println!(
+        "clients {} connected, {} closed early; events delivered {}; lag ms p50 {:.1} p99 {:.1} max {:.1}",
+        connected.load(Ordering::Relaxed),
+        closed.load(Ordering::Relaxed),
+        s.len(),
+        percentile(&s, 0.5),
+        percentile(&s, 0.99),
+        s.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+async fn livechess(url: String, conns: usize, feeds: usize, seconds: u64) {
+    let mut tasks = Vec::new();
+    for c in 0..conns {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.expect("connect");
+            ws.send(Message::Text(r#"{"id":1,"call":"eboards"}"#.into()))
+                .await
+                .unwrap();
+            let boards: Vec<String> = loop {
+                let Some(Ok(Message::Text(t))) = ws.next().await else {
+                    return 0u64;
+                };
+                let v: Value = serde_json::from_str(&t).unwrap();
+                if v["id"] == 1 {
+                    break v["param"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|b| b["serialnr"].as_str().unwrap_or_default().to_string())
+                        .collect();
+                }
+            };
+            // A legal position that occurs in no game: kings and one rook.
+            let fen = "8/8/8/8/8/2k5/8/R3K3 w - - 0 1";
+            for f in 0..feeds {
+                let id = (c * 100_000 + f) as i64;
+                let serial = &boards[f % boards.len()];
+                let sub = json!({"id": id, "call": "subscribe", "param": {"feed": "eboardevent", "id": id, "param": {"serialnr": serial}}});
+                let setup = json!({"id": id + 50_000, "call": "call", "param": {"id": id, "method": "setup", "param": {"fen": fen}}});
+                if ws.send(Message::Text(sub.to_string().into())).await.is_err()
+                    || ws.send(Message::Text(setup.to_string().into())).await.is_err()
+                {
+                    break;
+                }
+            }
+            let mut frames = 0u64;
+            let end = tokio::time::sleep(Duration::from_secs(seconds));
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    m = ws.next() => match m { Some(Ok(_)) => frames += 1, _ => break },
+                    _ = &mut end => break,
+                }
+            }
+            frames
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap_or(0);
+    }
+    println!("livechess: {conns} connections x {feeds} feeds: {total} frames received");
+}
+
+fn health_ms(addr: SocketAddr) -> f64 {
+    let t = Instant::now();
+    let ok = (|| -> std::io::Result<bool> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf)?;
+        Ok(buf.starts_with(b"HTTP/1.1 200"))
+    })()
+    .unwrap_or(false);
+    if ok {
+        t.elapsed().as_secs_f64() * 1000.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+fn slowloris(addr: SocketAddr, conns: usize, seconds: u64) {
+    let start = Instant::now();
+    let closed_at = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    for chunk in 0..conns.div_ceil(50) {
+        let closed_at = closed_at.clone();
+        let n = 50.min(conns - chunk * 50);
+        threads.push(std::thread::spawn(move || {
+            let mut socks: Vec<Option<TcpStream>> =
+                (0..n).map(|_| TcpStream::connect(addr).ok()).collect();
+            for s in socks.iter().flatten() {
+                let _ = s.set_nonblocking(true);
+            }
+            let head = b"GET /api/v1/health HTTP/1.1\r\nHost: p\r\nX-a: ";
+            let mut i = 0;
+            while start.elapsed() < Duration::from_secs(seconds) {
+                for s in socks.iter_mut() {
+                    let Some(sock) = s else { continue };
+                    let byte = [head.get(i).copied().unwrap_or(b'a')];
+                    let mut probe = [0u8; 64];
+                    let gone = match sock.read(&mut probe) {
+                        Ok(_) => true,
+                        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                    } || sock.write(&byte).is_err();
+                    if gone {
+                        closed_at
+                            .lock()
+                            .unwrap()
+                            .push(start.elapsed().as_secs_f64());
+                        *s = None;
+                    }
+                }
+                i += 1;
+                std::thread::sleep(Duration::from_secs(5).min(Duration::from_millis(
+                    5000 - (start.elapsed().as_millis() % 5000) as u64,
+                )));
+            }
+        }));
+    }
+    let mut worst: f64 = 0.0;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        worst = worst.max(health_ms(addr));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    let closed = closed_at.lock().unwrap().clone();
+    println!(
+        "slowloris: {}/{} connections closed by the server within {seconds} s (last at {:.1} s); slowest health answer {:.0} ms",
+        closed.len(),
+        conns,
+        closed.iter().copied().fold(0.0, f64::max),
+        worst
+    );
+}
+
+fn uploads(addr: SocketAddr, conns: usize, seconds: u64) {
+    let mut socks = Vec::new();
+    let head = "POST /api/v1/boards/board-1/players HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n";
+    for _ in 0..conns {
+        if let Ok(mut s) = TcpStream::connect(addr) {
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.set_nonblocking(true);
+            let _ = s.write(&vec![b' '; 64 * 1024]);
+            socks.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_secs(seconds));
+    let mut answered = 0;
+    for s in &mut socks {
+        let mut buf = [0u8; 512];
+        if matches!(s.read(&mut buf), Ok(n) if n > 0) {
+            answered += 1;
+        }
+    }
+    println!(
+        "uploads: {} stalled 2 MB uploads held {seconds} s; {answered} answered (not waiting for the body)",
+        socks.len()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n = |i: usize| -> u64 { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(10) };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match args.first().map(String::as_str) {
+        Some("ws") => rt.block_on(ws_clients(
+            args[1].clone(),
+            n(2) as usize,
+            n(3),
+            Some(args.get(4).and_then(|v| v.parse().ok()).unwrap_or(1.0)),
+        )),
+        Some("idle") => rt.block_on(ws_clients(args[1].clone(), n(2) as usize, n(3), None)),
+        Some("livechess") => rt.block_on(livechess(
+            args[1].clone(),
+            n(2) as usize,
+            n(3) as usize,
+            n(4),
+        )),
+        Some("slowloris") => slowloris(args[1].parse().unwrap(), n(2) as usize, n(3)),
+        Some("uploads") => uploads(args[1].parse().unwrap(), n(2) as usize, n(3)),
+        _ => eprintln!("usage: see the comment at the top of examples/broadcast_probe.rs"),
+    }
+}
