@@ -3,9 +3,12 @@
 //! (`scripts/probe_broadcast.sh` does it with `taskset`). One probe per run:
 //!
 //! - `ws URL CLIENTS SECONDS SPEED`: WebSocket clients on the event stream; prints events
-//!   delivered and the delivery lag p50/p99/max. The lag of an event is its arrival time minus
-//!   its capture time scaled by SPEED, less the smallest such difference seen (the replay's
-//!   start, unknown to the client): a one-way delay estimate with no shared clock.
+//!   delivered and two lags, p50/p99/max. "Replay lag": arrival time minus the event's capture
+//!   time scaled by SPEED, less the smallest such difference (the replay's start); it includes
+//!   the core's own decision delays (an event can be decided on a later observation than the
+//!   one whose time it carries), so compare it with a run without load. "Fan-out lag": arrival
+//!   minus the first arrival of the same event at any client (every 10th event sampled): what
+//!   serving many clients adds.
 //! - `idle URL CLIENTS SECONDS`: WebSocket clients that connect, read what comes, and stay.
 //! - `livechess URL CONNS FEEDS SECONDS`: LiveChess connections each subscribing FEEDS feeds
 //!   round the boards, each with a `setup` position that occurs in no game.
@@ -24,6 +27,15 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+/// The number after `key` in a JSON text.
+fn field(text: &str, key: &str) -> Option<f64> {
+    let i = text.find(key)? + key.len();
+    let end = text[i..]
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+        .map_or(text.len(), |e| i + e);
+    text[i..end].parse().ok()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -34,15 +46,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64>) {
     let start = Instant::now();
     let samples = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let connected = Arc::new(AtomicU64::new(0));
     let closed = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for i in 0..clients {
-        let (url, samples, connected, closed) = (
+        let (url, samples, connected, closed, arrivals) = (
             url.clone(),
             samples.clone(),
             connected.clone(),
             closed.clone(),
+            arrivals.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
@@ -51,6 +65,7 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
             };
             connected.fetch_add(1, Ordering::Relaxed);
             let mut mine = Vec::new();
+            let mut seen = Vec::new();
             let end = tokio::time::sleep(Duration::from_secs(seconds));
             tokio::pin!(end);
             loop {
@@ -59,11 +74,15 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
                         Some(Ok(Message::Text(t))) => {
                             if let Some(speed) = speed {
                                 let now = start.elapsed().as_secs_f64();
-                                if let Ok(v) = serde_json::from_str::<Value>(&t)
-                                    && let Some(t) = v["t"].as_f64()
-                                    && v["kind"] != "snapshot"
+                                // A quick scan, not a parse: the clients must stay cheaper than
+                                // the server they measure.
+                                if !t.contains("\"kind\":\"snapshot\"")
+                                    && let (Some(t), Some(seq)) = (field(&t, "\"t\":"), field(&t, "\"seq\":"))
                                 {
                                     mine.push(now - t / speed);
+                                    if seq as u64 % 10 == 0 {
+                                        seen.push((seq as u64, now));
+                                    }
                                 }
                             }
                         }
@@ -74,6 +93,7 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
                 }
             }
             samples.lock().unwrap().extend(mine);
+            arrivals.lock().unwrap().extend(seen);
         }));
         if i % 50 == 49 {
             // Connect in waves rather than all at once (the listen backlog).
@@ -89,8 +109,28 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
         *x = (*x - base) * 1000.0;
     }
     s.sort_by(f64::total_cmp);
+    let arrivals = arrivals.lock().unwrap().clone();
+    let mut first: std::collections::HashMap<u64, f64> = std::collections::HashMap::new();
+    for &(seq, at) in &arrivals {
+        let e = first.entry(seq).or_insert(at);
+        *e = e.min(at);
+    }
+    let mut fan: Vec<f64> = arrivals
+        .iter()
+        .map(|(seq, at)| (at - first[seq]) * 1000.0)
+        .collect();
+    fan.sort_by(f64::total_cmp);
+    if speed.is_some() {
+        println!(
+            "fan-out lag ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
+            percentile(&fan, 0.5),
+            percentile(&fan, 0.99),
+            fan.last().copied().unwrap_or(f64::NAN),
+            fan.len()
+        );
+    }
     println!(
-        "clients {} connected, {} closed early; events delivered {}; lag ms p50 {:.1} p99 {:.1} max {:.1}",
+        "clients {} connected, {} closed early; events delivered {}; replay lag ms p50 {:.1} p99 {:.1} max {:.1}",
         connected.load(Ordering::Relaxed),
         closed.load(Ordering::Relaxed),
         s.len(),
@@ -258,7 +298,8 @@ fn uploads(addr: SocketAddr, conns: usize, seconds: u64) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n = |i: usize| -> u64 { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(10) };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One thread: the probes run pinned to one core.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();

@@ -111,7 +111,7 @@ async fn ws(State(app): State<App>, headers: HeaderMap, ws: WebSocketUpgrade) ->
     }
     ws.max_message_size(64 * 1024)
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
+        .write_buffer_size(super::ws::WRITE_BUFFER)
         .on_upgrade(move |socket| client(socket, app.hub, app.views, app.stop))
 }
 

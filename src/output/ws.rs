@@ -20,13 +20,17 @@ pub const FRAGMENT: usize = 16 * 1024;
 /// A server-side WebSocket on an upgraded HTTP connection.
 pub type Ws = WebSocketStream<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
 
-/// Buffers of a WebSocket whose client sends next to nothing: small read buffer, writes go out
-/// at once (no write buffering beyond the frame being written).
+/// Frames are gathered up to this many bytes before a write (a batch of events goes out in a
+/// few system calls); the buffer never holds more than this plus one fragment.
+pub const WRITE_BUFFER: usize = 8 * 1024;
+
+/// Buffers of a WebSocket whose client sends next to nothing: a small read buffer, and a write
+/// buffer of [`WRITE_BUFFER`] bytes plus one frame at most.
 pub fn config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
-        .max_write_buffer_size(4 * FRAGMENT)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(WRITE_BUFFER + 4 * FRAGMENT)
         .max_message_size(Some(64 * 1024))
         .max_frame_size(Some(64 * 1024))
 }
