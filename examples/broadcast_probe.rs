@@ -80,7 +80,7 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
                                     && let (Some(t), Some(seq)) = (field(&t, "\"t\":"), field(&t, "\"seq\":"))
                                 {
                                     mine.push(now - t / speed);
-                                    if seq as u64 % 10 == 0 {
+                                    if (seq as u64).is_multiple_of(10) {
                                         seen.push((seq as u64, now));
                                     }
                                 }
