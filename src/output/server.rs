@@ -50,9 +50,11 @@ impl Limits {
         }
     }
 
-    /// Limits for this process: its descriptor limit, raised first to the hard limit.
+    /// Limits for this process's descriptor limit (the soft one: the systemd unit sets it with
+    /// `LimitNOFILE=`; the daemon does not raise it, as `setrlimit` is outside the unit's
+    /// system call filter).
     pub fn from_process() -> Limits {
-        Limits::for_nofile(raise_nofile())
+        Limits::for_nofile(nofile())
     }
 }
 
@@ -62,20 +64,10 @@ impl Default for Limits {
     }
 }
 
-/// Raise the soft descriptor limit to the hard one; the soft limit in force.
-pub fn raise_nofile() -> u64 {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    match getrlimit(Resource::RLIMIT_NOFILE) {
-        Ok((soft, hard)) => {
-            let want = hard.min(1 << 20);
-            if want > soft && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
-                want
-            } else {
-                soft
-            }
-        }
-        Err(_) => 1024,
-    }
+/// The soft descriptor limit of this process (1024 when it cannot be read).
+pub fn nofile() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit};
+    getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft)
 }
 
 /// Counts open connections, in total and per address.
