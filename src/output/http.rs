@@ -120,7 +120,7 @@ pub fn router_with(o: HttpOptions) -> Router {
 }
 
 /// Errors made by the framework (a bad path or query, a wrong method) in the JSON error shape.
-async fn json_errors(resp: Response) -> Response {
+pub(crate) async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
     let is_json = resp
         .headers()

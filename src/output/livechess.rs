@@ -59,12 +59,21 @@ pub fn router_with(
         .route("/api/v1.0", get(ws))
         .route("/api/v1.0/", get(ws))
         .route("/api/v1.0/eboards", get(eboards_http))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+                json!({"error": "no such resource; the EBoards API is ws://HOST:PORT/api/v1.0"})
+                    .to_string(),
+            )
+        })
         .with_state(App {
             hub,
             stop,
             allowed_origins: allowed_origins.map(Into::into),
             views: Arc::new(Views::default()),
         })
+        .layer(axum::middleware::map_response(super::http::json_errors))
 }
 
 fn now_ms() -> i64 {
