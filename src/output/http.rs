@@ -40,6 +40,10 @@ const LAG_WINDOW: Duration = Duration::from_secs(30);
 const BATCH: usize = 256;
 /// Largest request body of an operator action.
 pub const MAX_BODY: usize = 16 * 1024;
+/// Largest request body of a route that takes a whole pairings file (a route with its own,
+/// larger cap: read it with `read_body(.., MAX_PAIRINGS_BODY)` after the token check, like
+/// every other body).
+pub const MAX_PAIRINGS_BODY: usize = 1024 * 1024;
 /// Interval of SSE keep-alive comments.
 const SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -231,7 +235,25 @@ fn check_board(app: &App, id: &str) -> Result<(), Reject> {
 }
 
 async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
-    json_response(&headers, &app.hub.snapshot())
+    // One rendering per change of the round, however many clients poll.
+    let text = app.hub.snapshot_text();
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    let etag = format!("\"{:016x}\"", h.finish());
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|x| x.trim() == etag));
+    let common = [
+        (header::CONTENT_TYPE, JSON_TYPE.to_string()),
+        (header::CACHE_CONTROL, "no-cache".to_string()),
+        (header::ETAG, etag),
+    ];
+    if not_modified {
+        (StatusCode::NOT_MODIFIED, common).into_response()
+    } else {
+        (common, Body::from(text)).into_response()
+    }
 }
 
 async fn board(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {

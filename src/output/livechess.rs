@@ -589,3 +589,87 @@ async fn client(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::RoundInfo;
+    use crate::output::hub::HubConfig;
+
+    fn session(hub: &Broadcaster, views: &Arc<Views>) -> Session {
+        Session {
+            hub: hub.clone(),
+            views: views.clone(),
+            feeds: BTreeMap::new(),
+        }
+    }
+
+    fn texts(out: &[Message]) -> Vec<Value> {
+        out.iter()
+            .map(|m| serde_json::from_str(m.to_text().unwrap()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn feeds_share_one_view_and_one_payload_per_setup() {
+        let info = RoundInfo {
+            round: 1,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        };
+        let hub = Broadcaster::new(info, HubConfig::default());
+        let views = Arc::new(Views::default());
+        let (mut a, mut b) = (session(&hub, &views), session(&hub, &views));
+        let mut out = Vec::new();
+        for s in [&mut a, &mut b] {
+            s.handle(
+                r#"{"id":1,"call":"subscribe","param":{"feed":"eboardevent","id":7,"param":{"serialnr":"board-1"}}}"#,
+                &mut out,
+            );
+        }
+        let v1 = views.get(&hub, "board-1").unwrap();
+        let v2 = views.get(&hub, "board-1").unwrap();
+        assert!(Arc::ptr_eq(&v1, &v2), "unchanged board: one copy");
+        let (fa, fb) = (&a.feeds[&7], &b.feeds[&7]);
+        assert!(Arc::ptr_eq(
+            fa.last.as_ref().unwrap(),
+            fb.last.as_ref().unwrap()
+        ));
+        // A change gives a new view.
+        hub.set_status(
+            "board-1",
+            BoardStatus {
+                comment: Some("x".into()),
+                ..Default::default()
+            },
+        );
+        let v3 = views.get(&hub, "board-1").unwrap();
+        assert!(!Arc::ptr_eq(&v1, &v3));
+    }
+
+    #[test]
+    fn a_connection_holds_a_bounded_number_of_feeds_and_objects_only() {
+        let info = RoundInfo {
+            round: 1,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        };
+        let hub = Broadcaster::new(info, HubConfig::default());
+        let views = Arc::new(Views::default());
+        let mut s = session(&hub, &views);
+        let mut out = Vec::new();
+        for id in 0..=MAX_FEEDS as i64 {
+            out.clear();
+            s.handle(
+                &json!({"id": id, "call": "subscribe", "param": {"feed": "eboardevent", "id": id, "param": {"serialnr": "board-1"}}}).to_string(),
+                &mut out,
+            );
+        }
+        assert_eq!(s.feeds.len(), MAX_FEEDS);
+        let last = texts(&out);
+        assert_eq!(last[0]["response"], "error");
+        out.clear();
+        s.handle(r#"[{"id":1,"call":"eboards"}]"#, &mut out);
+        assert_eq!(texts(&out)[0]["response"], "error");
+    }
+}
