@@ -267,6 +267,19 @@ async fn foreign_origins_are_refused_on_the_event_stream() {
     .await
     .unwrap();
     assert_eq!(codes, [403, 101, 101, 101, 101]);
+    // The SSE stream follows the same rule.
+    let sse = tokio::task::spawn_blocking(move || {
+        exchange(
+            addr,
+            "GET /api/v1/events/sse HTTP/1.1\r\nHost: t\r\nOrigin: https://evil.example\r\n\
+             Connection: close\r\n\r\n",
+            b"",
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(status(&sse), 403, "{sse}");
     outputs.shutdown().await;
 
     // With an allow-list, LiveChess refuses other origins.

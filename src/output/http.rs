@@ -519,6 +519,14 @@ async fn sse_events(
     Query(q): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
+    // Browsers send `Origin` on cross-origin EventSource requests: the same rule as the
+    // WebSocket.
+    if !ws::origin_allowed(&headers, &app.allowed_origins) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "this page's origin may not open the event stream (allow it with --allow-origin)",
+        );
+    }
     let (since, board) = match stream_params(&q, &headers) {
         Ok(p) => p,
         Err(r) => return *r,
