@@ -271,28 +271,49 @@ fn slowloris(addr: SocketAddr, conns: usize, seconds: u64) {
 }
 
 fn uploads(addr: SocketAddr, conns: usize, seconds: u64) {
-    let mut socks = Vec::new();
     let head = "POST /api/v1/boards/board-1/players HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n";
-    for _ in 0..conns {
-        if let Ok(mut s) = TcpStream::connect(addr) {
-            let _ = s.write_all(head.as_bytes());
-            let _ = s.set_nonblocking(true);
-            let _ = s.write(&vec![b' '; 64 * 1024]);
-            socks.push(s);
-        }
-    }
+    let answered = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..conns)
+        .map(|_| {
+            let (answered, sent) = (answered.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let Ok(mut s) = TcpStream::connect(addr) else {
+                    return;
+                };
+                let _ = s.set_write_timeout(Some(Duration::from_secs(seconds)));
+                let _ = s.write_all(head.as_bytes());
+                // All of the body but its last byte, then a stall.
+                let chunk = vec![b' '; 64 * 1024];
+                let mut left = 2_097_152 - 1;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    match s.write(&chunk[..n]) {
+                        Ok(n) => {
+                            left -= n;
+                            sent.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ = s.set_read_timeout(Some(Duration::from_secs(seconds)));
+                let mut buf = [0u8; 512];
+                if matches!(s.read(&mut buf), Ok(n) if n > 0) {
+                    answered.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_secs(seconds));
+            })
+        })
+        .collect();
     std::thread::sleep(Duration::from_secs(seconds));
-    let mut answered = 0;
-    for s in &mut socks {
-        let mut buf = [0u8; 512];
-        if matches!(s.read(&mut buf), Ok(n) if n > 0) {
-            answered += 1;
-        }
-    }
     println!(
-        "uploads: {} stalled 2 MB uploads held {seconds} s; {answered} answered (not waiting for the body)",
-        socks.len()
+        "uploads: {conns} stalled 2 MB uploads; {} MB of body accepted by the server; {} answered so far",
+        sent.load(Ordering::Relaxed) >> 20,
+        answered.load(Ordering::Relaxed)
     );
+    for t in threads {
+        let _ = t.join();
+    }
 }
 
 fn main() {

@@ -10,6 +10,8 @@ what=${1:-all}
 ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 cargo build --release --quiet --bin eboardd --example broadcast_probe
 probe=target/release/examples/broadcast_probe
+# EBOARDD=path/to/eboardd compares another build (e.g. before a change).
+bin=${EBOARDD:-target/release/eboardd}
 mapfile -t caps < <(ls tests/data/captures/*/*.jsonl | sort)
 port=18080; lc=11982
 
@@ -18,7 +20,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }              # clock ticks
 serve() { # boards speed
   local files=()
   while ((${#files[@]} < $1)); do files+=("${caps[@]}"); done
-  taskset -c 0 target/release/eboardd serve-replay --boards --speed "$2" \
+  taskset -c 0 "$bin" serve-replay --boards --speed "$2" \
     --http "127.0.0.1:$port" --livechess "127.0.0.1:$lc" --token probe-token-1234 \
     "${files[@]:0:$1}" 2>/dev/null &
   server=$!
@@ -34,7 +36,8 @@ report() { # label rss0 cpu0 seconds
 if [[ $what == uploads || $what == all ]]; then
   echo "== 100 stalled unauthenticated 2 MB uploads"
   serve 100 5; r0=$(rss $server); c0=$(cpu $server)
-  taskset -c 1 $probe uploads 127.0.0.1:$port 100 15; report x "$r0" "$c0" 15; stop
+  taskset -c 1 $probe uploads 127.0.0.1:$port 100 15 &
+  up=$!; sleep 14; report x "$r0" "$c0" 14; wait $up; stop
 fi
 if [[ $what == slowloris || $what == all ]]; then
   echo "== 500 slowloris connections, 40 s"
