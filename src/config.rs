@@ -219,6 +219,43 @@ impl Config {
                 message,
             })
         };
+        let texts = [
+            ("event.name", &self.event.name),
+            ("event.site", &self.event.site),
+            ("event.round", &self.event.round),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain(self.boards.iter().flat_map(|b| {
+            [
+                (format!("board {}: white", b.number), &b.white),
+                (format!("board {}: black", b.number), &b.black),
+            ]
+        }));
+        for (key, value) in texts {
+            if let Some(v) = value
+                && (v.chars().any(crate::pgn::unsafe_char) || v.chars().count() > 200)
+            {
+                return bad(format!(
+                    "{key} = {}: at most 200 characters, without control characters (line \
+                     breaks, tabs) or direction overrides",
+                    crate::capture::printable(v, 60)
+                ));
+            }
+        }
+        if let Some(origins) = self.outputs.get("allowed_origins") {
+            let ok = origins.as_array().is_some_and(|a| {
+                a.iter()
+                    .all(|o| o.as_str().is_some_and(crate::output::ws::valid_origin))
+            });
+            if !ok {
+                return bad(
+                    "outputs.allowed_origins must be a list of web origins like \
+                     \"https://broadcast.example.org\""
+                        .into(),
+                );
+            }
+        }
         let mut numbers = BTreeSet::new();
         let mut serials = BTreeSet::new();
         for b in &self.boards {
@@ -287,6 +324,20 @@ impl Config {
             }
             _ => PathBuf::from("captures"),
         }
+    }
+
+    /// Web origins allowed, besides the server's own, to open the event-stream WebSocket
+    /// (`[outputs] allowed_origins`).
+    pub fn allowed_origins(&self) -> Vec<String> {
+        self.outputs
+            .get("allowed_origins")
+            .and_then(toml::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The configured board with this serial number.
@@ -385,6 +436,33 @@ mod tests {
         assert_eq!(merged.capture_dir(), Path::new("/tmp/c"));
         assert!(!merged.daemon.discovery);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_that_would_forge_pgn_tags_are_refused() {
+        for text in [
+            "[event]\nname = \"Open\\n[Result \\\"1-0\\\"]\"\n",
+            "[[board]]\nnumber = 1\nserial = \"12345\"\nwhite = \"A\\u202Eb\"\n",
+            "[[board]]\nnumber = 1\nserial = \"12345\"\nblack = \"A\\tb\"\n",
+        ] {
+            let e = Config::parse("t.toml", text).unwrap_err().to_string();
+            assert!(e.contains("control characters"), "{text}: {e}");
+            assert!(!e.contains('\n'), "{e:?}");
+        }
+        let ok = Config::parse("t.toml", "[event]\nname = \"Tata Steel\"\n").unwrap();
+        assert_eq!(ok.event.name.as_deref(), Some("Tata Steel"));
+    }
+
+    #[test]
+    fn allowed_origins_are_read_and_checked() {
+        let cfg = Config::parse(
+            "t.toml",
+            "[outputs]\nallowed_origins = [\"https://broadcast.example.org\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.allowed_origins(), ["https://broadcast.example.org"]);
+        let e = Config::parse("t.toml", "[outputs]\nallowed_origins = [\"evil\"]\n").unwrap_err();
+        assert!(e.to_string().contains("allowed_origins"), "{e}");
     }
 
     #[test]

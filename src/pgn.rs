@@ -51,7 +51,38 @@ impl GameTags {
     }
 }
 
+/// Characters never written into a PGN tag or a file name: control characters (a newline would
+/// end the tag and start a forged one), and the invisible format characters that reorder or
+/// hide text (bidirectional overrides and isolates, zero-width characters, BOM).
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}'
+            | '\u{061C}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// A tag value from anywhere (configuration, capture, operator record, HTTP): unsafe
+/// characters ([`unsafe_char`]) dropped (a line break or tab becomes a space), surrounding
+/// space trimmed, at most 200 characters.
+pub fn clean_tag(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '\n' | '\r' | '\t') {
+            out.push(' ');
+        } else if !unsafe_char(c) {
+            out.push(c);
+        }
+    }
+    out.trim().chars().take(200).collect()
+}
+
+/// One tag line; the value is cleaned ([`clean_tag`]) and escaped, so it cannot end the tag.
+pub fn tag_line(out: &mut String, name: &str, value: &str) {
+    tag(out, name, value);
+}
+
 fn tag(out: &mut String, name: &str, value: &str) {
+    let value = clean_tag(value);
     let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
     let _ = writeln!(out, "[{name} \"{escaped}\"]");
 }

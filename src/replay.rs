@@ -121,13 +121,7 @@ impl Replayer {
         sink: &mut dyn FnMut(&str, &CoreEvent) -> std::io::Result<()>,
     ) -> Result<(), ReplayError> {
         if self.date.is_none() {
-            self.date = cap
-                .header
-                .extra
-                .get("created")
-                .and_then(|v| v.as_str())
-                .filter(|s| s.len() >= 10)
-                .map(|s| s[..10].replace('-', "."));
+            self.date = capture::header_date(&cap.header);
         }
         self.warnings.extend(cap.warnings.iter().cloned());
         if let Some(header_tags) = cap.header.extra.get("tags") {

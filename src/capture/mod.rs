@@ -16,6 +16,37 @@ pub const FORMAT: &str = "eboard-capture";
 /// The capture format version this code reads and writes.
 pub const VERSION: u64 = 1;
 
+/// The PGN date (`YYYY.MM.DD`) of a header's `created` time, when it starts with a date.
+pub fn header_date(header: &Header) -> Option<String> {
+    let created = header.extra.get("created")?.as_str()?;
+    let d = created.get(..10)?;
+    let ok = d.bytes().enumerate().all(|(i, c)| match i {
+        4 | 7 => c == b'-',
+        _ => c.is_ascii_digit(),
+    });
+    ok.then(|| d.replace('-', "."))
+}
+
+/// `s` for a message: control and direction-changing characters escaped, at most `max`
+/// characters.
+pub fn printable(s: &str, max: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .take(max)
+        .flat_map(|c| {
+            if crate::pgn::unsafe_char(c) {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if s.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
 /// What one capture record carries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordKind {

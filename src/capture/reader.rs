@@ -164,6 +164,16 @@ fn parse_header(name: &str, line: usize, text: &str) -> Result<Header, CaptureEr
         }
         None => return Err(err("header has no \"version\"".into())),
     };
+    match extra.get("created") {
+        None => {}
+        Some(Value::String(c)) if chrono::DateTime::parse_from_rfc3339(c).is_ok() => {}
+        Some(other) => {
+            return Err(err(format!(
+                "header \"created\" must be an RFC 3339 time like \"2026-11-29T10:00:00Z\", not {}",
+                super::printable(&other.to_string(), 60)
+            )));
+        }
+    }
     Ok(Header {
         format: FORMAT.to_string(),
         version,

@@ -16,6 +16,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
@@ -84,7 +85,7 @@ impl CaptureFile {
     /// Creates `path` (and its directory) with a header: `created` now plus `header_extra`.
     pub fn create(path: &Path, header_extra: Map<String, Value>, fsync: bool) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            create_private_dir(dir)?;
         }
         let created = Utc::now();
         let mut extra = Map::new();
@@ -97,7 +98,13 @@ impl CaptureFile {
             format!("eboardd {}", env!("CARGO_PKG_VERSION")).into(),
         );
         extra.extend(header_extra);
-        let file = File::options().create_new(true).append(true).open(path)?;
+        let file = File::options()
+            .create_new(true)
+            .append(true)
+            .mode(FILE_MODE)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
         let writer = CaptureWriter::new(
             AppendSink {
                 file,
@@ -158,7 +165,10 @@ impl CaptureFile {
                 existing: None,
             });
         };
-        let file = File::options().append(true).open(path)?;
+        let file = File::options()
+            .append(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(path)?;
         if complete < bytes.len() {
             file.set_len(complete as u64)?;
             tracing::warn!(
@@ -366,7 +376,40 @@ impl CaptureStore {
     }
 }
 
-/// Every capture file under `path` (itself when it is a file), sorted.
+/// Mode of capture files: they are evidence, readable by the daemon's group only.
+pub const FILE_MODE: u32 = 0o640;
+/// Mode of capture folders.
+pub const DIR_MODE: u32 = 0o750;
+
+/// Create `dir` and its missing parents with [`DIR_MODE`] (whatever the umask); an existing
+/// folder is left as it is, a symlink in place of `dir` (a planted day folder) refused.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => {
+            return Err(io::Error::other(format!(
+                "{} is not a plain folder (a symlink?)",
+                dir.display()
+            )));
+        }
+        Err(_) => {}
+    }
+    // Ancestors (the configured capture folder may be a link) are followed.
+    if let Some(parent) = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.is_dir())
+    {
+        create_private_dir(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every capture file under `path` (itself when it is a file), sorted. Links to folders are
+/// not followed (a loop would never end).
 pub fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
@@ -375,9 +418,12 @@ pub fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     let mut stack = vec![path.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir)? {
-            let p = e?.path();
-            if p.is_dir() {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
                 stack.push(p);
+            } else if p.is_dir() {
+                // A link to a folder: skipped.
             } else if p.extension().is_some_and(|x| x == "jsonl") {
                 out.push(p);
             }

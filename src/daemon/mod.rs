@@ -460,7 +460,11 @@ pub async fn serve(
         dir.display()
     )))?;
     let outputs = match &opts.outputs {
-        Some(setup) => Some(start_outputs(setup, &hub).await?),
+        Some(setup) => {
+            let mut setup = setup.clone();
+            setup.config.allowed_origins.extend(cfg.allowed_origins());
+            Some(start_outputs(&setup, &hub).await?)
+        }
         None => None,
     };
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));

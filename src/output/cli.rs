@@ -47,6 +47,21 @@ pub struct OutputArgs {
     /// PGN TimeControl tag, e.g. 5400+30.
     #[arg(long)]
     pub time_control: Option<String>,
+    /// A web origin (e.g. https://broadcast.example.org) whose pages may open the event-stream
+    /// WebSocket besides the server's own; repeat for several.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Restrict the LiveChess API to pages of these web origins (default: any, as LiveChess,
+    /// since lichess's DGT page connects from its own origin); repeat for several.
+    #[arg(long = "livechess-allow-origin", value_name = "ORIGIN")]
+    pub livechess_allow_origin: Vec<String>,
+    /// Client connections at once over the HTTP and LiveChess servers (default: from the
+    /// descriptor limit, keeping a reserve for boards, captures and relay files).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Client connections at once from one address (default: half of --max-connections).
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_address: Option<usize>,
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
@@ -63,9 +78,11 @@ fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
 
 fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
     match v {
-        Some(s) if s.chars().any(|c| c.is_control()) || s.chars().count() > 200 => Err(format!(
-            "{what} must be at most 200 characters without control characters"
-        )),
+        Some(s) if s.chars().any(crate::pgn::unsafe_char) || s.chars().count() > 200 => {
+            Err(format!(
+                "{what} must be at most 200 characters without control or direction characters"
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -109,7 +126,22 @@ impl OutputArgs {
                 Some(m)
             }
         };
+        for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
+            if !super::ws::valid_origin(o) {
+                return Err(format!(
+                    "{o:?} is not a web origin like https://broadcast.example.org"
+                ));
+            }
+        }
+        if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
+            return Err("connection caps must be at least 1".into());
+        }
         Ok(OutputConfig {
+            allowed_origins: self.allow_origin.clone(),
+            livechess_allowed_origins: (!self.livechess_allow_origin.is_empty())
+                .then(|| self.livechess_allow_origin.clone()),
+            max_connections: self.max_connections,
+            max_connections_per_address: self.max_connections_per_address,
             http: parse_addr("--http", &self.http)?,
             livechess: match &self.livechess {
                 Some(s) => parse_addr("--livechess", s)?,

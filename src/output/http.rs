@@ -8,21 +8,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::SinkExt;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::hub::{Broadcaster, Msg, Start};
 use super::model::Pairing;
 use super::relay;
 use super::render;
+use super::ws::{self, Ws};
 use crate::core::observation::OperatorAction;
 
 /// The arbiter and monitor page.
@@ -34,6 +38,14 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 const LAG_WINDOW: Duration = Duration::from_secs(30);
 /// Most messages written to a WebSocket before a flush.
 const BATCH: usize = 256;
+/// Largest request body of an operator action.
+pub const MAX_BODY: usize = 16 * 1024;
+/// Largest request body of a route that takes a whole pairings file (a route with its own,
+/// larger cap: read it with `read_body(.., MAX_PAIRINGS_BODY)` after the token check, like
+/// every other body).
+pub const MAX_PAIRINGS_BODY: usize = 1024 * 1024;
+/// Interval of SSE keep-alive comments.
+const SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Content type of PGN.
 pub const PGN_TYPE: &str = "application/x-chess-pgn; charset=utf-8";
@@ -45,19 +57,48 @@ struct App {
     hub: Broadcaster,
     token: Option<Arc<str>>,
     stop: tokio::sync::watch::Receiver<bool>,
+    allowed_origins: Arc<[String]>,
+    body_timeout: Duration,
 }
 
-/// The router of the HTTP API (`token`: the secret that state-changing requests must carry;
-/// without one they are refused). Event streams end when `stop` turns true.
+/// What the HTTP API is built from.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The hub.
+    pub hub: Broadcaster,
+    /// The secret that state-changing requests must carry (without one they are refused).
+    pub token: Option<String>,
+    /// Event streams end when it turns true.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Origins besides the server's own allowed to open the event-stream WebSocket.
+    pub allowed_origins: Vec<String>,
+    /// Time a request body has to arrive in full.
+    pub body_timeout: Duration,
+}
+
+/// The router of the HTTP API with default limits and no foreign origin allowed.
 pub fn router(
     hub: Broadcaster,
     token: Option<String>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Router {
-    let app = App {
+    router_with(HttpOptions {
         hub,
-        token: token.filter(|t| !t.is_empty()).map(Arc::from),
+        token,
         stop,
+        allowed_origins: Vec::new(),
+        body_timeout: Duration::from_secs(10),
+    })
+}
+
+/// The router of the HTTP API.
+pub fn router_with(o: HttpOptions) -> Router {
+    let app = App {
+        hub: o.hub,
+        token: o.token.filter(|t| !t.is_empty()).map(Arc::from),
+        stop: o.stop,
+        allowed_origins: o.allowed_origins.into(),
+        body_timeout: o.body_timeout,
     };
     Router::new()
         .route("/", get(index))
@@ -79,6 +120,31 @@ pub fn router(
         .route("/relay/{*path}", get(relay_file))
         .fallback(not_found)
         .with_state(app)
+        .layer(axum::middleware::map_response(json_errors))
+}
+
+/// Errors made by the framework (a bad path or query, a wrong method) in the JSON error shape.
+pub(crate) async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, 4096).await {
+        Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).trim().to_string(),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let mut out = error(status, text);
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
 }
 
 /// A refused request (boxed: a response is large).
@@ -169,7 +235,25 @@ fn check_board(app: &App, id: &str) -> Result<(), Reject> {
 }
 
 async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
-    json_response(&headers, &app.hub.snapshot())
+    // One rendering per change of the round, however many clients poll.
+    let text = app.hub.snapshot_text();
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    let etag = format!("\"{:016x}\"", h.finish());
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|x| x.trim() == etag));
+    let common = [
+        (header::CONTENT_TYPE, JSON_TYPE.to_string()),
+        (header::CACHE_CONTROL, "no-cache".to_string()),
+        (header::ETAG, etag),
+    ];
+    if not_modified {
+        (StatusCode::NOT_MODIFIED, common).into_response()
+    } else {
+        (common, Body::from(text)).into_response()
+    }
 }
 
 async fn board(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {
@@ -269,62 +353,89 @@ fn wanted(msg: &Msg, board: &Option<String>) -> bool {
 async fn ws_events(
     State(app): State<App>,
     Query(q): Query<EventsQuery>,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
+    mut req: Request,
 ) -> Response {
-    let (since, board) = match stream_params(&q, &headers) {
+    if !ws::origin_allowed(req.headers(), &app.allowed_origins) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "this page's origin may not open the event stream (allow it with --allow-origin)",
+        );
+    }
+    let (since, board) = match stream_params(&q, req.headers()) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    // Clients send next to nothing: a small read buffer keeps thousands of them cheap.
-    ws.max_message_size(64 * 1024)
-        .read_buffer_size(4 * 1024)
-        .on_upgrade(move |socket| ws_client(socket, app.hub, since, board, app.stop))
+    let (resp, on_upgrade) = match ws::accept(&mut req) {
+        Ok(r) => r,
+        Err(r) => return *r,
+    };
+    drop(req);
+    tokio::spawn(async move {
+        if let Some(socket) = ws::upgraded(on_upgrade).await {
+            ws_client(socket, app.hub, since, board, app.stop).await;
+        }
+    });
+    resp
 }
 
-async fn send_batch(socket: &mut WebSocket, msgs: Vec<Message>) -> bool {
+/// Write `msgs` (shared JSON texts) and flush, within [`SEND_TIMEOUT`].
+async fn send_batch(socket: &mut Ws, msgs: Vec<Bytes>) -> bool {
     let write = async {
         for m in msgs {
-            socket.feed(m).await?;
+            ws::feed_text(socket, m).await?;
         }
         socket.flush().await
     };
     matches!(tokio::time::timeout(SEND_TIMEOUT, write).await, Ok(Ok(())))
 }
 
+fn text(m: &Arc<Msg>) -> Bytes {
+    Bytes::from(m.json.clone())
+}
+
 /// The first frames of a (re)subscription.
-fn ws_start(start: Start, board: &Option<String>) -> Vec<Message> {
-    let text = |m: &Arc<Msg>| Message::Text(m.json.clone());
+fn ws_start(start: Start, board: &Option<String>) -> Vec<Bytes> {
     match start {
         Start::Backlog(msgs) => msgs.iter().filter(|m| wanted(m, board)).map(text).collect(),
-        Start::Snapshot { json, then, .. } => std::iter::once(Message::Text(json))
+        Start::Snapshot { json, then, .. } => std::iter::once(Bytes::from(json))
             .chain(then.iter().filter(|m| wanted(m, board)).map(text))
             .collect(),
     }
 }
 
-/// The first SSE events of a (re)subscription.
-fn sse_start(start: Start, board: &Option<String>) -> std::collections::VecDeque<Event> {
-    match start {
-        Start::Backlog(msgs) => msgs
-            .iter()
-            .filter(|m| wanted(m, board))
-            .map(|m| sse_event(m))
-            .collect(),
-        Start::Snapshot { json, seq, then } => {
-            std::iter::once(Event::default().id(seq.to_string()).data(&*json))
-                .chain(
-                    then.iter()
-                        .filter(|m| wanted(m, board))
-                        .map(|m| sse_event(m)),
-                )
-                .collect()
-        }
+/// One SSE event: `id`, then the JSON (one line) as `data`; the JSON is the shared copy.
+fn sse_chunks(seq: u64, json: Bytes, out: &mut std::collections::VecDeque<Bytes>) {
+    out.push_back(Bytes::from(format!("id: {seq}\ndata: ")));
+    out.push_back(json);
+    out.push_back(Bytes::from_static(b"\n\n"));
+}
+
+/// The first SSE chunks of a (re)subscription.
+fn sse_start(start: Start, board: &Option<String>) -> std::collections::VecDeque<Bytes> {
+    let mut out = std::collections::VecDeque::new();
+    let (then, snapshot) = match start {
+        Start::Backlog(msgs) => (msgs, None),
+        Start::Snapshot { json, seq, then } => (then, Some((seq, json))),
+    };
+    if let Some((seq, json)) = snapshot {
+        sse_chunks(seq, Bytes::from(json), &mut out);
     }
+    for m in then.iter().filter(|m| wanted(m, board)) {
+        sse_chunks(m.seq, text(m), &mut out);
+    }
+    out
+}
+
+async fn close(socket: &mut Ws, code: CloseCode, reason: &'static str) {
+    let frame = Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    }));
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(frame)).await;
 }
 
 async fn ws_client(
-    mut socket: WebSocket,
+    mut socket: Ws,
     hub: Broadcaster,
     since: Option<u64>,
     board: Option<String>,
@@ -335,11 +446,12 @@ async fn ws_client(
     // Send the backlog in bounded batches.
     let mut first = first.into_iter().peekable();
     while first.peek().is_some() {
-        let chunk: Vec<Message> = first.by_ref().take(BATCH).collect();
+        let chunk: Vec<Bytes> = first.by_ref().take(BATCH).collect();
         if !send_batch(&mut socket, chunk).await {
             return;
         }
     }
+    drop(first);
     let mut last_lag: Option<Instant> = None;
     loop {
         tokio::select! {
@@ -349,12 +461,12 @@ async fn ws_client(
                 match r {
                     Ok(m) => {
                         if wanted(&m, &board) {
-                            batch.push(Message::Text(m.json.clone()));
+                            batch.push(text(&m));
                         }
                         while batch.len() < BATCH {
                             match rx.try_recv() {
                                 Ok(m) => if wanted(&m, &board) {
-                                    batch.push(Message::Text(m.json.clone()));
+                                    batch.push(text(&m));
                                 },
                                 Err(TryRecvError::Lagged(_)) => { lagged = true; break; }
                                 Err(_) => break,
@@ -368,14 +480,7 @@ async fn ws_client(
                     // Too slow: a snapshot replaces what was missed; a second lag soon after
                     // drops the client.
                     if last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
-                        let _ = tokio::time::timeout(
-                            Duration::from_secs(1),
-                            socket.send(Message::Close(Some(axum::extract::ws::CloseFrame {
-                                code: 1008,
-                                reason: "client too slow; reconnect with ?since=".into(),
-                            }))),
-                        )
-                        .await;
+                        close(&mut socket, CloseCode::Policy, "client too slow; reconnect with ?since=").await;
                         break;
                     }
                     last_lag = Some(Instant::now());
@@ -387,16 +492,12 @@ async fn ws_client(
                     break;
                 }
             }
-            incoming = socket.recv() => match incoming {
+            incoming = socket.next() => match incoming {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                 Some(Ok(_)) => {}
             },
             _ = super::stopped(&mut stop) => {
-                let close = Message::Close(Some(axum::extract::ws::CloseFrame {
-                    code: 1001,
-                    reason: "server shutting down".into(),
-                }));
-                let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(close)).await;
+                close(&mut socket, CloseCode::Away, "server shutting down").await;
                 break;
             }
         }
@@ -406,15 +507,11 @@ async fn ws_client(
 struct SseState {
     hub: Broadcaster,
     board: Option<String>,
-    pending: std::collections::VecDeque<Event>,
+    pending: std::collections::VecDeque<Bytes>,
     rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
     last_lag: Option<Instant>,
     done: bool,
     stop: tokio::sync::watch::Receiver<bool>,
-}
-
-fn sse_event(m: &Msg) -> Event {
-    Event::default().id(m.seq.to_string()).data(&*m.json)
 }
 
 async fn sse_events(
@@ -422,6 +519,14 @@ async fn sse_events(
     Query(q): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
+    // Browsers send `Origin` on cross-origin EventSource requests: the same rule as the
+    // WebSocket.
+    if !ws::origin_allowed(&headers, &app.allowed_origins) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "this page's origin may not open the event stream (allow it with --allow-origin)",
+        );
+    }
     let (since, board) = match stream_params(&q, &headers) {
         Ok(p) => p,
         Err(r) => return *r,
@@ -438,17 +543,21 @@ async fn sse_events(
         stop: app.stop.clone(),
     };
     let stream = futures_util::stream::unfold(state, next_sse);
-    let mut resp = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response();
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
-async fn next_sse(mut st: SseState) -> Option<(Result<Event, Infallible>, SseState)> {
+/// The next chunk of an SSE stream. A client that stops reading is dropped by the server's
+/// write-stall deadline; one that reads too slowly lags, gets a snapshot, and is dropped if it
+/// lags again soon after.
+async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseState)> {
     loop {
         if let Some(e) = st.pending.pop_front() {
             return Some((Ok(e), st));
@@ -458,27 +567,29 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Event, Infallible>, SseSta
         }
         let r = tokio::select! {
             r = st.rx.recv() => r,
+            _ = tokio::time::sleep(SSE_KEEPALIVE) => {
+                return Some((Ok(Bytes::from_static(b":\n\n")), st));
+            }
             _ = super::stopped(&mut st.stop) => return None,
         };
         match r {
             Ok(m) => {
                 if wanted(&m, &st.board) {
-                    return Some((Ok(sse_event(&m)), st));
+                    sse_chunks(m.seq, text(&m), &mut st.pending);
                 }
             }
             Err(RecvError::Lagged(_)) => {
                 if st.last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
                     st.done = true;
-                    let bye = Event::default()
-                        .event("error")
-                        .data("client too slow; reconnect (Last-Event-ID resumes)");
+                    let bye = Bytes::from_static(
+                        b"event: error\ndata: client too slow; reconnect (Last-Event-ID resumes)\n\n",
+                    );
                     return Some((Ok(bye), st));
                 }
                 st.last_lag = Some(Instant::now());
                 let (start, rx) = st.hub.resync();
                 st.rx = rx;
                 st.pending = sse_start(start, &st.board);
-                continue;
             }
             Err(RecvError::Closed) => return None,
         }
@@ -517,17 +628,105 @@ fn authorised(app: &App, headers: &HeaderMap) -> Result<(), Reject> {
     Ok(())
 }
 
-/// Parse a JSON body, with a clear error.
-fn parse_body<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Reject> {
-    if body.len() > 16 * 1024 {
+/// Read a request body of at most `limit` bytes within the body deadline. Called only once
+/// the token was checked, so an unauthenticated client never gets a byte of its body read;
+/// a `Content-Length` over the limit is refused before reading.
+async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, Reject> {
+    let too_large = || {
+        reject(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over {} KiB", limit / 1024),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let read = async {
+        let mut stream = body.into_data_stream();
+        let mut buf = bytes::BytesMut::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk
+                .map_err(|e| reject(StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
+            if buf.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf.freeze())
+    };
+    match tokio::time::timeout(app.body_timeout, read).await {
+        Ok(r) => r,
+        Err(_) => Err(reject(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {:?}", app.body_timeout),
+        )),
+    }
+}
+
+/// Parse a JSON body, which must be an object (or empty: `{}`), with a clear error.
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reject> {
+    if body.len() > MAX_BODY {
         return Err(reject(
             StatusCode::PAYLOAD_TOO_LARGE,
             "request body over 16 KiB",
         ));
     }
+    let body = std::str::from_utf8(body)
+        .map_err(|_| reject(StatusCode::BAD_REQUEST, "the body is not UTF-8"))?;
     let body = if body.trim().is_empty() { "{}" } else { body };
-    serde_json::from_str(body)
+    let value: Value = serde_json::from_str(body)
+        .map_err(|e| reject(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))?;
+    if !value.is_object() {
+        return Err(reject(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        ));
+    }
+    serde_json::from_value(value)
         .map_err(|e| reject(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+}
+
+/// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
+/// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
+pub fn parse_bodies_for_fuzzing(hub: &Broadcaster, board: &str, body: &[u8]) -> usize {
+    let mut accepted = 0;
+    if parse_body::<ResultBody>(body).is_ok() {
+        accepted += 1;
+    }
+    if let Ok(b) = parse_body::<NewGameBody>(body) {
+        accepted += 1;
+        if let Some(fen) = &b.fen {
+            let _ = render::valid_fen(fen);
+        }
+    }
+    if let Ok(p) = parse_body::<Pairing>(body)
+        && hub.set_pairing(board, p).is_ok()
+    {
+        accepted += 1;
+    }
+    accepted
+}
+
+/// Check the token and the board, then read and parse the body.
+async fn authorised_body<T: serde::de::DeserializeOwned>(
+    app: &App,
+    id: &str,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<T, Reject> {
+    authorised(app, headers)?;
+    check_board(app, id)?;
+    let bytes = read_body(app, headers, body, MAX_BODY).await?;
+    parse_body(&bytes)
 }
 
 fn ok() -> Response {
@@ -548,12 +747,9 @@ async fn set_result(
     State(app): State<App>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: String,
+    body: Body,
 ) -> Response {
-    if let Err(r) = authorised(&app, &headers).and_then(|_| check_board(&app, &id)) {
-        return *r;
-    }
-    let b: ResultBody = match parse_body(&body) {
+    let b: ResultBody = match authorised_body(&app, &id, &headers, body).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
@@ -597,12 +793,9 @@ async fn new_game(
     State(app): State<App>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: String,
+    body: Body,
 ) -> Response {
-    if let Err(r) = authorised(&app, &headers).and_then(|_| check_board(&app, &id)) {
-        return *r;
-    }
-    let b: NewGameBody = match parse_body(&body) {
+    let b: NewGameBody = match authorised_body(&app, &id, &headers, body).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
@@ -627,12 +820,9 @@ async fn set_players(
     State(app): State<App>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: String,
+    body: Body,
 ) -> Response {
-    if let Err(r) = authorised(&app, &headers).and_then(|_| check_board(&app, &id)) {
-        return *r;
-    }
-    let p: Pairing = match parse_body(&body) {
+    let p: Pairing = match authorised_body(&app, &id, &headers, body).await {
         Ok(p) => p,
         Err(r) => return *r,
     };

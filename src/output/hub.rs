@@ -94,6 +94,10 @@ struct State {
     next_seq: u64,
     /// The last snapshot made: its seq, when, its JSON.
     snapshot: Option<(u64, std::time::Instant, Utf8Bytes)>,
+    /// Bumped on every change of the model (published or not).
+    rev: u64,
+    /// JSON text of the whole round at revision `.0` (`GET /api/v1/boards`).
+    boards_json: Option<(u64, bytes::Bytes)>,
 }
 
 impl State {
@@ -177,6 +181,8 @@ impl Broadcaster {
                     backlog: VecDeque::new(),
                     next_seq: 1,
                     snapshot: None,
+                    rev: 0,
+                    boards_json: None,
                 }),
                 tx,
                 changed,
@@ -234,6 +240,7 @@ impl Broadcaster {
         json: String,
     ) -> u64 {
         st.next_seq = seq + 1;
+        st.rev += 1;
         let msg = Arc::new(Msg {
             seq,
             board: Arc::from(board),
@@ -267,7 +274,9 @@ impl Broadcaster {
     /// Set a board's health without publishing a message (before a source starts, when no
     /// client can have missed it: snapshots carry it).
     pub fn preset_status(&self, board: &str, status: BoardStatus) {
-        self.lock().round.board_mut(board).status = status;
+        let mut st = self.lock();
+        st.rev += 1;
+        st.round.board_mut(board).status = status;
     }
 
     /// Set the players of a board. Publishes a `players` message.
@@ -359,6 +368,20 @@ impl Broadcaster {
         self.with_round(round_json)
     }
 
+    /// JSON text of the whole round (as [`Broadcaster::snapshot`]), made once per change of
+    /// the model and shared by every request until the next one.
+    pub fn snapshot_text(&self) -> bytes::Bytes {
+        let mut st = self.lock();
+        if let Some((rev, text)) = &st.boards_json
+            && *rev == st.rev
+        {
+            return text.clone();
+        }
+        let text = bytes::Bytes::from(round_json(&st.round).to_string());
+        st.boards_json = Some((st.rev, text.clone()));
+        text
+    }
+
     /// JSON of one board, if known.
     pub fn board_snapshot(&self, board: &str) -> Option<Value> {
         self.with_round(|r| r.board(board).map(|b| board_json(r, b)))
@@ -377,6 +400,7 @@ impl Broadcaster {
     /// Change the round information (event, round number, date, ...).
     pub fn update_info(&self, f: impl FnOnce(&mut RoundInfo)) {
         let mut st = self.lock();
+        st.rev += 1;
         f(&mut st.round.info);
         for id in st.round.info.boards.clone() {
             st.round.board_mut(&id);
@@ -403,5 +427,41 @@ pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
         K::IrregularityResolved { .. } => "irregularity_resolved",
         K::ClaimAvailable { .. } => "claim_available",
         K::GameEnded { .. } => "game_ended",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_round_json_is_rendered_once_per_change_and_follows_every_change() {
+        let info = RoundInfo {
+            round: 1,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        };
+        let hub = Broadcaster::new(info, HubConfig::default());
+        let a = hub.snapshot_text();
+        let b = hub.snapshot_text();
+        assert_eq!(a.as_ptr(), b.as_ptr(), "one shared rendering");
+        // A change without a published message (before a source starts) is seen too.
+        hub.preset_status(
+            "board-1",
+            BoardStatus {
+                comment: Some("preset".into()),
+                ..Default::default()
+            },
+        );
+        let c = hub.snapshot_text();
+        assert!(std::str::from_utf8(&c).unwrap().contains("preset"));
+        hub.update_info(|i| i.event = Some("Renamed Open".into()));
+        assert!(
+            std::str::from_utf8(&hub.snapshot_text())
+                .unwrap()
+                .contains("Renamed Open")
+        );
+        let v: Value = serde_json::from_slice(&hub.snapshot_text()).unwrap();
+        assert_eq!(v, hub.snapshot());
     }
 }

@@ -18,6 +18,8 @@ pub mod mqtt;
 pub mod relay;
 pub mod render;
 pub mod replay_source;
+pub mod server;
+pub mod ws;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -49,6 +51,15 @@ pub struct OutputConfig {
     pub token: Option<String>,
     /// Coalescing delay of relay file writes, milliseconds (default 300).
     pub relay_debounce_ms: Option<u64>,
+    /// Web origins (`scheme://host[:port]`) besides the server's own whose pages may open the
+    /// event-stream WebSocket.
+    pub allowed_origins: Vec<String>,
+    /// Web origins whose pages may open the LiveChess WebSocket (`None`: any, as LiveChess).
+    pub livechess_allowed_origins: Option<Vec<String>>,
+    /// Client connections at once over both servers (`None`: from the descriptor limit).
+    pub max_connections: Option<usize>,
+    /// Client connections at once from one address (`None`: half of `max_connections`).
+    pub max_connections_per_address: Option<usize>,
 }
 
 /// Why outputs could not start.
@@ -116,22 +127,18 @@ async fn bind(
         .map_err(|source| OutputError::Bind { what, addr, source })
 }
 
-fn serve_router(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stop.changed().await;
-        };
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!("HTTP server: {e}");
-        }
-    })
+/// The connection limits of `cfg`: from the descriptor limit, with the configured caps (never
+/// above what the descriptor limit allows).
+pub fn limits(cfg: &OutputConfig) -> server::Limits {
+    let mut limits = server::Limits::from_process();
+    if let Some(n) = cfg.max_connections {
+        limits.total = n.clamp(1, limits.total);
+        limits.per_address = limits.per_address.min(limits.total);
+    }
+    if let Some(n) = cfg.max_connections_per_address {
+        limits.per_address = n.clamp(1, limits.total);
+    }
+    limits
 }
 
 /// Start the configured outputs on `hub`. Must run inside a tokio runtime. Listening
@@ -146,19 +153,52 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
         stop,
         tasks: Vec::new(),
     };
+    let limiter = server::Limiter::new(limits(cfg));
+    if cfg.http.is_some() || cfg.livechess.is_some() {
+        let l = limiter.limits();
+        tracing::info!(
+            "client connections: at most {} ({} per address); headers within {:?}, bodies \
+             within {:?}, a client that stops reading is dropped after {:?}",
+            l.total,
+            l.per_address,
+            l.header_timeout,
+            l.body_timeout,
+            l.write_stall
+        );
+    }
     if let Some(addr) = cfg.http {
         let listener = bind("HTTP", addr).await?;
         out.http = listener.local_addr().ok();
-        let router = http::router(hub.clone(), cfg.token.clone(), stop_rx.clone());
-        tasks.push(serve_router(listener, router, stop_rx.clone()));
+        let router = http::router_with(http::HttpOptions {
+            hub: hub.clone(),
+            token: cfg.token.clone(),
+            stop: stop_rx.clone(),
+            allowed_origins: cfg.allowed_origins.clone(),
+            body_timeout: limiter.limits().body_timeout,
+        });
+        server::warn_if_exposed("the HTTP API", &addr);
+        tasks.push(server::serve(
+            "HTTP",
+            listener,
+            router,
+            limiter.clone(),
+            stop_rx.clone(),
+        ));
         tracing::info!("HTTP API and page on http://{}", out.http.unwrap_or(addr));
     }
     if let Some(addr) = cfg.livechess {
         let listener = bind("LiveChess API", addr).await?;
         out.livechess = listener.local_addr().ok();
-        tasks.push(serve_router(
+        server::warn_if_exposed("the LiveChess API", &addr);
+        tasks.push(server::serve(
+            "LiveChess",
             listener,
-            livechess::router(hub.clone(), stop_rx.clone()),
+            livechess::router_with(
+                hub.clone(),
+                stop_rx.clone(),
+                cfg.livechess_allowed_origins.clone(),
+            ),
+            limiter.clone(),
             stop_rx.clone(),
         ));
         tracing::info!(

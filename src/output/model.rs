@@ -51,10 +51,10 @@ impl Player {
             }
             if name
                 .chars()
-                .any(|c| c.is_control() || c == '"' || c == '\\')
+                .any(|c| crate::pgn::unsafe_char(c) || c == '"' || c == '\\')
             {
                 return Err(
-                    "player name must not contain control characters, quotes or backslashes".into(),
+                    "player name must not contain control or direction characters, quotes or backslashes".into(),
                 );
             }
         }

@@ -4,10 +4,14 @@
 //!
 //! Files are replaced atomically (a new temporary file in the same directory, fsync, rename)
 //! and only when their content changed; writes are coalesced. Every path is built from fixed
-//! names and numbers, so nothing is ever written outside the configured directory.
+//! names and numbers, so nothing is ever written outside the configured directory, and below
+//! it nothing is followed: subfolders and files are opened relative to the directory's
+//! descriptor with `O_NOFOLLOW` (a planted symlink is refused, never written through). Files
+//! are 0644 and folders 0755 whatever the umask (they are published).
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -92,23 +96,88 @@ pub fn render_path(round: &RoundState, path: &str) -> Option<(&'static str, Stri
     }
 }
 
-/// Replace `dir/name` atomically with `content`: write a fresh temporary file next to it,
-/// fsync it, rename it over the target.
-pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> std::io::Result<()> {
-    let target = dir.join(name);
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    // A leftover from a crash is ours to remove; create_new never follows a planted link.
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)?;
-    f.write_all(content)?;
-    f.sync_all()?;
+/// Mode of relay files (published).
+pub const FILE_MODE: u32 = 0o644;
+/// Mode of relay folders.
+pub const DIR_MODE: u32 = 0o755;
+
+fn nix_err(e: nix::errno::Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e as i32)
+}
+
+/// Open the directory `dir` (itself may be a link, as configured).
+fn open_dir(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{OFlag, open};
+    use nix::sys::stat::Mode;
+    open(
+        dir,
+        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(nix_err)
+}
+
+/// Open (creating it 0755 if missing) the folder `name` inside `parent`, refusing a symlink.
+fn open_subdir(parent: &std::os::fd::OwnedFd, name: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, fchmod, mkdirat};
+    let created = match mkdirat(parent, name, Mode::from_bits_truncate(DIR_MODE)) {
+        Ok(()) => true,
+        Err(nix::errno::Errno::EEXIST) => false,
+        Err(e) => return Err(nix_err(e)),
+    };
+    let fd = openat(
+        parent,
+        name,
+        OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        if e == nix::errno::Errno::ELOOP || e == nix::errno::Errno::ENOTDIR {
+            std::io::Error::other(format!(
+                "{name} is not a plain folder (a symlink?): refused"
+            ))
+        } else {
+            nix_err(e)
+        }
+    })?;
+    if created {
+        fchmod(&fd, Mode::from_bits_truncate(DIR_MODE)).map_err(nix_err)?;
+    }
+    Ok(fd)
+}
+
+/// Replace `name` in the directory `dir` atomically with `content`: a fresh temporary file
+/// (0644, never through a link), fsync, rename over the target.
+fn write_at(dir: &std::os::fd::OwnedFd, name: &str, content: &[u8]) -> std::io::Result<()> {
+    use nix::fcntl::{OFlag, openat, renameat};
+    use nix::sys::stat::{Mode, fchmod};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let tmp = format!(".{name}.{}.tmp", std::process::id());
+    // A leftover from a crash is ours to remove (unlinkat never follows a link).
+    let _ = unlinkat(dir, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+    let fd = openat(
+        dir,
+        tmp.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(FILE_MODE),
+    )
+    .map_err(nix_err)?;
+    fchmod(&fd, Mode::from_bits_truncate(FILE_MODE)).map_err(nix_err)?;
+    let mut f = std::fs::File::from(fd);
+    let written = f.write_all(content).and_then(|_| f.sync_all());
     drop(f);
-    std::fs::rename(&tmp, &target).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    written
+        .and_then(|_| renameat(dir, tmp.as_str(), dir, name).map_err(nix_err))
+        .inspect_err(|_| {
+            let _ = unlinkat(dir, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+        })
+}
+
+/// Replace `dir/name` atomically with `content`: write a fresh temporary file next to it,
+/// fsync it, rename it over the target (no link below `dir` is followed).
+pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> std::io::Result<()> {
+    write_at(&open_dir(dir)?, name, content)
 }
 
 /// Writes the relay files of a broadcaster into one directory.
@@ -131,7 +200,12 @@ impl RelayWriter {
     /// A writer into `dir` (created if missing).
     pub fn new(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir)?;
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(&dir)?;
+        }
         Ok(RelayWriter {
             dir,
             written: HashMap::new(),
@@ -143,17 +217,26 @@ impl RelayWriter {
     pub fn flush(&mut self, hub: &Broadcaster) -> std::io::Result<usize> {
         let files = hub.with_round(files);
         let mut n = 0;
+        let mut root = None;
+        let mut subdirs: HashMap<String, std::os::fd::OwnedFd> = HashMap::new();
         for (path, _, content) in files {
             let d = digest(&content);
             if self.written.get(&path) == Some(&d) {
                 continue;
             }
-            let (sub, name) = match path.split_once('/') {
-                Some((sub, name)) => (self.dir.join(sub), name),
-                None => (self.dir.clone(), path.as_str()),
+            let root = match &root {
+                Some(r) => r,
+                None => root.insert(open_dir(&self.dir)?),
             };
-            std::fs::create_dir_all(&sub)?;
-            write_atomic(&sub, name, content.as_bytes())?;
+            match path.split_once('/') {
+                Some((sub, name)) => {
+                    if !subdirs.contains_key(sub) {
+                        subdirs.insert(sub.to_string(), open_subdir(root, sub)?);
+                    }
+                    write_at(&subdirs[sub], name, content.as_bytes())?;
+                }
+                None => write_at(root, &path, content.as_bytes())?,
+            }
             self.written.insert(path, d);
             n += 1;
         }

@@ -31,10 +31,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
     let mut text = String::new();
     pgn::write_game(game, &tags, &mut text);
     let mut extra = String::new();
-    let mut tag = |name: &str, value: String| {
-        let v = value.replace('\\', "\\\\").replace('"', "\\\"");
-        extra.push_str(&format!("[{name} \"{v}\"]\n"));
-    };
+    let mut tag = |name: &str, value: String| pgn::tag_line(&mut extra, name, &value);
     for (side, p) in [("White", &pairing.white), ("Black", &pairing.black)] {
         if let Some(v) = &p.title {
             tag(&format!("{side}Title"), v.clone());

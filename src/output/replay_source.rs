@@ -59,14 +59,7 @@ impl Plan {
     /// Lay out loaded captures.
     pub fn from_captures(caps: &[capture::Capture], separate: bool) -> Plan {
         let mut plan = Plan {
-            date: caps.first().and_then(|c| {
-                c.header
-                    .extra
-                    .get("created")
-                    .and_then(|v| v.as_str())
-                    .filter(|s| s.len() >= 10)
-                    .map(|s| s[..10].replace('-', "."))
-            }),
+            date: caps.first().and_then(|c| capture::header_date(&c.header)),
             ..Plan::default()
         };
         let mut names: BTreeMap<String, Arc<str>> = BTreeMap::new();

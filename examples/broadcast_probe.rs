@@ -1,0 +1,345 @@
+//! Client side of the broadcast probes (not a test): run against a separate `eboardd
+//! serve-replay` process, so that server and clients can be pinned to different cores
+//! (`scripts/probe_broadcast.sh` does it with `taskset`). One probe per run:
+//!
+//! - `ws URL CLIENTS SECONDS SPEED`: WebSocket clients on the event stream; prints events
+//!   delivered and two lags, p50/p99/max. "Replay lag": arrival time minus the event's capture
+//!   time scaled by SPEED, less the smallest such difference (the replay's start); it includes
+//!   the core's own decision delays (an event can be decided on a later observation than the
+//!   one whose time it carries), so compare it with a run without load. "Fan-out lag": arrival
+//!   minus the first arrival of the same event at any client (every 10th event sampled): what
+//!   serving many clients adds.
+//! - `idle URL CLIENTS SECONDS`: WebSocket clients that connect, read what comes, and stay.
+//! - `livechess URL CONNS FEEDS SECONDS`: LiveChess connections each subscribing FEEDS feeds
+//!   round the boards, each with a `setup` position that occurs in no game.
+//! - `slowloris ADDR CONNS SECONDS`: connections sending a request's headers one byte every
+//!   5 s; prints how many the server closed and when, and the slowest health answer meanwhile.
+//! - `uploads ADDR CONNS SECONDS`: unauthenticated 2 MB POSTs that stall after 64 KiB; prints
+//!   how many were answered or closed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+/// The number after `key` in a JSON text.
+fn field(text: &str, key: &str) -> Option<f64> {
+    let i = text.find(key)? + key.len();
+    let end = text[i..]
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+        .map_or(text.len(), |e| i + e);
+    text[i..end].parse().ok()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64>) {
+    let start = Instant::now();
+    let samples = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
+    let connected = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let (url, samples, connected, closed, arrivals) = (
+            url.clone(),
+            samples.clone(),
+            connected.clone(),
+            closed.clone(),
+            arrivals.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+                closed.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            connected.fetch_add(1, Ordering::Relaxed);
+            let mut mine = Vec::new();
+            let mut seen = Vec::new();
+            let end = tokio::time::sleep(Duration::from_secs(seconds));
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    m = ws.next() => match m {
+                        Some(Ok(Message::Text(t))) => {
+                            if let Some(speed) = speed {
+                                let now = start.elapsed().as_secs_f64();
+                                // A quick scan, not a parse: the clients must stay cheaper than
+                                // the server they measure.
+                                if !t.contains("\"kind\":\"snapshot\"")
+                                    && let (Some(t), Some(seq)) = (field(&t, "\"t\":"), field(&t, "\"seq\":"))
+                                {
+                                    mine.push(now - t / speed);
+                                    if (seq as u64).is_multiple_of(10) {
+                                        seen.push((seq as u64, now));
+                                    }
+                                }
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        _ => { closed.fetch_add(1, Ordering::Relaxed); break; }
+                    },
+                    _ = &mut end => break,
+                }
+            }
+            samples.lock().unwrap().extend(mine);
+            arrivals.lock().unwrap().extend(seen);
+        }));
+        if i % 50 == 49 {
+            // Connect in waves rather than all at once (the listen backlog).
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let mut s = samples.lock().unwrap().clone();
+    let base = s.iter().copied().fold(f64::INFINITY, f64::min);
+    for x in &mut s {
+        *x = (*x - base) * 1000.0;
+    }
+    s.sort_by(f64::total_cmp);
+    let arrivals = arrivals.lock().unwrap().clone();
+    let mut first: std::collections::HashMap<u64, f64> = std::collections::HashMap::new();
+    for &(seq, at) in &arrivals {
+        let e = first.entry(seq).or_insert(at);
+        *e = e.min(at);
+    }
+    let mut fan: Vec<f64> = arrivals
+        .iter()
+        .map(|(seq, at)| (at - first[seq]) * 1000.0)
+        .collect();
+    fan.sort_by(f64::total_cmp);
+    if speed.is_some() {
+        println!(
+            "fan-out lag ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
+            percentile(&fan, 0.5),
+            percentile(&fan, 0.99),
+            fan.last().copied().unwrap_or(f64::NAN),
+            fan.len()
+        );
+    }
+    println!(
+        "clients {} connected, {} closed early; events delivered {}; replay lag ms p50 {:.1} p99 {:.1} max {:.1}",
+        connected.load(Ordering::Relaxed),
+        closed.load(Ordering::Relaxed),
+        s.len(),
+        percentile(&s, 0.5),
+        percentile(&s, 0.99),
+        s.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+async fn livechess(url: String, conns: usize, feeds: usize, seconds: u64) {
+    let mut tasks = Vec::new();
+    for c in 0..conns {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.expect("connect");
+            ws.send(Message::Text(r#"{"id":1,"call":"eboards"}"#.into()))
+                .await
+                .unwrap();
+            let boards: Vec<String> = loop {
+                let Some(Ok(Message::Text(t))) = ws.next().await else {
+                    return 0u64;
+                };
+                let v: Value = serde_json::from_str(&t).unwrap();
+                if v["id"] == 1 {
+                    break v["param"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|b| b["serialnr"].as_str().unwrap_or_default().to_string())
+                        .collect();
+                }
+            };
+            // A legal position that occurs in no game: kings and one rook.
+            let fen = "8/8/8/8/8/2k5/8/R3K3 w - - 0 1";
+            for f in 0..feeds {
+                let id = (c * 100_000 + f) as i64;
+                let serial = &boards[f % boards.len()];
+                let sub = json!({"id": id, "call": "subscribe", "param": {"feed": "eboardevent", "id": id, "param": {"serialnr": serial}}});
+                let setup = json!({"id": id + 50_000, "call": "call", "param": {"id": id, "method": "setup", "param": {"fen": fen}}});
+                if ws.send(Message::Text(sub.to_string().into())).await.is_err()
+                    || ws.send(Message::Text(setup.to_string().into())).await.is_err()
+                {
+                    break;
+                }
+            }
+            let mut frames = 0u64;
+            let end = tokio::time::sleep(Duration::from_secs(seconds));
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    m = ws.next() => match m { Some(Ok(_)) => frames += 1, _ => break },
+                    _ = &mut end => break,
+                }
+            }
+            frames
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap_or(0);
+    }
+    println!("livechess: {conns} connections x {feeds} feeds: {total} frames received");
+}
+
+fn health_ms(addr: SocketAddr) -> f64 {
+    let t = Instant::now();
+    let ok = (|| -> std::io::Result<bool> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf)?;
+        Ok(buf.starts_with(b"HTTP/1.1 200"))
+    })()
+    .unwrap_or(false);
+    if ok {
+        t.elapsed().as_secs_f64() * 1000.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+fn slowloris(addr: SocketAddr, conns: usize, seconds: u64) {
+    let start = Instant::now();
+    let closed_at = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    for chunk in 0..conns.div_ceil(50) {
+        let closed_at = closed_at.clone();
+        let n = 50.min(conns - chunk * 50);
+        threads.push(std::thread::spawn(move || {
+            let mut socks: Vec<Option<TcpStream>> =
+                (0..n).map(|_| TcpStream::connect(addr).ok()).collect();
+            for s in socks.iter().flatten() {
+                let _ = s.set_nonblocking(true);
+            }
+            let head = b"GET /api/v1/health HTTP/1.1\r\nHost: p\r\nX-a: ";
+            let mut i = 0;
+            while start.elapsed() < Duration::from_secs(seconds) {
+                for s in socks.iter_mut() {
+                    let Some(sock) = s else { continue };
+                    let byte = [head.get(i).copied().unwrap_or(b'a')];
+                    let mut probe = [0u8; 64];
+                    let gone = match sock.read(&mut probe) {
+                        Ok(_) => true,
+                        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                    } || sock.write(&byte).is_err();
+                    if gone {
+                        closed_at
+                            .lock()
+                            .unwrap()
+                            .push(start.elapsed().as_secs_f64());
+                        *s = None;
+                    }
+                }
+                i += 1;
+                std::thread::sleep(Duration::from_secs(5).min(Duration::from_millis(
+                    5000 - (start.elapsed().as_millis() % 5000) as u64,
+                )));
+            }
+        }));
+    }
+    let mut worst: f64 = 0.0;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        worst = worst.max(health_ms(addr));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    let closed = closed_at.lock().unwrap().clone();
+    println!(
+        "slowloris: {}/{} connections closed by the server within {seconds} s (last at {:.1} s); slowest health answer {:.0} ms",
+        closed.len(),
+        conns,
+        closed.iter().copied().fold(0.0, f64::max),
+        worst
+    );
+}
+
+fn uploads(addr: SocketAddr, conns: usize, seconds: u64) {
+    let head = "POST /api/v1/boards/board-1/players HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n";
+    let answered = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..conns)
+        .map(|_| {
+            let (answered, sent) = (answered.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let Ok(mut s) = TcpStream::connect(addr) else {
+                    return;
+                };
+                let _ = s.set_write_timeout(Some(Duration::from_secs(seconds)));
+                let _ = s.write_all(head.as_bytes());
+                // All of the body but its last byte, then a stall.
+                let chunk = vec![b' '; 64 * 1024];
+                let mut left = 2_097_152 - 1;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    match s.write(&chunk[..n]) {
+                        Ok(n) => {
+                            left -= n;
+                            sent.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ = s.set_read_timeout(Some(Duration::from_secs(seconds)));
+                let mut buf = [0u8; 512];
+                if matches!(s.read(&mut buf), Ok(n) if n > 0) {
+                    answered.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_secs(seconds));
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(seconds));
+    println!(
+        "uploads: {conns} stalled 2 MB uploads; {} MB of body accepted by the server; {} answered so far",
+        sent.load(Ordering::Relaxed) >> 20,
+        answered.load(Ordering::Relaxed)
+    );
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n = |i: usize| -> u64 { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(10) };
+    // One thread: the probes run pinned to one core.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match args.first().map(String::as_str) {
+        Some("ws") => rt.block_on(ws_clients(
+            args[1].clone(),
+            n(2) as usize,
+            n(3),
+            Some(args.get(4).and_then(|v| v.parse().ok()).unwrap_or(1.0)),
+        )),
+        Some("idle") => rt.block_on(ws_clients(args[1].clone(), n(2) as usize, n(3), None)),
+        Some("livechess") => rt.block_on(livechess(
+            args[1].clone(),
+            n(2) as usize,
+            n(3) as usize,
+            n(4),
+        )),
+        Some("slowloris") => slowloris(args[1].parse().unwrap(), n(2) as usize, n(3)),
+        Some("uploads") => uploads(args[1].parse().unwrap(), n(2) as usize, n(3)),
+        _ => eprintln!("usage: see the comment at the top of examples/broadcast_probe.rs"),
+    }
+}
