@@ -8,7 +8,7 @@ echo "checking $deb"
 listing=$(dpkg-deb -c "$deb")
 fail=0
 expect() { # mode path
-  if ! grep -Eq "^$1 root/root +[0-9]+ [0-9-]+ [0-9:]+ \./$2\$" <<<"$listing"; then
+  if ! grep -Eq "^$1 (root/root|0/0) +[0-9]+ [0-9-]+ [0-9:]+ \./$2\$" <<<"$listing"; then
     echo "missing or wrong mode: $1 $2"
     fail=1
   fi
