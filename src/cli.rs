@@ -46,6 +46,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(a) => crate::daemon::args::demo(a),
         Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),
         Command::Replay { files, events } => {
+            // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
+            // in colour only on a terminal.
+            crate::daemon::args::init_logging("warn");
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut warn = |w: &str| eprintln!("eboardd: warning: {w}");

@@ -891,6 +891,16 @@ fn replay_rejects_a_missing_file() {
 }
 
 #[test]
+fn replay_of_a_directory_without_captures_says_so() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("golden-empty-capture-dir");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create dir");
+    fs::write(dir.join("notes.txt"), "not a capture\n").expect("write");
+    let reason = assert_rejected(&dir);
+    assert!(reason.contains("no capture files"), "{reason:?}");
+}
+
+#[test]
 fn replay_rejects_a_record_without_dev_and_names_the_line() {
     let path = scratch_file(
         "golden-record-without-dev.jsonl",

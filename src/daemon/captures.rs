@@ -495,12 +495,22 @@ pub fn replay_paths(
 ) -> Result<(), ReplayError> {
     let mut files = Vec::new();
     for p in paths {
-        files.extend(capture_files(p).map_err(|source| {
+        let found = capture_files(p).map_err(|source| {
             ReplayError::Capture(capture::CaptureError::Io {
                 file: p.display().to_string(),
                 source,
             })
-        })?);
+        })?;
+        if found.is_empty() {
+            return Err(ReplayError::Capture(capture::CaptureError::Io {
+                file: p.display().to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no capture files (*.jsonl) in this directory",
+                ),
+            }));
+        }
+        files.extend(found);
     }
     let mut caps = Vec::new();
     for f in &files {

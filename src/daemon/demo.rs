@@ -267,6 +267,9 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
                 h.status().path.display()
             );
         }
+        if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
+            println!("  arbiter page and API: http://{addr}/  (--http ADDR to change, --http off for none)");
+        }
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         let mut watchers: Vec<_> = handles.iter().map(|h| h.status.clone()).collect();
         tokio::spawn(async move {

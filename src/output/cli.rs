@@ -203,13 +203,8 @@ pub struct ServeReplayArgs {
 
 /// Run `eboardd serve-replay`.
 pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    // Colours only on a terminal, as every subcommand.
+    crate::daemon::args::init_logging("info");
     let fail = |e: String| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)

@@ -66,7 +66,7 @@ pub struct OutputConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// A listening address could not be bound.
-    #[error("cannot listen on {addr} ({what}): {source}")]
+    #[error("cannot listen on {addr} ({what}): {source}{hint}")]
     Bind {
         /// Which server.
         what: &'static str,
@@ -74,6 +74,8 @@ pub enum OutputError {
         addr: SocketAddr,
         /// The reason.
         source: std::io::Error,
+        /// What to do about it, when known (starts with "; ").
+        hint: &'static str,
     },
     /// The relay directory could not be created.
     #[error("relay directory {dir}: {source}")]
@@ -122,9 +124,24 @@ async fn bind(
     what: &'static str,
     addr: SocketAddr,
 ) -> Result<tokio::net::TcpListener, OutputError> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| OutputError::Bind { what, addr, source })
+    tokio::net::TcpListener::bind(addr).await.map_err(|source| {
+        let hint = match (source.kind(), what) {
+            (std::io::ErrorKind::AddrInUse, "HTTP") => {
+                "; another program listens there: choose another address with --http ADDR, \
+                 or --http off"
+            }
+            (std::io::ErrorKind::AddrInUse, _) => {
+                "; another program listens there: choose another address with --livechess ADDR"
+            }
+            _ => "",
+        };
+        OutputError::Bind {
+            what,
+            addr,
+            source,
+            hint,
+        }
+    })
 }
 
 /// The connection limits of `cfg`: from the descriptor limit, with the configured caps (never
@@ -227,4 +244,19 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
     }
     out.tasks = tasks;
     Ok(out)
+}
+
+#[cfg(test)]
+mod bind_tests {
+    #[tokio::test]
+    async fn a_busy_address_says_what_to_do() {
+        let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = super::bind("HTTP", addr).await.unwrap_err().to_string();
+        assert!(err.contains(&addr.to_string()), "{err}");
+        assert!(
+            err.contains("--http ADDR") && err.contains("--http off"),
+            "{err}"
+        );
+    }
 }
