@@ -144,9 +144,37 @@ pub struct Config {
     /// Boards by serial number.
     #[serde(default, rename = "board")]
     pub boards: Vec<BoardConfig>,
-    /// Settings of the outputs (broadcast layer), kept as given.
+    /// Settings of the outputs (broadcast layer); command-line flags override them.
     #[serde(default)]
-    pub outputs: toml::Table,
+    pub outputs: OutputsConfig,
+}
+
+/// `[outputs]`: where the broadcast goes. Every key is optional; a flag of `eboardd run` with
+/// the same name overrides it. Read at start (a reload keeps the outputs that started).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsConfig {
+    /// HTTP API, event streams, relay files and arbiter page: `ADDR:PORT` or `"off"`
+    /// (default `127.0.0.1:8080`).
+    pub http: Option<String>,
+    /// LiveChess-compatible EBoards API, e.g. `127.0.0.1:1982` (off unless given).
+    pub livechess: Option<String>,
+    /// MQTT broker, `mqtt://HOST:PORT`.
+    pub mqtt: Option<String>,
+    /// This daemon's name in MQTT topics (default: the host name).
+    pub mqtt_node: Option<String>,
+    /// First level of MQTT topics (default `eboardd`).
+    pub mqtt_prefix: Option<String>,
+    /// Relay files (games.pgn, LiveChessCloud JSON) go into this directory.
+    pub relay_dir: Option<PathBuf>,
+    /// File holding the access token that state-changing requests must carry.
+    pub token_file: Option<PathBuf>,
+    /// Web origins whose pages may open the event streams besides the server's own.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Restrict the LiveChess API to pages of these origins (default: any).
+    #[serde(default)]
+    pub livechess_allowed_origins: Vec<String>,
 }
 
 /// Command-line settings that override the file.
@@ -173,7 +201,7 @@ impl Config {
                 .collect::<Vec<_>>()
                 .join(" "),
         })?;
-        cfg.validate(name)?;
+        cfg.validate(name).map_err(|e| with_line(e, text))?;
         Ok(cfg)
     }
 
@@ -243,18 +271,58 @@ impl Config {
                 ));
             }
         }
-        if let Some(origins) = self.outputs.get("allowed_origins") {
-            let ok = origins.as_array().is_some_and(|a| {
-                a.iter()
-                    .all(|o| o.as_str().is_some_and(crate::output::ws::valid_origin))
-            });
-            if !ok {
-                return bad(
-                    "outputs.allowed_origins must be a list of web origins like \
-                     \"https://broadcast.example.org\""
-                        .into(),
-                );
+        for o in self
+            .outputs
+            .allowed_origins
+            .iter()
+            .chain(&self.outputs.livechess_allowed_origins)
+        {
+            if !crate::output::ws::valid_origin(o) {
+                return bad(format!(
+                    "outputs: {} is not a web origin like \"https://broadcast.example.org\"",
+                    crate::capture::printable(o, 60)
+                ));
             }
+        }
+        let o = &self.outputs;
+        for (key, value) in [("http", &o.http), ("livechess", &o.livechess)] {
+            if let Some(v) = value
+                && !v.eq_ignore_ascii_case("off")
+                && v.parse::<std::net::SocketAddr>().is_err()
+                && v.strip_prefix("localhost:")
+                    .is_none_or(|p| p.parse::<u16>().is_err())
+            {
+                return bad(format!(
+                    "outputs.{key} = {}: not an address like 127.0.0.1:8080 (or \"off\")",
+                    crate::capture::printable(v, 60)
+                ));
+            }
+        }
+        if let Some(url) = &o.mqtt
+            && let Err(e) = crate::output::MqttConfig::from_url(url)
+        {
+            return bad(format!("outputs.mqtt: {e}"));
+        }
+        for (key, value) in [("mqtt_node", &o.mqtt_node), ("mqtt_prefix", &o.mqtt_prefix)] {
+            if let Some(v) = value
+                && (v.is_empty()
+                    || v.len() > 64
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+            {
+                return bad(format!(
+                    "outputs.{key} = {}: 1 to 64 letters, digits, '-', '_' or '.'",
+                    crate::capture::printable(v, 60)
+                ));
+            }
+        }
+        if let Some(r) = &self.event.round
+            && r.trim()
+                .parse::<u32>()
+                .is_ok_and(|n| !(1..=999).contains(&n))
+        {
+            return bad(format!("event.round = {r:?}: must be 1 to 999"));
         }
         let mut numbers = BTreeSet::new();
         let mut serials = BTreeSet::new();
@@ -329,15 +397,7 @@ impl Config {
     /// Web origins allowed, besides the server's own, to open the event-stream WebSocket
     /// (`[outputs] allowed_origins`).
     pub fn allowed_origins(&self) -> Vec<String> {
-        self.outputs
-            .get("allowed_origins")
-            .and_then(toml::Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.outputs.allowed_origins.clone()
     }
 
     /// The configured board with this serial number.
@@ -361,6 +421,47 @@ impl Config {
             Some(b) => format!("board-{}", b.number),
             None => format!("dgt-{}", sanitize(serial)),
         }
+    }
+}
+
+/// An `Invalid` error whose message starts with `section.key` (or `section:`) gets the line of
+/// that key (or section) in `text`, as the parser's own errors have.
+fn with_line(e: ConfigError, text: &str) -> ConfigError {
+    let ConfigError::Invalid { path, message } = e else {
+        return e;
+    };
+    let head: String = message
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+        .collect();
+    let (section, key) = head.split_once('.').unwrap_or((head.as_str(), ""));
+    // Tables that appear once; `[[board]]` messages name the board instead.
+    if !matches!(section, "event" | "daemon" | "clock" | "outputs") {
+        return ConfigError::Invalid { path, message };
+    }
+    let mut in_section = false;
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_section = l.trim_matches(|c| c == '[' || c == ']').trim() == section;
+            if in_section && key.is_empty() {
+                found = Some(i + 1);
+            }
+            continue;
+        }
+        let k = l.split('=').next().unwrap_or("").trim();
+        if in_section && !key.is_empty() && k == key {
+            found = Some(i + 1);
+            break;
+        }
+    }
+    match found {
+        Some(n) => ConfigError::Invalid {
+            path: format!("{path}: line {n}"),
+            message,
+        },
+        _ => ConfigError::Invalid { path, message },
     }
 }
 
@@ -462,7 +563,31 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.allowed_origins(), ["https://broadcast.example.org"]);
         let e = Config::parse("t.toml", "[outputs]\nallowed_origins = [\"evil\"]\n").unwrap_err();
-        assert!(e.to_string().contains("allowed_origins"), "{e}");
+        assert!(e.to_string().contains("web origin"), "{e}");
+    }
+
+    #[test]
+    fn outputs_are_typed_and_bad_values_name_file_and_line() {
+        let cfg = Config::parse(
+            "t.toml",
+            "[outputs]\nhttp = \"127.0.0.1:9090\"\nrelay_dir = \"/srv/relay\"\n\
+             mqtt = \"mqtt://127.0.0.1:1883\"\nmqtt_node = \"hall-2\"\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.outputs.http.as_deref(), Some("127.0.0.1:9090"));
+        assert_eq!(cfg.outputs.relay_dir, Some(PathBuf::from("/srv/relay")));
+        let e = |t: &str| Config::parse("c.toml", t).unwrap_err().to_string();
+        let unknown = e("[outputs]\nhtp = \"127.0.0.1:1\"\n");
+        assert!(
+            unknown.contains("htp") && unknown.contains("line 2"),
+            "{unknown}"
+        );
+        let addr = e("[event]\nname = \"x\"\n\n[outputs]\nrelay_dir = \"r\"\nhttp = \"nowhere\"\n");
+        assert!(addr.starts_with("c.toml: line 6: outputs.http"), "{addr}");
+        let mqtt = e("[outputs]\nmqtt = \"http://x\"\n");
+        assert!(mqtt.starts_with("c.toml: line 2: outputs.mqtt"), "{mqtt}");
+        let round = e("[event]\nround = \"0\"\n");
+        assert!(round.starts_with("c.toml: line 2: event.round"), "{round}");
     }
 
     #[test]
@@ -484,7 +609,7 @@ mod tests {
         let serial = e("[[board]]\nnumber = 2\nserial = \"12 45\"\n");
         assert!(serial.contains("serial \"12 45\""), "{serial}");
         let secs = e("[clock]\ntext_secs = 0\n");
-        assert_eq!(secs, "c.toml: clock.text_secs = 0: must be 1 to 60");
+        assert_eq!(secs, "c.toml: line 2: clock.text_secs = 0: must be 1 to 60");
         let missing = Config::load(Path::new("/nonexistent/eboardd.toml"))
             .unwrap_err()
             .to_string();

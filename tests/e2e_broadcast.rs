@@ -63,3 +63,43 @@ async fn the_daemon_feeds_its_http_outputs() {
     let id = one.id.clone();
     one.finish(d, &id);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configuration_file_alone_drives_the_outputs() {
+    let one = single("e2e-config-outputs", 2, 41002, 1000.0, None);
+    let port = free_port();
+    let relay = one.dir.join("relay");
+    let config = one.dir.join("eboardd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[event]\nname = \"Config Open\"\nsite = \"Hall 2\"\nround = \"4\"\n\n\
+             [[board]]\nnumber = 1\nserial = \"41002\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
+             [outputs]\nhttp = \"127.0.0.1:{port}\"\nrelay_dir = \"{}\"\n",
+            relay.display()
+        ),
+    )
+    .unwrap();
+    let cfg = config.to_string_lossy().to_string();
+    let mut d = Daemon::start(
+        std::slice::from_ref(&one.link),
+        &one.caps,
+        &["--config", &cfg],
+    );
+    one.wait_done(&mut d, "board-1").await;
+
+    // The API on the configured address, with the configured event.
+    let (status, pgn) = get(port, "/api/v1/games.pgn");
+    assert!(status.contains("200"), "{status}");
+    assert!(pgn.contains("[Event \"Config Open\"]"), "{pgn}");
+    assert!(pgn.contains("[Site \"Hall 2\"]"), "{pgn}");
+    assert!(pgn.contains("[White \"Alpha, Ann\"]"), "{pgn}");
+    assert!(pgn.contains("[Round \"4."), "{pgn}");
+    // Relay files in the configured folder.
+    let relay_pgn = std::fs::read_to_string(relay.join("games.pgn")).expect("relay games.pgn");
+    assert!(relay_pgn.contains("[Event \"Config Open\"]"), "{relay_pgn}");
+    assert!(relay_pgn.contains("[Black \"Beta, Bob\"]"), "{relay_pgn}");
+    let sans = san(&one.game);
+    assert!(relay_pgn.contains(sans[0].as_str()), "{relay_pgn}");
+    one.finish(d, "board-1");
+}

@@ -143,8 +143,39 @@ fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
     init_logging("info");
-    let outputs = match (a.out.output_config(), a.out.round_info()) {
-        (Ok(config), Ok(round)) => super::OutputSetup { config, round },
+    // The configuration file's [outputs] and [event] drive the outputs; flags override them.
+    let file = match &a.config {
+        Some(path) => match crate::config::Config::load(path) {
+            Ok(cfg) => Some(cfg),
+            Err(e) => {
+                eprintln!("eboardd: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let out = match &file {
+        Some(cfg) => a.out.with_file(cfg),
+        None => a.out.clone(),
+    };
+    let outputs = match (out.output_config(), out.round_info()) {
+        (Ok(config), Ok(mut round)) => {
+            // The players configured per board reach every output, as they reach the captures.
+            for b in file.iter().flat_map(|c| &c.boards) {
+                let player = |name: &Option<String>| crate::output::Player {
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                round.pairings.insert(
+                    format!("board-{}", b.number),
+                    crate::output::Pairing {
+                        white: player(&b.white),
+                        black: player(&b.black),
+                    },
+                );
+            }
+            super::OutputSetup { config, round }
+        }
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("eboardd: error: {e}");
             return ExitCode::from(2);

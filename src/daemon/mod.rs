@@ -461,9 +461,8 @@ pub async fn serve(
     )))?;
     let outputs = match &opts.outputs {
         Some(setup) => {
-            let mut setup = setup.clone();
-            setup.config.allowed_origins.extend(cfg.allowed_origins());
-            Some(start_outputs(&setup, &hub).await?)
+            // `eboardd run` merged the file's [outputs] into the setup already.
+            Some(start_outputs(setup, &hub).await?)
         }
         None => None,
     };

@@ -11,9 +11,10 @@ use super::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 /// Where the outputs go, and what the round is called.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
-    /// HTTP API, event streams, relay files and arbiter page: ADDR:PORT, or "off".
-    #[arg(long, value_name = "ADDR", default_value = super::DEFAULT_HTTP)]
-    pub http: String,
+    /// HTTP API, event streams, relay files and arbiter page: ADDR:PORT, or "off" [default:
+    /// 127.0.0.1:8080, or [outputs] http of the configuration].
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
     /// LiveChess-compatible EBoards API, e.g. 127.0.0.1:1982 (off unless given).
     #[arg(long, value_name = "ADDR")]
     pub livechess: Option<String>,
@@ -23,9 +24,9 @@ pub struct OutputArgs {
     /// This daemon's name in MQTT topics (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub mqtt_node: Option<String>,
-    /// First level of MQTT topics.
-    #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
-    pub mqtt_prefix: String,
+    /// First level of MQTT topics [default: eboardd].
+    #[arg(long, value_name = "PREFIX")]
+    pub mqtt_prefix: Option<String>,
     /// Write relay files (games.pgn, LiveChessCloud JSON) into this directory.
     #[arg(long, value_name = "DIR")]
     pub relay_dir: Option<PathBuf>,
@@ -41,9 +42,9 @@ pub struct OutputArgs {
     /// Site (PGN Site tag).
     #[arg(long)]
     pub site: Option<String>,
-    /// Round number.
-    #[arg(long, default_value_t = 1)]
-    pub round: u32,
+    /// Round number [default: 1, or [event] round of the configuration].
+    #[arg(long)]
+    pub round: Option<u32>,
     /// PGN TimeControl tag, e.g. 5400+30.
     #[arg(long)]
     pub time_control: Option<String>,
@@ -99,6 +100,47 @@ impl OutputArgs {
         .map_err(|e| e.to_string())
     }
 
+    /// These options completed from the configuration file: every output option not given on
+    /// the command line is taken from `[outputs]`, the event name, site and round from
+    /// `[event]` (flags override the file).
+    pub fn with_file(&self, cfg: &crate::config::Config) -> OutputArgs {
+        let o = &cfg.outputs;
+        let mut a = self.clone();
+        let fill = |flag: &mut Option<String>, file: &Option<String>| {
+            if flag.is_none() {
+                flag.clone_from(file);
+            }
+        };
+        fill(&mut a.http, &o.http);
+        fill(&mut a.livechess, &o.livechess);
+        fill(&mut a.mqtt, &o.mqtt);
+        fill(&mut a.mqtt_node, &o.mqtt_node);
+        fill(&mut a.mqtt_prefix, &o.mqtt_prefix);
+        fill(&mut a.event, &cfg.event.name);
+        fill(&mut a.site, &cfg.event.site);
+        if a.relay_dir.is_none() {
+            a.relay_dir.clone_from(&o.relay_dir);
+        }
+        if a.token.is_none() && a.token_file.is_none() {
+            a.token_file.clone_from(&o.token_file);
+        }
+        if a.allow_origin.is_empty() {
+            a.allow_origin.clone_from(&o.allowed_origins);
+        }
+        if a.livechess_allow_origin.is_empty() {
+            a.livechess_allow_origin
+                .clone_from(&o.livechess_allowed_origins);
+        }
+        if a.round.is_none() {
+            a.round = cfg
+                .event
+                .round
+                .as_deref()
+                .and_then(|r| r.trim().parse().ok());
+        }
+        a
+    }
+
     /// The output configuration these options describe.
     pub fn output_config(&self) -> Result<OutputConfig, String> {
         let token = match (&self.token, &self.token_file) {
@@ -122,7 +164,7 @@ impl OutputArgs {
                 if let Some(n) = &self.mqtt_node {
                     m.node = n.clone();
                 }
-                m.prefix = self.mqtt_prefix.clone();
+                m.prefix = self.mqtt_prefix.clone().unwrap_or_else(|| "eboardd".into());
                 Some(m)
             }
         };
@@ -142,7 +184,10 @@ impl OutputArgs {
                 .then(|| self.livechess_allow_origin.clone()),
             max_connections: self.max_connections,
             max_connections_per_address: self.max_connections_per_address,
-            http: parse_addr("--http", &self.http)?,
+            http: parse_addr(
+                "--http",
+                self.http.as_deref().unwrap_or(super::DEFAULT_HTTP),
+            )?,
             livechess: match &self.livechess {
                 Some(s) => parse_addr("--livechess", s)?,
                 None => None,
@@ -159,13 +204,14 @@ impl OutputArgs {
         check_text("--event", &self.event)?;
         check_text("--site", &self.site)?;
         check_text("--time-control", &self.time_control)?;
-        if self.round == 0 || self.round > 999 {
+        let round = self.round.unwrap_or(1);
+        if round == 0 || round > 999 {
             return Err("--round must be from 1 to 999".into());
         }
         Ok(RoundInfo {
             event: self.event.clone(),
             site: self.site.clone(),
-            round: self.round,
+            round,
             time_control: self.time_control.clone(),
             epoch_ms: now_ms(),
             ..Default::default()

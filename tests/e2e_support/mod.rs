@@ -170,7 +170,8 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// `eboardd run --no-discovery --events --capture-dir DIR --port P...` plus `extra`.
+    /// `eboardd run --no-discovery --events --capture-dir DIR --port P...` plus `extra` (with
+    /// `--http off` unless `extra` names `--http` or a `--config` file that may).
     pub fn start(ports: &[PathBuf], capture_dir: &Path, extra: &[&str]) -> Daemon {
         let log = capture_dir.with_extension(format!(
             "log{}",
@@ -185,7 +186,7 @@ impl Daemon {
         for p in ports {
             cmd.arg("--port").arg(p);
         }
-        if !extra.contains(&"--http") {
+        if !extra.contains(&"--http") && !extra.contains(&"--config") {
             // Tests run side by side: no HTTP server unless a test asks for one.
             cmd.args(["--http", "off"]);
         }
