@@ -167,7 +167,8 @@ async fn not_found() -> Response {
 
 /// A body with a content type, `Cache-Control: no-cache` and an `ETag`, answering 304 to a
 /// matching `If-None-Match`.
-fn cached(headers: &HeaderMap, content_type: &'static str, body: String) -> Response {
+fn cached(headers: &HeaderMap, content_type: &'static str, body: impl Into<Bytes>) -> Response {
+    let body: Bytes = body.into();
     let mut h = DefaultHasher::new();
     body.hash(&mut h);
     let etag = format!("\"{:016x}\"", h.finish());
@@ -183,7 +184,7 @@ fn cached(headers: &HeaderMap, content_type: &'static str, body: String) -> Resp
     if not_modified {
         (StatusCode::NOT_MODIFIED, common).into_response()
     } else {
-        (common, body).into_response()
+        (common, Body::from(body)).into_response()
     }
 }
 
@@ -236,24 +237,7 @@ fn check_board(app: &App, id: &str) -> Result<(), Reject> {
 
 async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
     // One rendering per change of the round, however many clients poll.
-    let text = app.hub.snapshot_text();
-    let mut h = DefaultHasher::new();
-    text.hash(&mut h);
-    let etag = format!("\"{:016x}\"", h.finish());
-    let not_modified = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|x| x.trim() == etag));
-    let common = [
-        (header::CONTENT_TYPE, JSON_TYPE.to_string()),
-        (header::CACHE_CONTROL, "no-cache".to_string()),
-        (header::ETAG, etag),
-    ];
-    if not_modified {
-        (StatusCode::NOT_MODIFIED, common).into_response()
-    } else {
-        (common, Body::from(text)).into_response()
-    }
+    cached(&headers, JSON_TYPE, app.hub.snapshot_text())
 }
 
 async fn board(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {

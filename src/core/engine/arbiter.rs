@@ -74,6 +74,17 @@ impl BoardEngine {
         );
     }
 
+    /// Emit that an irregularity was put right.
+    pub(super) fn emit_resolved(
+        &self,
+        t: Micros,
+        out: &mut Vec<CoreEvent>,
+        code: &'static str,
+        squares: Vec<String>,
+    ) {
+        self.emit(t, out, EventKind::IrregularityResolved { code, squares });
+    }
+
     /// Emit an irregularity of the turn being played.
     pub(super) fn irregularity(
         &self,
@@ -466,14 +477,7 @@ impl BoardEngine {
                             (t - since) as f64 / 1e6
                         ),
                     );
-                    self.emit(
-                        t,
-                        out,
-                        EventKind::IrregularityResolved {
-                            code: "displaced_pieces",
-                            squares: names(&squares),
-                        },
-                    );
+                    self.emit_resolved(t, out, "displaced_pieces", names(&squares));
                 }
             }
             return;
@@ -723,14 +727,7 @@ impl BoardEngine {
             ..
         }) = self.displaced.take()
         {
-            self.emit(
-                t,
-                out,
-                EventKind::IrregularityResolved {
-                    code: "displaced_pieces",
-                    squares: names(&squares),
-                },
-            );
+            self.emit_resolved(t, out, "displaced_pieces", names(&squares));
         }
     }
 
@@ -759,14 +756,7 @@ impl BoardEngine {
                 (t - since) as f64 / 1e6
             ),
         );
-        self.emit(
-            t,
-            out,
-            EventKind::IrregularityResolved {
-                code: "displaced_pieces",
-                squares: names(&squares),
-            },
-        );
+        self.emit_resolved(t, out, "displaced_pieces", names(&squares));
     }
 
     /// The board shows the game position again.
@@ -774,24 +764,10 @@ impl BoardEngine {
         self.clear_displaced(t, out);
         self.close_relocation(t, out);
         if let Some(squares) = self.gap_open.take() {
-            self.emit(
-                t,
-                out,
-                EventKind::IrregularityResolved {
-                    code: "moves_missing",
-                    squares,
-                },
-            );
+            self.emit_resolved(t, out, "moves_missing", squares);
         }
         if let Some(squares) = self.illegal_open.take() {
-            self.emit(
-                t,
-                out,
-                EventKind::IrregularityResolved {
-                    code: "illegal_move",
-                    squares,
-                },
-            );
+            self.emit_resolved(t, out, "illegal_move", squares);
         }
     }
 

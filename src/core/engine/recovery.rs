@@ -4,7 +4,7 @@
 
 use shakmaty::{Color, Move, Position, san::San};
 
-use super::super::event::{CoreEvent, EventKind};
+use super::super::event::CoreEvent;
 use super::super::game::mover_of_ply;
 use super::super::irregular::diff;
 use super::super::observation::Micros;
@@ -133,14 +133,7 @@ impl BoardEngine {
         self.displaced = None;
         self.relocation = None;
         if let Some(squares) = self.gap_open.take() {
-            self.emit(
-                t,
-                out,
-                EventKind::IrregularityResolved {
-                    code: "moves_missing",
-                    squares,
-                },
-            );
+            self.emit_resolved(t, out, "moves_missing", squares);
         }
     }
 
