@@ -149,14 +149,7 @@ struct Replay {
 fn replay(records: &[Record]) -> Replay {
     let mut device = Device::new("board-1", EngineConfig::default());
     let mut events: Vec<CoreEvent> = Vec::new();
-    let mut last = 0;
-    for r in records {
-        if let RecordKind::Rx(bytes) = &r.kind {
-            device.receive(r.t, bytes, &mut events);
-        }
-        last = r.t;
-    }
-    device.engine.finish(last, &mut events);
+    device.replay(records, &mut events);
     let raised = events
         .iter()
         .filter_map(|e| match &e.kind {

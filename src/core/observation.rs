@@ -1,6 +1,6 @@
 //! What the core is fed: sensor and clock observations with timestamps.
 //!
-//! Observations are device-neutral. A protocol codec (e.g. [`crate::protocol::dgt`]) turns
+//! Observations are device-neutral. A protocol codec (e.g. [`crate::driver::dgt`]) turns
 //! wire frames into these; the core never sees bytes.
 
 use shakmaty::Piece;

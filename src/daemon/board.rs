@@ -18,8 +18,8 @@ use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::fen_of;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
+use crate::device::{Applied, Device, apply_record};
 use crate::pgn::{self, GameTags};
-use crate::replay::Device;
 
 /// What the configuration says about a board (PGN tags, clock side).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,24 +141,17 @@ impl BoardState {
             if r.dev != self.id {
                 continue;
             }
-            match &r.kind {
-                RecordKind::Rx(bytes) => self.device.receive(r.t, bytes, &mut events),
-                RecordKind::Op(v) => {
-                    if v.get("action").and_then(Value::as_str) == Some(SET_TAGS) {
-                        self.tags_written = v.clone();
-                        if let Some(o) = self.tags_written.as_object_mut() {
-                            o.remove("action");
-                        }
-                    } else if let Ok(action) = serde_json::from_value::<OperatorAction>(v.clone()) {
-                        if let OperatorAction::SetClockSide { white } = action {
-                            self.side_written = Some(white);
-                        }
-                        self.device
-                            .engine
-                            .handle(r.t, &Observation::Operator(action), &mut events);
+            match apply_record(&mut self.device, r.t, &r.kind, &mut events) {
+                Applied::Tags(v) => {
+                    self.tags_written = v.clone();
+                    if let Some(o) = self.tags_written.as_object_mut() {
+                        o.remove("action");
                     }
                 }
-                RecordKind::Tx(_) | RecordKind::Note(_) => {}
+                Applied::Operator(OperatorAction::SetClockSide { white }) => {
+                    self.side_written = Some(white);
+                }
+                Applied::Operator(_) | Applied::Fed | Applied::Ignored { .. } => {}
             }
             for e in &events {
                 self.observe(e);

@@ -33,7 +33,7 @@ use super::hub::Connection;
 use super::link::{Link, LinkConfig, LinkKind, Note};
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
-use crate::protocol::dgt::{ClockCommand, DgtDecoder, DgtMessage};
+use crate::driver::dgt::{ClockCommand, DgtDecoder, DgtMessage};
 
 /// How a port task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

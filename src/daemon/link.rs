@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::observation::{FieldArray, SquareReading};
-use crate::protocol::dgt::{BatteryStatus, DgtMessage};
+use crate::driver::dgt::{BatteryStatus, DgtMessage};
 
 /// Whether the core's game explains `fields` (DGT numbering): they show the current game's
 /// position, or there is no game being played to explain them.
