@@ -1,7 +1,7 @@
 //! What the core is fed: sensor and clock observations with timestamps.
 //!
-//! Observations are device-neutral. A protocol codec (e.g. [`crate::driver::dgt`]) turns
-//! wire frames into these; the core never sees bytes.
+//! Observations are device-neutral. A board driver ([`crate::driver`]) turns wire frames into
+//! these; the core never sees bytes.
 
 use shakmaty::Piece;
 
@@ -129,13 +129,16 @@ pub enum Observation {
     ClockAbsent,
     /// The device link came up (driver name, serial number when known).
     Connected {
-        /// Driver name, e.g. `"dgt"`.
+        /// Driver name ([`crate::driver::BoardDriver::name`]).
         driver: String,
         /// Board serial number, when known.
         serial: Option<String>,
     },
     /// The device link went down.
-    Disconnected,
+    Disconnected {
+        /// Driver name.
+        driver: String,
+    },
     /// An operator action.
     Operator(OperatorAction),
 }

@@ -40,6 +40,9 @@ pub struct BoardMeta {
     pub black: Option<String>,
     /// White's clock side when fixed.
     pub white_clock: Option<ClockSide>,
+    /// The board's driver (`None`: the default), for a new capture; a capture continued
+    /// keeps the driver its header names.
+    pub driver: Option<&'static str>,
 }
 
 impl BoardMeta {
@@ -95,24 +98,35 @@ impl BoardState {
             Some(p) => p.to_path_buf(),
             None => store.path_for(super::captures::today(), id),
         };
+        let driver = meta
+            .driver
+            .and_then(crate::driver::by_name)
+            .unwrap_or_else(crate::driver::default);
         let mut header = Map::new();
         header.insert("board".into(), id.into());
         header.insert("tags".into(), meta.tags_json());
         header.insert(
             "devices".into(),
-            json!([{"id": id, "driver": "dgt", "serial": meta.serial, "link": link.name()}]),
+            json!([{"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()}]),
         );
         let opened = CaptureFile::open(&path, header, store.fsync)?;
-        let link = match &opened.existing {
-            Some(cap) if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) => {
-                LinkKind::Bluetooth
+        let (link, driver) = match &opened.existing {
+            Some(cap) => {
+                let (driver, warning) = crate::replay::driver_of(&cap.header.extra, id);
+                if let Some(w) = warning {
+                    tracing::warn!("{id}: {w}");
+                }
+                if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) {
+                    (LinkKind::Bluetooth, driver)
+                } else {
+                    (LinkKind::Wired, driver)
+                }
             }
-            Some(_) => LinkKind::Wired,
-            None => link,
+            None => (link, driver),
         };
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::new(id, link.engine_config()),
+            device: Device::with_driver(id, driver, link.engine_config()),
             capture: opened.file,
             clock: None,
             connection: Connection::Offline,
@@ -207,6 +221,11 @@ impl BoardState {
         } else {
             false
         }
+    }
+
+    /// The board's driver.
+    pub fn driver(&self) -> &'static dyn crate::driver::BoardDriver {
+        self.device.driver()
     }
 
     /// The board's configuration.
@@ -319,7 +338,7 @@ impl BoardState {
         }
         let was = self.connection;
         self.connection = connection;
-        let driver = "dgt".to_string();
+        let driver = self.device.driver().name().to_string();
         let serial = self.meta.serial.clone();
         let kind = match (was, connection) {
             (Connection::Connected, Connection::Connected) => None,

@@ -112,6 +112,8 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn keepalive(&self) -> Vec<u8>;
     /// A request for the whole board.
     fn dump_request(&self) -> Vec<u8>;
+    /// A battery status request, for wireless boards that answer one; `None` otherwise.
+    fn battery_request(&self) -> Option<Vec<u8>>;
     /// A clock command, for boards that relay a clock; `None` otherwise.
     fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>>;
 }

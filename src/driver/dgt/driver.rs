@@ -83,6 +83,10 @@ impl BoardDriver for Dgt {
         DgtCommand::SendBoard.encode()
     }
 
+    fn battery_request(&self) -> Option<Vec<u8>> {
+        Some(DgtCommand::Battery.encode())
+    }
+
     fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>> {
         Some(cmd.encode())
     }
