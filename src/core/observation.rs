@@ -8,7 +8,7 @@ use shakmaty::Piece;
 /// Microseconds since the capture (or daemon run) started. The only clock the core knows.
 pub type Micros = i64;
 
-/// A DGT "magic" piece used to signal a result on the board (codes 13–15).
+/// A special piece some boards have to signal a result on the board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SpecialPiece {
     /// Code 0x0D: the game is drawn.
@@ -42,7 +42,7 @@ impl SquareReading {
 }
 
 /// The 64 fields of a board in the device's own numbering: index 0 is the field the device
-/// calls a8 when the connector is on White's left (DGT numbering), 63 is h1.
+/// calls a8 when the connector is on White's left (the numbering drivers translate to), 63 is h1.
 pub type FieldArray = [SquareReading; 64];
 
 /// One face of a clock: remaining time and flag state.

@@ -1,7 +1,8 @@
 //! Keeping one board link right while it misbehaves the way real links do (sans-IO: times and
 //! received messages in, bytes to send and notes out).
 //!
-//! The DGT protocol has no checksums and USB and Bluetooth links drop bytes; boards reset.
+//! Board protocols may have no checksums (DGT's has none) and USB and Bluetooth links drop
+//! bytes; boards reset. The bytes it asks to send come from the board's driver.
 //! What this state machine does about it:
 //!
 //! - **Shadow board.** The fields as the board reported them (dumps and field updates). A dump
@@ -35,7 +36,7 @@ use crate::core::observation::{FieldArray, Observation, SquareReading};
 use crate::driver::dgt::BatteryStatus;
 use crate::driver::{BoardDriver, Message, SessionMessage};
 
-/// Whether the core's game explains `fields` (DGT numbering): they show the current game's
+/// Whether the core's game explains `fields` (device field numbering): they show the current game's
 /// position, or there is no game being played to explain them.
 pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
     let Some(game) = engine.games().last().filter(|g| g.accepts_moves()) else {
@@ -148,7 +149,7 @@ pub enum Note {
     DumpDiffers {
         /// Fields that differ.
         fields: usize,
-        /// The first of them (DGT field index).
+        /// The first of them (device field index).
         first: u8,
     },
     /// Battery status of a Bluetooth board.
