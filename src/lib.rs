@@ -9,6 +9,8 @@ pub mod cli;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod device;
+pub mod driver;
 pub mod output;
 pub mod pgn;
 pub mod protocol;

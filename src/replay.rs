@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::capture::{self, RecordKind};
-use crate::core::engine::{BoardEngine, EngineConfig};
+use crate::capture;
+use crate::core::engine::EngineConfig;
 use crate::core::event::{CoreEvent, EventEnvelope};
-use crate::core::observation::{Micros, Observation, OperatorAction};
+use crate::core::observation::Micros;
+use crate::device::{Applied, apply_record};
+use crate::driver::{self, BoardDriver};
 use crate::pgn::{self, GameTags};
-use crate::protocol::dgt::{self, DgtDecoder, DgtMessage};
 
-/// The operator record that carries PGN tags (event, site, round, players) for a device.
-pub const SET_TAGS: &str = "set_tags";
+pub use crate::device::{Device, SET_TAGS};
 
 /// Why a replay failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,38 +39,22 @@ pub fn bluetooth_devices(header: &serde_json::Map<String, serde_json::Value>) ->
         .collect()
 }
 
-/// One device of a capture: its decoder and its state machine.
-#[derive(Debug)]
-pub struct Device {
-    /// Device id as in the capture.
-    pub id: String,
-    decoder: DgtDecoder,
-    /// The board's state machine.
-    pub engine: BoardEngine,
-    messages: Vec<DgtMessage>,
-}
-
-impl Device {
-    /// A device with a fresh decoder and engine.
-    pub fn new(id: &str, cfg: EngineConfig) -> Self {
-        Device {
-            id: id.to_string(),
-            decoder: DgtDecoder::new(),
-            engine: BoardEngine::new(cfg),
-            messages: Vec::new(),
-        }
-    }
-
-    /// Feed received bytes; events go to `out`.
-    pub fn receive(&mut self, t: Micros, bytes: &[u8], out: &mut Vec<CoreEvent>) {
-        self.messages.clear();
-        self.decoder.decode(bytes, &mut self.messages);
-        for msg in &self.messages {
-            if let Some(obs) = dgt::to_observation(msg) {
-                self.engine.handle(t, &obs, out);
-            }
-        }
-    }
+/// The driver a capture header's `devices` list names for device `id` (`dgt` when the capture
+/// does not say: captures made before drivers were named), and a warning for a driver this
+/// build does not have.
+pub fn driver_of(
+    header: &serde_json::Map<String, serde_json::Value>,
+    id: &str,
+) -> (&'static dyn BoardDriver, Option<String>) {
+    let name = header
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+        .find(|d| d.get("id").and_then(|i| i.as_str()) == Some(id))
+        .and_then(|d| d.get("driver"))
+        .and_then(|n| n.as_str());
+    driver::for_name_or_default(name)
 }
 
 /// Replays records of any number of devices, in order, through one code path.
@@ -80,6 +64,8 @@ pub struct Replayer {
     devices: BTreeMap<String, Device>,
     /// Device ids in order of first appearance.
     order: Vec<String>,
+    /// The ids in `order`.
+    listed: std::collections::BTreeSet<String>,
     seq: u64,
     offset: Micros,
     last_t: Micros,
@@ -106,12 +92,13 @@ impl Replayer {
     }
 
     fn device(&mut self, id: &str) -> &mut Device {
-        if !self.devices.contains_key(id) {
+        if !self.listed.contains(id) {
+            self.listed.insert(id.to_string());
             self.order.push(id.to_string());
-            self.devices
-                .insert(id.to_string(), Device::new(id, self.cfg.clone()));
         }
-        self.devices.get_mut(id).expect("inserted")
+        self.devices
+            .entry(id.to_string())
+            .or_insert_with(|| Device::new(id, self.cfg.clone()))
     }
 
     /// Replay one capture; events are passed to `sink` as JSON lines when given.
@@ -131,13 +118,23 @@ impl Replayer {
                 self.tags.entry(dev).or_default().apply_json(header_tags);
             }
         }
-        for id in bluetooth_devices(&cap.header.extra) {
+        let bluetooth = bluetooth_devices(&cap.header.extra);
+        let ids: std::collections::BTreeSet<&str> =
+            cap.records.iter().map(|r| r.dev.as_str()).collect();
+        for id in bluetooth.iter().copied().chain(ids) {
             if !self.devices.contains_key(id) {
                 let mut cfg = self.cfg.clone();
-                cfg.settle *= 2;
-                cfg.displaced_after *= 2;
-                self.order.push(id.to_string());
-                self.devices.insert(id.to_string(), Device::new(id, cfg));
+                if bluetooth.contains(&id) {
+                    cfg.settle *= 2;
+                    cfg.displaced_after *= 2;
+                    // Listed from the header, as before its records.
+                    self.listed.insert(id.to_string());
+                    self.order.push(id.to_string());
+                }
+                let (driver, warning) = driver_of(&cap.header.extra, id);
+                self.warnings.extend(warning);
+                self.devices
+                    .insert(id.to_string(), Device::with_driver(id, driver, cfg));
             }
         }
         // Captures given one after another continue in time.
@@ -147,29 +144,16 @@ impl Replayer {
             let t = record.t + self.offset;
             self.last_t = self.last_t.max(t);
             let device = self.device(&record.dev);
-            match &record.kind {
-                RecordKind::Rx(bytes) => device.receive(t, bytes, &mut events),
-                RecordKind::Op(value)
-                    if value.get("action").and_then(|a| a.as_str()) == Some(SET_TAGS) =>
-                {
-                    self.tags
-                        .entry(record.dev.clone())
-                        .or_default()
-                        .apply_json(value);
-                }
-                RecordKind::Op(value) => {
-                    match serde_json::from_value::<OperatorAction>(value.clone()) {
-                        Ok(action) => {
-                            device
-                                .engine
-                                .handle(t, &Observation::Operator(action), &mut events)
-                        }
-                        Err(e) => self
-                            .warnings
-                            .push(format!("ignored operator action {value}: {e}")),
-                    }
-                }
-                RecordKind::Tx(_) | RecordKind::Note(_) => {}
+            match apply_record(device, t, &record.kind, &mut events) {
+                Applied::Tags(value) => self
+                    .tags
+                    .entry(record.dev.clone())
+                    .or_default()
+                    .apply_json(value),
+                Applied::Ignored { value, error } => self
+                    .warnings
+                    .push(format!("ignored operator action {value}: {error}")),
+                Applied::Fed | Applied::Operator(_) => {}
             }
             for e in events.drain(..) {
                 sink(&record.dev, &e)?;

@@ -26,9 +26,10 @@
 //! reads rotated (a first piece move is as legal either way round); empty now that the core
 //! judges the orientation of a set-up position from where the pawns and kings stand.
 
+mod support;
+
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use eboardd::capture::{Capture, FORMAT, Header, Record, VERSION};
@@ -86,27 +87,6 @@ impl CorpusGame {
     fn is_setup_position(&self) -> bool {
         !self.game.is_chess960() && self.game.tag("FEN").is_some()
     }
-}
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pgn")
-}
-
-fn pgn_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.expect("directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pgn") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Per game of a PGN file, in file order: whether it has main-line moves (the simulator's
@@ -197,9 +177,9 @@ fn automatic_end(game: &ScriptGame) -> Option<(usize, &'static str)> {
 }
 
 fn load(sub: &str) -> Vec<CorpusGame> {
-    let root = data_dir();
+    let root = support::pgn_dir();
     let mut out = Vec::new();
-    for f in pgn_files(&root.join(sub)) {
+    for f in support::pgn_files(&root.join(sub)) {
         let name = f
             .strip_prefix(&root)
             .unwrap_or(&f)

@@ -18,51 +18,22 @@
 //! of the position, then the field reports, [`GAPS`] apart (quicker and slower than the engine's
 //! settle time), then `finish`.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::observation::{Micros, Observation, OperatorAction, SquareReading};
 use eboardd::core::sensed::Orientation;
 use eboardd::sim::hand::{HandAction, orders};
-use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
+use eboardd::sim::pgn::ScriptGame;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{Board, CastlingMode, Chess, EnPassantMode, Move, Position, Square};
+use support::games;
 
 /// One field report: `square` now reads `reading`.
 type Report = (Square, SquareReading);
-
-fn pgn_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.expect("directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pgn") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn games(sub: &str) -> Vec<ScriptGame> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/pgn")
-        .join(sub);
-    let mut out = Vec::new();
-    for f in pgn_files(&dir) {
-        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        for g in parse_games_bytes(&bytes) {
-            out.push(g.unwrap_or_else(|e| panic!("{}: {e}", f.display())));
-        }
-    }
-    out
-}
 
 /// Every `ply_step`-th position (from `ply_offset`) of every `game_step`-th game.
 fn sample_positions(

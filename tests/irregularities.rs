@@ -10,7 +10,6 @@
 //! The ignored tests at the end are engine issues the injector found (reported, each a minimal
 //! reproduction): they pass once the engine is fixed.
 
-use eboardd::capture::RecordKind;
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EndReason, EventKind};
 use eboardd::core::observation::{
@@ -850,14 +849,7 @@ fn replay_capture(
 ) -> (Vec<String>, Vec<(String, u32)>, Vec<String>) {
     let mut device = Device::new("board-1", EngineConfig::default());
     let mut events = Vec::new();
-    let mut last = 0;
-    for r in records {
-        if let RecordKind::Rx(bytes) = &r.kind {
-            device.receive(r.t, bytes, &mut events);
-        }
-        last = r.t;
-    }
-    device.engine.finish(last, &mut events);
+    device.replay(records, &mut events);
     let raised = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -19,8 +19,9 @@
 //! tests print their numbers and list every miss in their assertion messages; the ignored test
 //! `whole_corpus` plays every game of the corpus.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use eboardd::capture::{Record, RecordKind};
@@ -53,30 +54,13 @@ impl CorpusGame {
     }
 }
 
-fn pgn_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.expect("directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pgn") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Every game of the corpus, in file order.
 fn corpus() -> &'static [CorpusGame] {
     static GAMES: OnceLock<Vec<CorpusGame>> = OnceLock::new();
     GAMES.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pgn");
+        let root = support::pgn_dir();
         let mut out = Vec::new();
-        for f in pgn_files(&root) {
+        for f in support::pgn_files(&root) {
             let file = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
             let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{file}: {e}"));
             for (i, g) in parse_games_bytes(&bytes).into_iter().enumerate() {
@@ -149,14 +133,7 @@ struct Replay {
 fn replay(records: &[Record]) -> Replay {
     let mut device = Device::new("board-1", EngineConfig::default());
     let mut events: Vec<CoreEvent> = Vec::new();
-    let mut last = 0;
-    for r in records {
-        if let RecordKind::Rx(bytes) = &r.kind {
-            device.receive(r.t, bytes, &mut events);
-        }
-        last = r.t;
-    }
-    device.engine.finish(last, &mut events);
+    device.replay(records, &mut events);
     let raised = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -53,6 +53,7 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
     let at = |t: i64| base + Duration::from_micros(t as u64);
     let mut dev = Device::new("b", kind.engine_config());
     let mut link = Link::new(
+        &eboardd::driver::dgt::Dgt,
         LinkConfig::new(kind, Duration::from_secs(5), Duration::from_secs(20)),
         at(0),
     );
@@ -73,7 +74,7 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
                 if matches!(m, DgtMessage::BoardDump(_)) {
                     dump_bytes += 67;
                 }
-                notes.extend(link.on_message(at(t), &m));
+                notes.extend(link.on_message(at(t), &eboardd::driver::dgt::message(m)));
             }
             out.clear();
         }

@@ -1,7 +1,8 @@
 //! The board/clock simulator: hand orders, determinism, frames, and replay of its output.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use eboardd::capture::{Record, RecordKind};
 use eboardd::core::observation::SquareReading;
@@ -14,40 +15,7 @@ use eboardd::sim::{
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{Board, CastlingMode, Chess, Move, Position, Square};
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-fn pgn_files(dir: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![data(dir)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pgn") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn games(dir: &str) -> Vec<ScriptGame> {
-    let mut out = Vec::new();
-    for f in pgn_files(dir) {
-        let bytes = std::fs::read(&f).unwrap();
-        for g in parse_games_bytes(&bytes) {
-            out.push(g.unwrap_or_else(|e| panic!("{}: {e}", f.display())));
-        }
-    }
-    out
-}
+use support::{games, pgn_files};
 
 /// Chess960 castling kinds (corpus README): king-only, rook-only, swap, king onto the rook's
 /// square, rook onto the king's square, both to fresh squares.
@@ -74,8 +42,8 @@ fn castle_kind(pos: &Chess, m: &Move) -> Option<&'static str> {
 
 #[test]
 fn every_order_gives_the_board_after_the_move() {
-    let mut all = games("pgn/standard");
-    all.extend(games("pgn/chess960"));
+    let mut all = games("standard");
+    all.extend(games("chess960"));
     assert!(all.len() > 4000, "corpus: {} games", all.len());
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for g in &all {
@@ -224,7 +192,7 @@ fn replay_check(g: &ScriptGame, cfg: &SimConfig) -> Vec<(i64, Vec<u8>)> {
 
 #[test]
 fn synthesis_is_deterministic() {
-    let g = &games("pgn/standard")[0];
+    let g = &games("standard")[0];
     for style in [Style::Clean, Style::Human, Style::Blitz] {
         let a = synthesize(g, &SimConfig::new(style, 42));
         assert_eq!(a, synthesize(g, &SimConfig::new(style, 42)));
@@ -245,7 +213,7 @@ fn hex(r: &Record) -> String {
 
 #[test]
 fn clean_first_game_has_the_expected_frames() {
-    let g = &games("pgn/standard")[0];
+    let g = &games("standard")[0];
     let cfg = SimConfig {
         white_on_right: Some(false),
         clock_ticks: Some(false),
@@ -306,7 +274,10 @@ fn clean_first_game_has_the_expected_frames() {
 
 #[test]
 fn standard_games_replay_in_every_style() {
-    for (file_no, f) in pgn_files("pgn/standard").iter().enumerate() {
+    for (file_no, f) in pgn_files(&support::pgn_dir().join("standard"))
+        .iter()
+        .enumerate()
+    {
         let all: Vec<ScriptGame> = parse_games_bytes(&std::fs::read(f).unwrap())
             .into_iter()
             .map(Result::unwrap)
@@ -331,7 +302,7 @@ fn standard_games_replay_in_every_style() {
 
 #[test]
 fn chess960_games_castle_in_every_mode() {
-    let all = games("pgn/chess960");
+    let all = games("chess960");
     assert!(all.iter().all(ScriptGame::is_chess960));
     // kind → distinct hand orders used (as first-action roles + length).
     let mut used: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();

@@ -1,14 +1,14 @@
 //! What the core is fed: sensor and clock observations with timestamps.
 //!
-//! Observations are device-neutral. A protocol codec (e.g. [`crate::protocol::dgt`]) turns
-//! wire frames into these; the core never sees bytes.
+//! Observations are device-neutral. A board driver ([`crate::driver`]) turns wire frames into
+//! these; the core never sees bytes.
 
 use shakmaty::Piece;
 
 /// Microseconds since the capture (or daemon run) started. The only clock the core knows.
 pub type Micros = i64;
 
-/// A DGT "magic" piece used to signal a result on the board (codes 13–15).
+/// A special piece some boards have to signal a result on the board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SpecialPiece {
     /// Code 0x0D: the game is drawn.
@@ -42,7 +42,7 @@ impl SquareReading {
 }
 
 /// The 64 fields of a board in the device's own numbering: index 0 is the field the device
-/// calls a8 when the connector is on White's left (DGT numbering), 63 is h1.
+/// calls a8 when the connector is on White's left (the numbering drivers translate to), 63 is h1.
 pub type FieldArray = [SquareReading; 64];
 
 /// One face of a clock: remaining time and flag state.
@@ -129,13 +129,16 @@ pub enum Observation {
     ClockAbsent,
     /// The device link came up (driver name, serial number when known).
     Connected {
-        /// Driver name, e.g. `"dgt"`.
+        /// Driver name ([`crate::driver::BoardDriver::name`]).
         driver: String,
         /// Board serial number, when known.
         serial: Option<String>,
     },
     /// The device link went down.
-    Disconnected,
+    Disconnected {
+        /// Driver name.
+        driver: String,
+    },
     /// An operator action.
     Operator(OperatorAction),
 }

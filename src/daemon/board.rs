@@ -18,8 +18,8 @@ use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::fen_of;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
+use crate::device::{Applied, Device, apply_record};
 use crate::pgn::{self, GameTags};
-use crate::replay::Device;
 
 /// What the configuration says about a board (PGN tags, clock side).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,6 +40,9 @@ pub struct BoardMeta {
     pub black: Option<String>,
     /// White's clock side when fixed.
     pub white_clock: Option<ClockSide>,
+    /// The board's driver (`None`: the default), for a new capture; a capture continued
+    /// keeps the driver its header names.
+    pub driver: Option<&'static str>,
 }
 
 impl BoardMeta {
@@ -95,24 +98,35 @@ impl BoardState {
             Some(p) => p.to_path_buf(),
             None => store.path_for(super::captures::today(), id),
         };
+        let driver = meta
+            .driver
+            .and_then(crate::driver::by_name)
+            .unwrap_or_else(crate::driver::default);
         let mut header = Map::new();
         header.insert("board".into(), id.into());
         header.insert("tags".into(), meta.tags_json());
         header.insert(
             "devices".into(),
-            json!([{"id": id, "driver": "dgt", "serial": meta.serial, "link": link.name()}]),
+            json!([{"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()}]),
         );
         let opened = CaptureFile::open(&path, header, store.fsync)?;
-        let link = match &opened.existing {
-            Some(cap) if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) => {
-                LinkKind::Bluetooth
+        let (link, driver) = match &opened.existing {
+            Some(cap) => {
+                let (driver, warning) = crate::replay::driver_of(&cap.header.extra, id);
+                if let Some(w) = warning {
+                    tracing::warn!("{id}: {w}");
+                }
+                if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) {
+                    (LinkKind::Bluetooth, driver)
+                } else {
+                    (LinkKind::Wired, driver)
+                }
             }
-            Some(_) => LinkKind::Wired,
-            None => link,
+            None => (link, driver),
         };
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::new(id, link.engine_config()),
+            device: Device::with_driver(id, driver, link.engine_config()),
             capture: opened.file,
             clock: None,
             connection: Connection::Offline,
@@ -141,24 +155,17 @@ impl BoardState {
             if r.dev != self.id {
                 continue;
             }
-            match &r.kind {
-                RecordKind::Rx(bytes) => self.device.receive(r.t, bytes, &mut events),
-                RecordKind::Op(v) => {
-                    if v.get("action").and_then(Value::as_str) == Some(SET_TAGS) {
-                        self.tags_written = v.clone();
-                        if let Some(o) = self.tags_written.as_object_mut() {
-                            o.remove("action");
-                        }
-                    } else if let Ok(action) = serde_json::from_value::<OperatorAction>(v.clone()) {
-                        if let OperatorAction::SetClockSide { white } = action {
-                            self.side_written = Some(white);
-                        }
-                        self.device
-                            .engine
-                            .handle(r.t, &Observation::Operator(action), &mut events);
+            match apply_record(&mut self.device, r.t, &r.kind, &mut events) {
+                Applied::Tags(v) => {
+                    self.tags_written = v.clone();
+                    if let Some(o) = self.tags_written.as_object_mut() {
+                        o.remove("action");
                     }
                 }
-                RecordKind::Tx(_) | RecordKind::Note(_) => {}
+                Applied::Operator(OperatorAction::SetClockSide { white }) => {
+                    self.side_written = Some(white);
+                }
+                Applied::Operator(_) | Applied::Fed | Applied::Ignored { .. } => {}
             }
             for e in &events {
                 self.observe(e);
@@ -214,6 +221,11 @@ impl BoardState {
         } else {
             false
         }
+    }
+
+    /// The board's driver.
+    pub fn driver(&self) -> &'static dyn crate::driver::BoardDriver {
+        self.device.driver()
     }
 
     /// The board's configuration.
@@ -326,7 +338,7 @@ impl BoardState {
         }
         let was = self.connection;
         self.connection = connection;
-        let driver = "dgt".to_string();
+        let driver = self.device.driver().name().to_string();
         let serial = self.meta.serial.clone();
         let kind = match (was, connection) {
             (Connection::Connected, Connection::Connected) => None,

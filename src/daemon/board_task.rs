@@ -1,13 +1,14 @@
-//! One task per port: open it, do the DGT handshake, stream, keep the link alive, and reopen it
-//! with backoff when it is lost. A slow or broken board only ever stalls its own task.
+//! One task per port: open it with its driver's line settings, do the driver's handshake,
+//! stream, keep the link alive, and reopen it with backoff when it is lost. A slow or broken
+//! board only ever stalls its own task. Every byte written comes from the driver
+//! ([`BoardDriver`]); this task does the I/O.
 //!
-//! Handshake (`dgt-protocol.md` §5.4, §1.9): `40` (reset to IDLE: a board left in an update
-//! mode, or in bus mode, stops streaming), `4D` (version) and `45` (serial number), resent every
-//! 2 s until both answers are in; then the board is known by its serial number and its capture
-//! is opened; then `4B 42` (UPDATE_NICE and a board dump, which the core compares with the game:
-//! a move made while the board was away is recovered when it is one legal move away) and the
-//! clock probe (`2B 03 03 09 00`). Bytes exchanged before the serial number is known are kept
-//! and written to the capture once it is.
+//! Handshake: the driver's handshake bytes (DGT: reset to IDLE, version, serial number), its
+//! retry bytes every 2 s until the version and serial number are in; then the board is known by
+//! its serial number and its capture is opened; then the driver's start bytes (DGT: update mode
+//! and a board dump, which the core compares with the game: a move made while the board was
+//! away is recovered when it is one legal move away) and the clock probe. Bytes exchanged
+//! before the serial number is known are kept and written to the capture once it is.
 //!
 //! Once streaming, the [`Link`] state machine keeps the link right (see [`super::link`]):
 //! keep-alive (after `keepalive` of silence the serial number is asked for; a link silent for
@@ -33,15 +34,17 @@ use super::hub::Connection;
 use super::link::{Link, LinkConfig, LinkKind, Note};
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
-use crate::protocol::dgt::{ClockCommand, DgtDecoder, DgtMessage};
+use crate::core::observation::Observation;
+use crate::driver::dgt::ClockCommand;
+use crate::driver::{self, BoardDriver, Decoder, Message, SessionMessage};
 
 /// How a port task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortEnd {
     /// The daemon is shutting down (or the port was removed from the configuration).
     Stopped,
-    /// A probed generic device is not a DGT board.
-    NotDgt,
+    /// A probed generic device is not a board of its driver.
+    NotABoard,
     /// A discovered device node went away.
     Gone,
 }
@@ -50,7 +53,7 @@ pub enum PortEnd {
 #[derive(Debug)]
 enum SessionEnd {
     Stopped,
-    NotDgt,
+    NotABoard,
     Lost(String),
 }
 
@@ -63,12 +66,25 @@ pub enum Origin {
     Discovered {
         /// A shared USB id (FTDI): probe before serving.
         generic: bool,
+        /// The driver whose USB id it carries.
+        driver: &'static str,
     },
 }
 
-/// Handshake tries before a generic device counts as not a DGT board.
+impl Origin {
+    /// The driver to serve the port with (configured ports: the default driver).
+    pub fn driver(self) -> &'static dyn BoardDriver {
+        match self {
+            Origin::Discovered { driver, .. } => driver::by_name(driver),
+            Origin::Configured => None,
+        }
+        .unwrap_or_else(driver::default)
+    }
+}
+
+/// Handshake tries before a generic device counts as not a board.
 const PROBE_TRIES: u32 = 2;
-/// Handshake tries before a DGT port is reopened.
+/// Handshake tries before a board's port is reopened.
 const HANDSHAKE_TRIES: u32 = 5;
 /// Time between handshake tries.
 const HANDSHAKE_RETRY: Duration = Duration::from_secs(2);
@@ -90,7 +106,7 @@ pub async fn serve_port(
         if *stop.borrow() {
             return PortEnd::Stopped;
         }
-        let opened = super::serial::open(&path);
+        let opened = super::serial::open(&path, origin.driver().line());
         match opened {
             Ok(port) => {
                 let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -104,9 +120,13 @@ pub async fn serve_port(
                     ctx.release_port(&canonical);
                     match end {
                         SessionEnd::Stopped => return PortEnd::Stopped,
-                        SessionEnd::NotDgt => {
-                            tracing::info!("{}: not a DGT board; left alone", path.display());
-                            return PortEnd::NotDgt;
+                        SessionEnd::NotABoard => {
+                            tracing::info!(
+                                "{}: not a {} board; left alone",
+                                path.display(),
+                                origin.driver().name()
+                            );
+                            return PortEnd::NotABoard;
                         }
                         SessionEnd::Lost(why) => {
                             tracing::warn!("{}: link lost: {why}", path.display());
@@ -177,18 +197,19 @@ where
     S: tokio::io::AsyncRead + AsyncWrite + Unpin,
 {
     let (mut rd, mut wr) = tokio::io::split(port);
-    let mut dec = DgtDecoder::new();
+    let driver = origin.driver();
+    let mut dec = driver.decoder();
     let mut msgs = Vec::new();
     let mut buf = vec![0u8; 4096];
     // Before the board is known: (when, record) kept for its capture.
     let mut early: Vec<(Instant, RecordKind)> = Vec::new();
-    let hello = [0x40, 0x4D, 0x45];
+    let hello = driver.handshake();
     early.push((Instant::now(), RecordKind::Tx(hello.to_vec())));
     if let Err(e) = write(&mut wr, &hello).await {
         return SessionEnd::Lost(e);
     }
     let tries_max = match origin {
-        Origin::Discovered { generic: true } => PROBE_TRIES,
+        Origin::Discovered { generic: true, .. } => PROBE_TRIES,
         _ => HANDSHAKE_TRIES,
     };
     let mut tries = 1;
@@ -206,8 +227,10 @@ where
                     dec.decode(&buf[..n], &mut msgs);
                     for m in msgs.drain(..) {
                         match m {
-                            DgtMessage::Version { major, minor } => version = Some((major, minor)),
-                            DgtMessage::SerialNumber(s) => serial = Some(s),
+                            Message::Session(SessionMessage::Version { major, minor }) => {
+                                version = Some((major, minor))
+                            }
+                            Message::Session(SessionMessage::Serial(s)) => serial = Some(s),
                             _ => {}
                         }
                     }
@@ -224,13 +247,13 @@ where
                 }
                 if tries >= tries_max {
                     return match origin {
-                        Origin::Discovered { generic: true } => SessionEnd::NotDgt,
+                        Origin::Discovered { generic: true, .. } => SessionEnd::NotABoard,
                         _ => SessionEnd::Lost("no answer to the handshake".into()),
                     };
                 }
                 tries += 1;
                 next_try = Instant::now() + HANDSHAKE_RETRY;
-                let again = [0x4D, 0x45];
+                let again = driver.handshake_retry();
                 early.push((Instant::now(), RecordKind::Tx(again.to_vec())));
                 if let Err(e) = write(&mut wr, &again).await {
                     return SessionEnd::Lost(e);
@@ -240,7 +263,8 @@ where
         }
     };
     let (major, minor) = version.unwrap_or_default();
-    let (id, meta) = ctx.identify(&serial);
+    let (id, mut meta) = ctx.identify(&serial);
+    meta.driver = Some(driver.name());
     let kind = LinkKind::of_path(path);
     let board = match ctx.board(&id, meta, kind) {
         Ok(b) => b,
@@ -289,7 +313,7 @@ where
         text_until: None,
         kind,
     };
-    let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut dec, stop).await;
+    let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut *dec, stop).await;
     let line = format!(
         "{} bytes dropped, {} bad frames on the line",
         dec.dropped_bytes(),
@@ -321,7 +345,7 @@ async fn stream<R, W>(
     live: &mut Live,
     rd: &mut R,
     wr: &mut W,
-    dec: &mut DgtDecoder,
+    dec: &mut dyn Decoder,
     stop: &mut watch::Receiver<bool>,
 ) -> SessionEnd
 where
@@ -329,16 +353,17 @@ where
     W: AsyncWrite + Unpin,
 {
     let daemon = &ctx.config().daemon;
+    let driver = lock(&live.board).driver();
     let cfg = LinkConfig::new(
         live.kind,
         Duration::from_secs(daemon.keepalive_secs),
         Duration::from_secs(daemon.dump_quiet_secs),
     );
     // Update mode and a dump after every (re)connection.
-    if let Err(e) = send(live, wr, &[0x4B, 0x42]).await {
+    if let Err(e) = send(live, wr, &driver.start()).await {
         return SessionEnd::Lost(e);
     }
-    let mut link = Link::new(cfg, std::time::Instant::now());
+    let mut link = Link::new(driver, cfg, std::time::Instant::now());
     let mut buf = vec![0u8; 4096];
     let mut msgs = Vec::new();
     let mut ticker = tokio::time::interval(TICK);
@@ -368,9 +393,9 @@ where
                     }
                     for m in msgs.drain(..) {
                         match &m {
-                            DgtMessage::ClockAck(a) => live.clock.on_ack(a),
-                            DgtMessage::NoClock => live.clock.no_clock(),
-                            DgtMessage::ClockTimes(_) if live.clock.on_times() => {
+                            Message::Session(SessionMessage::ClockAck(a)) => live.clock.on_ack(a),
+                            Message::Observation(Observation::ClockAbsent) => live.clock.no_clock(),
+                            Message::Observation(Observation::Clock(_)) if live.clock.on_times() => {
                                 tracing::info!(
                                     "{}: the clock sends times after saying \"no clock\": \
                                      probing it again",

@@ -576,8 +576,30 @@ pub fn replay_paths(
             kind: r.kind.clone(),
         });
     }
+    // Each device's driver, under its merged name (its link is not carried: as before).
+    let devices: Vec<Value> = caps
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, cap)| {
+            let names = &devs;
+            cap.header
+                .extra
+                .get("devices")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(move |d| {
+                    let id = d.get("id").and_then(Value::as_str)?;
+                    let driver = d.get("driver")?.clone();
+                    Some(serde_json::json!({"id": names.name(fi, id), "driver": driver}))
+                })
+        })
+        .collect();
     let header_extra = {
         let mut m = Map::new();
+        if !devices.is_empty() {
+            m.insert("devices".into(), devices.into());
+        }
         if let Some(o) = origin {
             m.insert(
                 "created".into(),

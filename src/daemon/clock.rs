@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::protocol::dgt::{ClockAck, ClockCommand};
+use crate::driver::dgt::{ClockAck, ClockCommand};
 
 /// How long to wait for an ack before resending (the clock acks within 2 s).
 pub const RESEND_AFTER: Duration = Duration::from_millis(2500);

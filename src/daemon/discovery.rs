@@ -1,10 +1,9 @@
-//! Finding DGT boards on USB: known ids mapped to their tty through sysfs, rescanned on every
-//! USB hotplug event (libusb through `rusb`) or, where hotplug is missing, every two seconds.
+//! Finding boards on USB: the ids every driver knows ([`crate::driver::BoardDriver::usb_ids`])
+//! mapped to their tty through sysfs, rescanned on every USB hotplug event (libusb through
+//! `rusb`) or, where hotplug is missing, every two seconds.
 //!
-//! Known ids (`dgt-protocol.md` §3.1): vendor `045b` with any product (DGT's boards: `8111` is
-//! the USB / Smart Board, CDC-ACM; other products of the vendor are DGT boards too) is served
-//! at once; `0403:6001` (FTDI FT232, used by older DGT USB boards and by countless other
-//! gadgets) only after the handshake's protocol probe finds a DGT board behind it. A generic
+//! A board's own id is served at once; a generic id (an FTDI bridge used by countless other
+//! gadgets) only after the handshake's protocol probe finds a board behind it. A generic
 //! device that fails the probe is left alone until it is unplugged.
 
 use std::collections::HashSet;
@@ -14,34 +13,33 @@ use std::time::Duration;
 use rusb::UsbContext;
 use tokio::sync::mpsc;
 
-/// A USB id the daemon knows.
+/// A USB id the daemon knows, with the driver whose boards carry it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownId {
     /// Vendor id.
     pub vid: u16,
     /// Product id; `None`: any product of the vendor.
     pub pid: Option<u16>,
-    /// Shared with non-DGT devices: probe before serving.
+    /// Shared with other devices: probe before serving.
     pub generic: bool,
     /// What it is.
     pub name: &'static str,
+    /// The driver's name.
+    pub driver: &'static str,
 }
 
-/// The USB ids of DGT boards.
-pub const KNOWN_IDS: [KnownId; 2] = [
-    KnownId {
-        vid: 0x045b,
-        pid: None,
-        generic: false,
-        name: "DGT board (vendor 045b)",
-    },
-    KnownId {
-        vid: 0x0403,
-        pid: Some(0x6001),
-        generic: true,
-        name: "FTDI FT232 (older DGT USB board?)",
-    },
-];
+/// The USB ids of every driver's boards.
+pub fn known_ids() -> impl Iterator<Item = KnownId> {
+    crate::driver::DRIVERS.iter().flat_map(|d| {
+        d.usb_ids().iter().map(|u| KnownId {
+            vid: u.vid,
+            pid: u.pid,
+            generic: u.generic,
+            name: u.name,
+            driver: d.name(),
+        })
+    })
+}
 
 /// A tty whose USB device has a known id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,17 +81,14 @@ pub fn scan_sysfs(sys: &Path, dev: &Path) -> Vec<Found> {
                 }
                 continue;
             };
-            if let Some(id) = KNOWN_IDS
-                .iter()
-                .find(|k| k.vid == vid && k.pid.is_none_or(|p| p == pid))
-            {
+            if let Some(id) = known_ids().find(|k| k.vid == vid && k.pid.is_none_or(|p| p == pid)) {
                 let usb_serial = std::fs::read_to_string(d.join("serial"))
                     .ok()
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty());
                 out.push(Found {
                     tty: dev.join(&name),
-                    id: *id,
+                    id,
                     usb_path: d.clone(),
                     usb_serial,
                 });
@@ -133,7 +128,7 @@ pub fn start_hotplug(tx: mpsc::UnboundedSender<()>) -> bool {
         }
     };
     let mut registrations: Vec<rusb::Registration<rusb::Context>> = Vec::new();
-    for k in KNOWN_IDS {
+    for k in known_ids() {
         let mut b = rusb::HotplugBuilder::new();
         b.vendor_id(k.vid).enumerate(false);
         if let Some(pid) = k.pid {
@@ -161,13 +156,13 @@ pub fn start_hotplug(tx: mpsc::UnboundedSender<()>) -> bool {
     spawned.is_ok()
 }
 
-/// Generic devices that failed the DGT probe, by USB device path: not probed again while they
+/// Generic devices that failed the probe, by USB device path: not probed again while they
 /// stay plugged in.
 #[derive(Debug, Default)]
-pub struct NotDgt(HashSet<PathBuf>);
+pub struct NotABoard(HashSet<PathBuf>);
 
-impl NotDgt {
-    /// Remembers a device that is not a DGT board.
+impl NotABoard {
+    /// Remembers a device that is not a board.
     pub fn insert(&mut self, usb_path: PathBuf) {
         self.0.insert(usb_path);
     }
@@ -235,7 +230,7 @@ mod tests {
         assert!(!found[1].id.generic);
         assert_eq!(found[2].tty, Path::new("/dev/ttyUSB0"));
         assert!(found[2].id.generic);
-        let mut not = NotDgt::default();
+        let mut not = NotABoard::default();
         not.insert(found[2].usb_path.clone());
         not.retain_present(&found[..1]);
         assert!(!not.contains(&found[2].usb_path));

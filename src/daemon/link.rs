@@ -1,7 +1,8 @@
 //! Keeping one board link right while it misbehaves the way real links do (sans-IO: times and
 //! received messages in, bytes to send and notes out).
 //!
-//! The DGT protocol has no checksums and USB and Bluetooth links drop bytes; boards reset.
+//! Board protocols may have no checksums (DGT's has none) and USB and Bluetooth links drop
+//! bytes; boards reset. The bytes it asks to send come from the board's driver.
 //! What this state machine does about it:
 //!
 //! - **Shadow board.** The fields as the board reported them (dumps and field updates). A dump
@@ -31,10 +32,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::core::engine::{BoardEngine, EngineConfig};
-use crate::core::observation::{FieldArray, SquareReading};
-use crate::protocol::dgt::{BatteryStatus, DgtMessage};
+use crate::core::observation::{FieldArray, Observation, SquareReading};
+use crate::driver::dgt::BatteryStatus;
+use crate::driver::{BoardDriver, Message, SessionMessage};
 
-/// Whether the core's game explains `fields` (DGT numbering): they show the current game's
+/// Whether the core's game explains `fields` (device field numbering): they show the current game's
 /// position, or there is no game being played to explain them.
 pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
     let Some(game) = engine.games().last().filter(|g| g.accepts_moves()) else {
@@ -147,7 +149,7 @@ pub enum Note {
     DumpDiffers {
         /// Fields that differ.
         fields: usize,
-        /// The first of them (DGT field index).
+        /// The first of them (device field index).
         first: u8,
     },
     /// Battery status of a Bluetooth board.
@@ -181,6 +183,7 @@ pub struct LinkStats {
 /// The link state machine of one session.
 #[derive(Debug)]
 pub struct Link {
+    driver: &'static dyn BoardDriver,
     cfg: LinkConfig,
     shadow: Option<FieldArray>,
     last_rx: Instant,
@@ -208,8 +211,9 @@ pub struct Link {
 
 impl Link {
     /// A link whose session has just sent the update mode and a dump request at `now`.
-    pub fn new(cfg: LinkConfig, now: Instant) -> Link {
+    pub fn new(driver: &'static dyn BoardDriver, cfg: LinkConfig, now: Instant) -> Link {
         Link {
+            driver,
             cfg,
             shadow: None,
             last_rx: now,
@@ -247,9 +251,9 @@ impl Link {
     }
 
     /// A decoded message came in at `now`.
-    pub fn on_message(&mut self, now: Instant, msg: &DgtMessage) -> Option<Note> {
+    pub fn on_message(&mut self, now: Instant, msg: &Message) -> Option<Note> {
         match msg {
-            DgtMessage::FieldUpdate { index, reading } => {
+            Message::Observation(Observation::Field { index, reading }) => {
                 if let Some(s) = &mut self.shadow {
                     s[usize::from(*index & 0x3F)] = *reading;
                 }
@@ -258,7 +262,7 @@ impl Link {
                 self.settled_checked = false;
                 None
             }
-            DgtMessage::ClockTimes(r) => {
+            Message::Observation(Observation::Clock(r)) => {
                 self.last_stream = now;
                 let turn = (r.left_turn, r.right_turn);
                 if r.running && self.turn.is_some_and(|t| t != turn) {
@@ -269,11 +273,11 @@ impl Link {
                 self.clock_running = r.running && (r.left_turn || r.right_turn) && !face.flag;
                 None
             }
-            DgtMessage::NoClock => {
+            Message::Observation(Observation::ClockAbsent) => {
                 self.clock_running = false;
                 None
             }
-            DgtMessage::BoardDump(fields) => {
+            Message::Observation(Observation::BoardDump(fields)) => {
                 self.dump_asked = None;
                 self.settled_checked = true;
                 let before = self.shadow.replace(**fields);
@@ -290,7 +294,7 @@ impl Link {
                     first,
                 })
             }
-            DgtMessage::Battery(b) => Some(Note::Battery(b.clone())),
+            Message::Session(SessionMessage::Battery(b)) => Some(Note::Battery(b.clone())),
             _ => None,
         }
     }
@@ -303,9 +307,10 @@ impl Link {
             return false;
         }
         if matches!(why, DumpWhy::Quiet | DumpWhy::Reset) {
-            out.push(0x4B);
+            out.extend(self.driver.start());
+        } else {
+            out.extend(self.driver.dump_request());
         }
-        out.push(0x42);
         self.dump_asked = Some(now);
         self.last_dump_ask = now;
         self.stats.dumps[why as usize] += 1;
@@ -327,7 +332,7 @@ impl Link {
         }
         if silent >= self.cfg.keepalive && !self.asked_alive {
             self.asked_alive = true;
-            out.push(0x45);
+            out.extend(self.driver.keepalive());
         }
         let mut note = None;
         // The board answered after its clock times stopped coming: it is in IDLE.
@@ -368,7 +373,7 @@ impl Link {
         if let (Some(at), Some(every)) = (self.battery_at, self.cfg.battery_every)
             && at <= now
         {
-            out.push(0x4C);
+            out.extend(self.driver.battery_request().unwrap_or_default());
             self.battery_at = Some(now + every);
         }
         Ok(note)
@@ -378,6 +383,13 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::dgt::{Dgt, DgtMessage, message};
+
+    impl Link {
+        fn on_dgt(&mut self, now: Instant, msg: &DgtMessage) -> Option<Note> {
+            self.on_message(now, &message(msg.clone()))
+        }
+    }
     use crate::core::observation::{ClockFace, ClockReading};
     use shakmaty::{Color, Piece, Role};
 
@@ -427,10 +439,10 @@ mod tests {
 
     /// A link with the first dump in at `t0`.
     fn link(t0: Instant) -> Link {
-        let mut l = Link::new(cfg(), t0);
+        let mut l = Link::new(&Dgt, cfg(), t0);
         l.on_rx(t0);
         assert_eq!(
-            l.on_message(t0, &DgtMessage::BoardDump(Box::new(start()))),
+            l.on_dgt(t0, &DgtMessage::BoardDump(Box::new(start()))),
             None
         );
         l
@@ -441,7 +453,7 @@ mod tests {
         let t0 = Instant::now();
         let mut l = link(t0);
         // e2-e4, but the update "e2 empty" was lost.
-        l.on_message(
+        l.on_dgt(
             t0 + S,
             &DgtMessage::FieldUpdate {
                 index: 36,
@@ -457,7 +469,7 @@ mod tests {
         dump[52] = SquareReading::Empty;
         dump[36] = pawn();
         assert_eq!(
-            l.on_message(t0 + S + 600 * MS, &DgtMessage::BoardDump(Box::new(dump))),
+            l.on_dgt(t0 + S + 600 * MS, &DgtMessage::BoardDump(Box::new(dump))),
             Some(Note::DumpDiffers {
                 fields: 1,
                 first: 52
@@ -471,14 +483,14 @@ mod tests {
     fn an_explained_board_costs_no_dump_until_a_quiet_spell() {
         let t0 = Instant::now();
         let mut l = link(t0);
-        l.on_message(
+        l.on_dgt(
             t0 + S,
             &DgtMessage::FieldUpdate {
                 index: 52,
                 reading: SquareReading::Empty,
             },
         );
-        l.on_message(
+        l.on_dgt(
             t0 + S,
             &DgtMessage::FieldUpdate {
                 index: 36,
@@ -491,7 +503,7 @@ mod tests {
             t += 250 * MS;
             // The clock keeps the link alive.
             l.on_rx(t);
-            l.on_message(t, &running(true));
+            l.on_dgt(t, &running(true));
             sent.extend(poll(&mut l, t, true).0);
         }
         // One quiet dump, with the update mode set again, 20 s after the last update.
@@ -504,13 +516,13 @@ mod tests {
         let t0 = Instant::now();
         let mut l = link(t0);
         l.on_rx(t0 + S);
-        l.on_message(t0 + S, &running(false));
+        l.on_dgt(t0 + S, &running(false));
         // The board resets: nothing more comes; the keep-alive goes out after 5 s.
         assert_eq!(poll(&mut l, t0 + 6 * S, true).0, [0x45]);
         assert_eq!(poll(&mut l, t0 + 6 * S + MS, true), (vec![], None));
         // It answers (serial number): it is alive but in IDLE.
         l.on_rx(t0 + 6 * S + 20 * MS);
-        l.on_message(
+        l.on_dgt(
             t0 + 6 * S + 20 * MS,
             &DgtMessage::SerialNumber("10001".into()),
         );
@@ -531,7 +543,7 @@ mod tests {
             r.running = false;
         }
         l.on_rx(t0 + S);
-        l.on_message(t0 + S, &stopped);
+        l.on_dgt(t0 + S, &stopped);
         assert_eq!(poll(&mut l, t0 + 6 * S, true).0, [0x45]);
         l.on_rx(t0 + 6 * S + 20 * MS);
         assert_eq!(poll(&mut l, t0 + 7 * S, true), (vec![], None));
@@ -551,13 +563,13 @@ mod tests {
 
         let bt = LinkConfig::new(LinkKind::Bluetooth, 5 * S, 20 * S);
         assert_eq!(bt.settle_dump, 800 * MS);
-        let mut l = Link::new(bt, t0);
+        let mut l = Link::new(&Dgt, bt, t0);
         let mut out = Vec::new();
         l.poll(t0, |_| true, &mut out).unwrap();
         assert_eq!(out, [0x4C]);
         let b = BatteryStatus::from_raw(vec![88, 0x7F, 0x7F, 0, 0, 0, 0, 0, 2]);
         assert_eq!(
-            l.on_message(t0, &DgtMessage::Battery(b.clone())),
+            l.on_dgt(t0, &DgtMessage::Battery(b.clone())),
             Some(Note::Battery(b))
         );
     }

@@ -175,6 +175,7 @@ impl Ctx {
             white: b.and_then(|b| b.white.clone()),
             black: b.and_then(|b| b.black.clone()),
             white_clock: b.and_then(|b| b.white_clock),
+            driver: None,
         }
     }
 
@@ -344,11 +345,11 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             "polling sysfs every 2 s"
         }
     );
-    let mut not_dgt = discovery::NotDgt::default();
+    let mut not_board = discovery::NotABoard::default();
     let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
     loop {
         let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
-        not_dgt.retain_present(&found);
+        not_board.retain_present(&found);
         // Collect ended tasks.
         let ended: Vec<PathBuf> = tasks
             .iter()
@@ -357,16 +358,16 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             .collect();
         for p in ended {
             if let Some((t, usb)) = tasks.remove(&p)
-                && let Ok(PortEnd::NotDgt) = t.handle.await
+                && let Ok(PortEnd::NotABoard) = t.handle.await
             {
-                not_dgt.insert(usb);
+                not_board.insert(usb);
             }
         }
         for f in found {
             let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
             if tasks.contains_key(&f.tty)
                 || ctx.port_open(&canonical)
-                || not_dgt.contains(&f.usb_path)
+                || not_board.contains(&f.usb_path)
             {
                 continue;
             }
@@ -376,6 +377,7 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
                 f.tty.clone(),
                 Origin::Discovered {
                     generic: f.id.generic,
+                    driver: f.id.driver,
                 },
             );
             tasks.insert(f.tty, (t, f.usb_path));
@@ -664,11 +666,14 @@ mod tests {
         let end = board_task::serve_port(
             ctx.clone(),
             pty.path().to_path_buf(),
-            Origin::Discovered { generic: true },
+            Origin::Discovered {
+                generic: true,
+                driver: crate::driver::DEFAULT_DRIVER,
+            },
             rx,
         )
         .await;
-        assert_eq!(end, PortEnd::NotDgt);
+        assert_eq!(end, PortEnd::NotABoard);
         // What the probe sent: reset, version, serial number; then version and serial again.
         let mut buf = [0u8; 64];
         let n = pty.read(&mut buf).await.unwrap();
@@ -688,7 +693,10 @@ mod tests {
         let end = board_task::serve_port(
             ctx.clone(),
             missing.clone(),
-            Origin::Discovered { generic: false },
+            Origin::Discovered {
+                generic: false,
+                driver: crate::driver::DEFAULT_DRIVER,
+            },
             rx,
         )
         .await;

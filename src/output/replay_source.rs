@@ -24,7 +24,8 @@ use crate::capture::{self, RecordKind};
 use crate::core::engine::EngineConfig;
 use crate::core::event::CoreEvent;
 use crate::core::observation::{Micros, Observation, OperatorAction};
-use crate::replay::Device;
+use crate::device::{Applied, Device, apply_record};
+use crate::driver::BoardDriver;
 
 /// One record to play: time, board id, what.
 #[derive(Debug, Clone)]
@@ -44,6 +45,8 @@ pub struct Plan {
     pub date: Option<String>,
     /// Warnings of the capture reader.
     pub warnings: Vec<String>,
+    /// Each board's driver, from its capture's header.
+    drivers: BTreeMap<String, &'static dyn BoardDriver>,
 }
 
 impl Plan {
@@ -80,6 +83,9 @@ impl Plan {
                 let board = names
                     .entry(id.clone())
                     .or_insert_with(|| {
+                        let (driver, warning) = crate::replay::driver_of(&cap.header.extra, &r.dev);
+                        plan.warnings.extend(warning);
+                        plan.drivers.insert(id.clone(), driver);
                         plan.boards.push(id.clone());
                         Arc::from(id.as_str())
                     })
@@ -172,6 +178,7 @@ impl Control for ReplayControl {
 
 struct Runner {
     hub: Broadcaster,
+    drivers: BTreeMap<String, &'static dyn BoardDriver>,
     devices: BTreeMap<Arc<str>, Device>,
     order: Vec<Arc<str>>,
     events: Vec<CoreEvent>,
@@ -183,8 +190,15 @@ impl Runner {
     fn device(&mut self, board: &Arc<str>) -> &mut Device {
         if !self.devices.contains_key(board) {
             self.order.push(board.clone());
-            self.devices
-                .insert(board.clone(), Device::new(board, EngineConfig::default()));
+            let driver = self
+                .drivers
+                .get(&**board)
+                .copied()
+                .unwrap_or_else(crate::driver::default);
+            self.devices.insert(
+                board.clone(),
+                Device::with_driver(board, driver, EngineConfig::default()),
+            );
         }
         self.devices.get_mut(board).expect("inserted")
     }
@@ -200,19 +214,11 @@ impl Runner {
         self.t = self.t.max(s.t);
         let mut events = std::mem::take(&mut self.events);
         let device = self.device(&s.board);
-        match &s.kind {
-            RecordKind::Rx(bytes) => device.receive(s.t, bytes, &mut events),
-            RecordKind::Op(value) => {
-                match serde_json::from_value::<OperatorAction>(value.clone()) {
-                    Ok(action) => {
-                        device
-                            .engine
-                            .handle(s.t, &Observation::Operator(action), &mut events)
-                    }
-                    Err(e) => tracing::warn!("ignored operator action {value}: {e}"),
-                }
+        match apply_record(device, s.t, &s.kind, &mut events) {
+            Applied::Ignored { value, error } => {
+                tracing::warn!("ignored operator action {value}: {error}")
             }
-            RecordKind::Tx(_) | RecordKind::Note(_) => {}
+            Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
         }
         self.events = events;
         self.publish(&s.board);
@@ -263,6 +269,7 @@ pub fn spawn(hub: Broadcaster, plan: Plan, speed: Option<f64>) -> ReplayHandle {
         .spawn(move || {
             let mut runner = Runner {
                 hub,
+                drivers: plan.drivers.clone(),
                 devices: BTreeMap::new(),
                 order: Vec::new(),
                 events: Vec::new(),

@@ -1,3 +1,4 @@
-//! Sans-IO wire protocol codecs, one module per board family.
+//! Wire protocol codecs: kept as a path for the DGT codec, which now lives with its driver in
+//! [`crate::driver::dgt`].
 
-pub mod dgt;
+pub use crate::driver::dgt;

@@ -35,7 +35,7 @@ use super::rng::Rng;
 use super::{SimConfig, simulate};
 use crate::capture::RecordKind;
 use crate::core::observation::{ClockReading, FieldArray, Micros, SquareReading};
-use crate::protocol::dgt::{BatteryStatus, ClockAck, DgtDecoder, DgtMessage};
+use crate::driver::dgt::{BatteryStatus, ClockAck, DgtDecoder, DgtMessage};
 
 /// The clock on the board's cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

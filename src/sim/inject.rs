@@ -49,7 +49,7 @@ use super::timeline::{self, PlyTrace};
 use super::{SimConfig, Style, field_index};
 use crate::capture::Record;
 use crate::core::observation::{ClockFace, ClockReading, ClockSide, Micros, SquareReading};
-use crate::protocol::dgt::DgtMessage;
+use crate::driver::dgt::DgtMessage;
 
 const MS: Micros = 1000;
 const SEC: Micros = 1_000_000;

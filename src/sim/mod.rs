@@ -20,7 +20,7 @@ use shakmaty::{CastlingMode, Chess, Move, Position, Square};
 
 use crate::capture::{CaptureWriter, Record, RecordKind};
 use crate::core::observation::{FieldArray, Micros, SquareReading};
-use crate::protocol::dgt::DgtMessage;
+use crate::driver::dgt::DgtMessage;
 use clock::{ClockConfig, Dgt3000};
 use pgn::ScriptGame;
 use rng::Rng;

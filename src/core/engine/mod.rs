@@ -182,11 +182,11 @@ impl BoardEngine {
                     serial: serial.clone(),
                 },
             ),
-            Observation::Disconnected => self.emit(
+            Observation::Disconnected { driver } => self.emit(
                 t,
                 out,
                 EventKind::BoardDisconnected {
-                    driver: "dgt".into(),
+                    driver: driver.clone(),
                     serial: None,
                 },
             ),

@@ -342,7 +342,7 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::dgt::{DgtDecoder, DgtMessage};
+    use crate::driver::dgt::{DgtDecoder, DgtMessage};
     use crate::sim::emulator::{EmulatorConfig, Script};
     use crate::sim::{SimConfig, pgn::parse_games};
     use std::io::{Read, Write};

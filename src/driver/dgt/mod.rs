@@ -1,4 +1,5 @@
-//! DGT e-board and clock wire protocol (sans-IO): board→host frames and host→board commands.
+//! The DGT driver: e-board and clock wire protocol (sans-IO), board→host frames and host→board
+//! commands, and the [`Dgt`] [`crate::driver::BoardDriver`].
 //!
 //! See `dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
 //! §2.2 (clock commands). Bytes go in, [`DgtMessage`]s come out; commands go in, bytes come out.
@@ -10,10 +11,12 @@ use shakmaty::{Color, Piece, Role};
 
 mod command;
 mod decode;
+mod driver;
 mod encode;
 
 pub use command::{ClockCommand, DgtCommand};
 pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME};
+pub use driver::{Dgt, DgtStream, KEEPALIVE, NAME, message};
 
 /// Largest TRADEMARK (0x92) payload accepted or produced, in bytes.
 pub const MAX_TRADEMARK_PAYLOAD: usize = 509;

@@ -333,7 +333,7 @@ fn bcd(b: u8) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::dgt::piece_code;
+    use crate::driver::dgt::piece_code;
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();

@@ -1,0 +1,165 @@
+//! The board-driver seam (sans-IO): what the daemon, the captures and replay need to know about
+//! one family of boards, and nothing else.
+//!
+//! A driver names itself (the `driver` of capture headers and `board_connected` events), says
+//! how its serial line is set up and which USB ids it answers to, makes decoders (bytes in →
+//! [`Message`]s out: observations for the core, session messages for the port task), and
+//! encodes the few commands a session sends (handshake, start of streaming, keep-alive, dump
+//! request, clock commands). It does no I/O: the port task (`daemon::board_task`) reads and
+//! writes, replay feeds recorded bytes.
+//!
+//! To add a board family, copy `src/driver/TEMPLATE.md`'s skeleton into `src/driver/<name>/`
+//! and add one line to [`DRIVERS`].
+
+use crate::core::observation::Observation;
+use crate::driver::dgt::{BatteryStatus, ClockAck, ClockCommand};
+
+pub mod dgt;
+
+/// Parity of a serial line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parity {
+    /// No parity bit.
+    None,
+    /// Odd parity.
+    Odd,
+    /// Even parity.
+    Even,
+}
+
+/// How a board's serial line is set up (no flow control for any board known so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSettings {
+    /// Bits per second.
+    pub baud: u32,
+    /// Data bits (7 or 8).
+    pub data_bits: u8,
+    /// Parity.
+    pub parity: Parity,
+    /// Stop bits (1 or 2).
+    pub stop_bits: u8,
+}
+
+/// A USB id a driver serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsbId {
+    /// Vendor id.
+    pub vid: u16,
+    /// Product id; `None`: any product of the vendor.
+    pub pid: Option<u16>,
+    /// Shared with other devices (e.g. an FTDI bridge): probe with the handshake before serving.
+    pub generic: bool,
+    /// What it is, for logs.
+    pub name: &'static str,
+}
+
+/// What the port task learns from a board besides observations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionMessage {
+    /// Firmware version (an answer to the handshake).
+    Version {
+        /// Major version.
+        major: u8,
+        /// Minor version.
+        minor: u8,
+    },
+    /// The board's serial number (an answer to the handshake or to a keep-alive).
+    Serial(String),
+    /// A clock acknowledgement (boards that relay a DGT clock).
+    ClockAck(ClockAck),
+    /// Battery status (wireless boards).
+    Battery(BatteryStatus),
+    /// Anything else the board said that is a sign of life but carries nothing the daemon uses.
+    Other,
+}
+
+/// One decoded message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// For the core: squares, whole boards, clock readings.
+    Observation(Observation),
+    /// For the port task.
+    Session(SessionMessage),
+}
+
+/// A resynchronising decoder of one board's byte stream.
+pub trait Decoder: Send + std::fmt::Debug {
+    /// Decodes `bytes` (any split of the stream), appending complete messages to `out`.
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Message>);
+    /// Bytes thrown away while resynchronising.
+    fn dropped_bytes(&self) -> u64;
+    /// Frames found bad (wrong length, bad checksum...).
+    fn bad_frames(&self) -> u64;
+}
+
+/// One family of boards.
+pub trait BoardDriver: Send + Sync + std::fmt::Debug {
+    /// The driver's name, as in capture headers and events (e.g. `"dgt"`).
+    fn name(&self) -> &'static str;
+    /// The serial line.
+    fn line(&self) -> LineSettings;
+    /// The USB ids of its boards.
+    fn usb_ids(&self) -> &'static [UsbId];
+    /// A fresh decoder.
+    fn decoder(&self) -> Box<dyn Decoder>;
+    /// Bytes sent on opening the port, asking the board who it is.
+    fn handshake(&self) -> Vec<u8>;
+    /// Bytes resent while the board has not answered the handshake.
+    fn handshake_retry(&self) -> Vec<u8>;
+    /// Bytes sent once the board is known: start streaming, and send the whole board.
+    fn start(&self) -> Vec<u8>;
+    /// A request the board answers, sent after a silence to prove the link alive.
+    fn keepalive(&self) -> Vec<u8>;
+    /// A request for the whole board.
+    fn dump_request(&self) -> Vec<u8>;
+    /// A battery status request, for wireless boards that answer one; `None` otherwise.
+    fn battery_request(&self) -> Option<Vec<u8>>;
+    /// A clock command, for boards that relay a clock; `None` otherwise.
+    fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>>;
+}
+
+/// The driver used when a capture names none (captures made before drivers were named).
+pub const DEFAULT_DRIVER: &str = dgt::NAME;
+
+/// Every driver the daemon knows: one line per board family.
+pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt];
+
+/// The driver called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {
+    DRIVERS.iter().copied().find(|d| d.name() == name)
+}
+
+/// The driver for a capture header's device entry: its `driver` field, or the default for
+/// captures that do not say (or name a driver this build does not have, with a `warning`).
+pub fn for_name_or_default(name: Option<&str>) -> (&'static dyn BoardDriver, Option<String>) {
+    match name {
+        None => (default(), None),
+        Some(n) => match by_name(n) {
+            Some(d) => (d, None),
+            None => (
+                default(),
+                Some(format!("unknown driver {n:?}: decoded as {DEFAULT_DRIVER}")),
+            ),
+        },
+    }
+}
+
+/// The default driver.
+pub fn default() -> &'static dyn BoardDriver {
+    &dgt::Dgt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drivers_are_found_by_name_and_old_captures_default_to_dgt() {
+        assert_eq!(by_name("dgt").map(|d| d.name()), Some("dgt"));
+        assert!(by_name("nope").is_none());
+        assert_eq!(for_name_or_default(None).0.name(), "dgt");
+        let (d, warning) = for_name_or_default(Some("nope"));
+        assert_eq!(d.name(), "dgt");
+        assert!(warning.is_some());
+    }
+}
