@@ -171,7 +171,7 @@ pub struct Daemon {
 
 impl Daemon {
     /// `eboardd run --no-discovery --events --capture-dir DIR --port P...` plus `extra` (with
-    /// `--http off` unless `extra` names `--http` or a `--config` file that may).
+    /// `--http off` unless `extra` gives `--http` or a `--config` file that sets `http`).
     pub fn start(ports: &[PathBuf], capture_dir: &Path, extra: &[&str]) -> Daemon {
         let log = capture_dir.with_extension(format!(
             "log{}",
@@ -186,7 +186,14 @@ impl Daemon {
         for p in ports {
             cmd.arg("--port").arg(p);
         }
-        if !extra.contains(&"--http") && !extra.contains(&"--config") {
+        // A configuration file that sets its own HTTP address ([outputs] http) keeps it.
+        let config_http = extra
+            .iter()
+            .position(|a| *a == "--config")
+            .and_then(|i| extra.get(i + 1))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .is_some_and(|t| t.lines().any(|l| l.trim_start().starts_with("http =")));
+        if !extra.contains(&"--http") && !config_http {
             // Tests run side by side: no HTTP server unless a test asks for one.
             cmd.args(["--http", "off"]);
         }
