@@ -103,7 +103,9 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                 driver: "dgt".to_owned(),
                 serial: None,
             }),
-            13 => Some(Observation::Disconnected),
+            13 => Some(Observation::Disconnected {
+                driver: "dgt".into(),
+            }),
             14 => Some(Observation::Operator(OperatorAction::NewGame { fen: None })),
             _ => {
                 let result = ["1-0", "0-1", "1/2-1/2", "2-0"][next(&mut i) as usize % 4];
