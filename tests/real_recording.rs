@@ -200,6 +200,11 @@ fn every_clock_event_names_the_colour_whose_time_goes_down() {
             wrong.push(format!("{a} -> {b}"));
         }
     }
+    println!(
+        "clock events: {} pairs checked, {} naming the wrong colour",
+        checked,
+        wrong.len()
+    );
     assert!(checked > 250, "{checked} pairs checked");
     assert!(
         wrong.is_empty(),
@@ -238,6 +243,7 @@ fn each_clk_is_the_movers_face_right_after_the_press() {
         completed.len()
     );
     assert_eq!(completed.len(), press_times.len(), "one press per move");
+    println!("[%clk] checked for {} pressed moves", completed.len());
     for ((ply, clk), want) in completed.iter().zip(&press_times) {
         assert_eq!(
             *clk,
