@@ -2,261 +2,15 @@
 //! the Laws' counts, results in the right order, arbiter restorations. Hand-made situations fed
 //! as timed observations straight into a [`BoardEngine`], as `tests/irregularities.rs` does.
 
-use eboardd::core::engine::{BoardEngine, EngineConfig};
-use eboardd::core::event::{CoreEvent, EndReason, EventKind};
-use eboardd::core::observation::{
-    ClockFace, ClockReading, FieldArray, Micros, Observation, OperatorAction, SquareReading,
-};
-use eboardd::core::sensed::Orientation;
+use eboardd::core::event::{EndReason, EventKind};
+use eboardd::core::observation::{Observation, OperatorAction, SquareReading};
 use eboardd::core::start;
-use shakmaty::fen::Fen;
-use shakmaty::san::San;
-use shakmaty::{Board, CastlingMode, Chess, Color, Piece, Position, Role, Square};
+use shakmaty::{Board, Chess, Color, Position, Role, Square};
 
-const MS: Micros = 1000;
-
-// ---------------------------------------------------------------------------------------------
-// The rig: a board and a DGT 3000 with White on the left (times frozen).
-
-struct Rig {
-    engine: BoardEngine,
-    t: Micros,
-    events: Vec<CoreEvent>,
-    left_turn: bool,
-    running: bool,
-}
-
-fn fields_of(board: &Board) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.iter() {
-        f[Orientation::Normal.index_of(sq) as usize] = SquareReading::Piece(p);
-    }
-    f
-}
-
-fn position(fen: &str) -> Chess {
-    fen.parse::<Fen>()
-        .expect("FEN")
-        .into_position(CastlingMode::Chess960)
-        .expect("legal position")
-}
-
-/// The board after `sans` from `pos`.
-fn after(pos: &Chess, sans: &[&str]) -> Chess {
-    let mut pos = pos.clone();
-    for s in sans {
-        let m = s.parse::<San>().expect("SAN").to_move(&pos).expect("legal");
-        pos.play_unchecked(m);
-    }
-    pos
-}
-
-fn white(role: Role) -> Piece {
-    Piece {
-        color: Color::White,
-        role,
-    }
-}
-
-fn black(role: Role) -> Piece {
-    Piece {
-        color: Color::Black,
-        role,
-    }
-}
-
-impl Rig {
-    /// A board showing `board` first (no clock yet).
-    fn bare(board: &Board) -> Rig {
-        let mut rig = Rig {
-            engine: BoardEngine::new(EngineConfig::default()),
-            t: 0,
-            events: Vec::new(),
-            left_turn: true,
-            running: true,
-        };
-        rig.dump(board);
-        rig
-    }
-
-    /// The standard start position, the clock started for White.
-    fn standard() -> Rig {
-        let mut rig = Rig::bare(&Board::default());
-        rig.clock();
-        rig
-    }
-
-    /// A game from `fen` given by an operator, the clock started for the side to move.
-    fn from_fen(fen: &str) -> Rig {
-        let mut rig = Rig::standard();
-        rig.feed(Observation::Operator(OperatorAction::NewGame {
-            fen: Some(fen.into()),
-        }));
-        rig.dump(position(fen).board());
-        rig.events.clear();
-        rig
-    }
-
-    fn reading(&self) -> ClockReading {
-        let face = ClockFace {
-            millis: 300_000,
-            flag: false,
-            flag_shown: false,
-        };
-        ClockReading {
-            left: face,
-            right: face,
-            running: self.running,
-            right_side_up: !self.left_turn,
-            left_turn: self.left_turn,
-            right_turn: !self.left_turn,
-            battery_low: false,
-        }
-    }
-
-    fn clock(&mut self) {
-        self.feed(Observation::Clock(self.reading()));
-    }
-
-    fn feed(&mut self, obs: Observation) {
-        self.t += 60 * MS;
-        self.engine.handle(self.t, &obs, &mut self.events);
-    }
-
-    fn dump(&mut self, board: &Board) {
-        self.feed(Observation::BoardDump(Box::new(fields_of(board))));
-    }
-
-    fn wait(&mut self, ms: Micros) {
-        self.t += ms * MS;
-        self.engine.tick(self.t, &mut self.events);
-    }
-
-    /// A field report `ms` after the previous one (reports of one scan come a few ms apart).
-    fn field_after(&mut self, ms: Micros, sq: Square, reading: SquareReading) {
-        self.t += ms * MS;
-        let obs = Observation::Field {
-            index: Orientation::Normal.index_of(sq),
-            reading,
-        };
-        self.engine.handle(self.t, &obs, &mut self.events);
-    }
-
-    fn lift(&mut self, sq: Square) {
-        self.field_after(60, sq, SquareReading::Empty);
-    }
-
-    fn place(&mut self, sq: Square, piece: Piece) {
-        self.field_after(60, sq, SquareReading::Piece(piece));
-    }
-
-    /// The piece on `sq` in the game position.
-    fn piece(&self, sq: Square) -> Piece {
-        let game = self.engine.games().last().expect("a game");
-        game.position().board().piece_at(sq).expect("a piece there")
-    }
-
-    /// Lift and place, 0.4 s apart.
-    fn mv(&mut self, from: Square, to: Square) {
-        let piece = self.piece(from);
-        self.lift(from);
-        self.wait(400);
-        self.place(to, piece);
-    }
-
-    /// The running side presses its lever; judged once the board settled.
-    fn press(&mut self) {
-        self.wait(500);
-        self.left_turn = !self.left_turn;
-        self.clock();
-        self.wait(600);
-    }
-
-    /// Moves with a press after each, 2 s apart.
-    fn play(&mut self, moves: &[(Square, Square)]) {
-        for &(from, to) in moves {
-            self.wait(2000);
-            self.mv(from, to);
-            self.press();
-        }
-    }
-
-    /// The arbiter stops the clock, sets the lever back and restarts it.
-    fn arbiter_sets_clock_back(&mut self) {
-        self.running = false;
-        self.clock();
-        self.wait(800);
-        self.left_turn = !self.left_turn;
-        self.clock();
-        self.wait(800);
-        self.running = true;
-        self.clock();
-        self.wait(800);
-    }
-
-    fn irregularities(&self) -> Vec<(&'static str, u32)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e.kind {
-                EventKind::Irregularity { code, ply, .. } => Some((code, ply)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn detail(&self, wanted: &str) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Irregularity { code, detail, .. } if *code == wanted => {
-                    Some(detail.clone())
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn resolved(&self) -> Vec<&'static str> {
-        self.events
-            .iter()
-            .filter_map(|e| match e.kind {
-                EventKind::IrregularityResolved { code, .. } => Some(code),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn sans(&self) -> Vec<String> {
-        let game = self.engine.games().last().expect("a game");
-        game.moves.iter().map(|m| m.san.clone()).collect()
-    }
-
-    fn ended(&self) -> Option<(&'static str, EndReason)> {
-        self.events.iter().find_map(|e| match e.kind {
-            EventKind::GameEnded { result, reason } => Some((result, reason)),
-            _ => None,
-        })
-    }
-
-    fn log(&self) -> String {
-        let lines: Vec<String> = self
-            .events
-            .iter()
-            .filter(|e| !matches!(e.kind, EventKind::Clock { .. }))
-            .map(|e| format!("{:>9} g{} {:?}", e.t / 1000, e.game, e.kind))
-            .collect();
-        lines.join("\n")
-    }
-}
+mod rig;
 
 use Square::*;
-
-/// 1. e4 e5 2. Nf3 Nc6, each move pressed.
-fn open_game() -> Rig {
-    let mut rig = Rig::standard();
-    rig.play(&[(E2, E4), (E7, E5), (G1, F3), (B8, C6)]);
-    rig
-}
+use rig::*;
 
 /// Set every square of the board to `target`, one field at a time, 150 ms apart, in the given
 /// square order (pieces lifted first, then placed).
@@ -558,7 +312,7 @@ fn an_ambiguous_gap_is_one_irregularity_and_no_chain_of_illegal_moves() {
     rig.dump(ahead.board());
     rig.wait(1500);
     // Play goes on, with presses, nobody having pressed for the missing moves.
-    rig.left_turn = false;
+    rig.clock.left_turn = false;
     rig.clock();
     rig.mv(B8, C6);
     rig.press();
@@ -591,7 +345,7 @@ fn a_board_that_jumped_three_plies_with_transpositions_is_one_irregularity() {
     rig.field_after(5, E7, SquareReading::Empty);
     rig.field_after(5, G1, SquareReading::Empty);
     rig.wait(2000);
-    rig.left_turn = false;
+    rig.clock.left_turn = false;
     rig.clock();
     rig.mv(B8, C6);
     rig.press();
