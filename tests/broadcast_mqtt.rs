@@ -1,5 +1,5 @@
 //! MQTT fan-out against a real broker (mosquitto, started by the test on a free localhost port):
-//! two publishers (two `Broadcaster`s, as two daemons in one hall) feed one broker; a subscriber
+//! two publishers (two `Hub`s, as two daemons in one hall) feed one broker; a subscriber
 //! sees every event of both, in order; a late subscriber gets the retained per-board state; a
 //! broker outage never blocks publishing, drops the oldest queued events (counted), and the
 //! publisher reconnects and republishes the state.
@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 fn capture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -154,13 +154,13 @@ async fn publisher(
     node: &str,
     files: &[PathBuf],
     queue: usize,
-) -> (Broadcaster, eboardd::output::Outputs, Plan) {
+) -> (Hub, eboardd::output::Outputs, Plan) {
     let plan = Plan::load(files, true).unwrap();
     let info = RoundInfo {
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let cfg = OutputConfig {
         mqtt: Some(MqttConfig {
             host: "127.0.0.1".into(),
@@ -181,7 +181,7 @@ async fn publisher(
     (hub, out, plan)
 }
 
-fn backlog(hub: &Broadcaster) -> Vec<Value> {
+fn backlog(hub: &Hub) -> Vec<Value> {
     match hub.subscribe(Some(0)).0 {
         eboardd::output::Start::Backlog(m) => m
             .iter()
@@ -351,7 +351,7 @@ async fn two_publishers_one_broker_late_joiner_and_outage() {
     drop(broker2);
 }
 
-fn expected_last(a: &Broadcaster, b: &Broadcaster, state: &Value) -> Value {
+fn expected_last(a: &Hub, b: &Hub, state: &Value) -> Value {
     let hub = if state["node"] == "hall-a" { a } else { b };
     let board = state["board"].as_str().unwrap_or_default();
     hub.board_snapshot(board)

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use eboardd::core::observation::OperatorAction;
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{BoardStatus, Broadcaster, HubConfig, LinkState, OutputConfig, RoundInfo};
+use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
 
 fn capture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -66,11 +66,7 @@ fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[&str]) -> String
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-async fn round() -> (
-    Broadcaster,
-    eboardd::output::Outputs,
-    replay_source::ReplayHandle,
-) {
+async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle) {
     let files = [
         "clean/g0001.jsonl",
         "clean/g0004.jsonl",
@@ -87,7 +83,7 @@ async fn round() -> (
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let names = [
         ("Hansen, Ida", "Berg, Ola"),
         ("Nilsen, Kari", "Dahl, Per"),

@@ -2,6 +2,7 @@
 //! pseudo-terminal; the HTTP API and the round's PGN show the game the board played.
 
 mod e2e_support;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -102,4 +103,51 @@ async fn the_configuration_file_alone_drives_the_outputs() {
     let sans = san(&one.game);
     assert!(relay_pgn.contains(sans[0].as_str()), "{relay_pgn}");
     one.finish(d, "board-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_and_the_streams_give_every_event_the_same_seq() {
+    let one = single("e2e-one-seq", 3, 41003, 1000.0, None);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut d = Daemon::start(
+        std::slice::from_ref(&one.link),
+        &one.caps,
+        &["--http", &addr],
+    );
+    one.wait_done(&mut d, &one.id).await;
+    let printed: Vec<serde_json::Value> = d.events.lock().unwrap().clone();
+    let last = printed
+        .last()
+        .and_then(|v| v["seq"].as_u64())
+        .expect("events printed");
+    let by_seq = |lines: Vec<String>| -> Vec<serde_json::Value> {
+        let values = lines.iter().map(|l| serde_json::from_str(l).expect("JSON"));
+        values
+            .take_while(|v: &serde_json::Value| v["seq"].as_u64() <= Some(last))
+            .collect()
+    };
+    // The WebSocket from the first message on.
+    let url = format!("ws://{addr}/api/v1/events?since=0");
+    let mut ws = support::streams::ws_connect(&url).await;
+    let from_ws = by_seq(support::streams::ws_events_until(&mut ws, last).await);
+    // SSE likewise.
+    let sock: std::net::SocketAddr = addr.parse().unwrap();
+    let sse = tokio::task::spawn_blocking(move || {
+        support::streams::read_sse(sock, "/api/v1/events/sse?since=0", last)
+    })
+    .await
+    .unwrap();
+    let from_sse = by_seq(sse.into_iter().map(|(_, data)| data).collect());
+    assert!(
+        printed.iter().any(|v| v["kind"] == "move_made"),
+        "the game's moves were printed"
+    );
+    assert_eq!(from_ws.len(), printed.len(), "one message per seq on both");
+    for (p, w) in printed.iter().zip(&from_ws) {
+        assert_eq!(p, w, "stdout and WebSocket differ");
+    }
+    assert_eq!(from_sse, printed, "stdout and SSE differ");
+    let id = one.id.clone();
+    one.finish(d, &id);
 }

@@ -161,18 +161,8 @@ pub fn run(a: RunArgs) -> ExitCode {
     let outputs = match (out.output_config(), out.round_info()) {
         (Ok(config), Ok(mut round)) => {
             // The players configured per board reach every output, as they reach the captures.
-            for b in file.iter().flat_map(|c| &c.boards) {
-                let player = |name: &Option<String>| crate::output::Player {
-                    name: name.clone(),
-                    ..Default::default()
-                };
-                round.pairings.insert(
-                    format!("board-{}", b.number),
-                    crate::output::Pairing {
-                        white: player(&b.white),
-                        black: player(&b.black),
-                    },
-                );
+            if let Some(cfg) = &file {
+                round.pairings.extend(super::pairings(cfg));
             }
             super::OutputSetup { config, round }
         }

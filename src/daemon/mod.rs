@@ -14,7 +14,6 @@ pub mod captures;
 pub mod clock;
 pub mod demo;
 pub mod discovery;
-pub mod hub;
 pub mod link;
 pub mod notify;
 pub mod serial;
@@ -31,10 +30,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError, Overrides};
+use crate::core::observation::OperatorAction;
+use crate::output::{Hub, LinkState};
 use board::{BoardMeta, BoardState};
 use board_task::{Origin, PortEnd};
 use captures::CaptureStore;
-use hub::{Connection, Hub};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +107,19 @@ pub struct Options {
     pub outputs: Option<OutputSetup>,
 }
 
+impl Options {
+    /// The hub for a daemon run with these options: the round the outputs describe (or a
+    /// default one when no output is served).
+    pub fn hub(&self) -> Hub {
+        let round = self
+            .outputs
+            .as_ref()
+            .map(|o| o.round.clone())
+            .unwrap_or_default();
+        Hub::new(round, crate::output::HubConfig::default())
+    }
+}
+
 /// What the broadcast outputs serve, and the round they describe.
 #[derive(Debug, Clone)]
 pub struct OutputSetup {
@@ -120,7 +133,7 @@ pub struct OutputSetup {
 #[derive(Debug)]
 pub struct Ctx {
     /// The hub.
-    pub hub: Arc<Hub>,
+    pub hub: Hub,
     config: RwLock<Arc<Config>>,
     /// The captures.
     pub store: CaptureStore,
@@ -130,7 +143,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn new(cfg: Config, hub: Arc<Hub>) -> Ctx {
+    fn new(cfg: Config, hub: Hub) -> Ctx {
         let store = CaptureStore {
             dir: cfg.capture_dir(),
             fsync: cfg.daemon.fsync,
@@ -275,7 +288,7 @@ impl Ctx {
             if earlier && !board.game_in_progress() {
                 continue;
             }
-            self.hub.publish(&id, &[], Some(board.snapshot()));
+            board.restore_into(&self.hub);
             self.boards
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -293,6 +306,8 @@ impl Ctx {
     fn reconfigure(&self, cfg: Config) {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
         let cfg = self.config();
+        self.hub
+            .update_info(|info| info.pairings.extend(pairings(&cfg)));
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();
@@ -300,18 +315,20 @@ impl Ctx {
             if let Err(e) = s.set_meta(meta) {
                 tracing::error!("{}: capture: {e}", s.id);
             }
-            self.hub.publish(&s.id, &[], Some(s.snapshot()));
+            self.hub.set_status(&s.id, s.status());
         }
     }
 
     /// Connected boards and all boards.
     fn counts(&self) -> (usize, usize) {
-        let snaps = self.hub.snapshots();
-        let up = snaps
-            .iter()
-            .filter(|s| s.connection == Connection::Connected)
-            .count();
-        (up, snaps.len())
+        self.hub.with_round(|r| {
+            let up = r
+                .boards()
+                .iter()
+                .filter(|b| b.link() == LinkState::Active)
+                .count();
+            (up, r.boards().len())
+        })
     }
 }
 
@@ -402,12 +419,12 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
     if print == Print::Nothing {
         return None;
     }
-    let mut rx = hub.subscribe();
+    let mut rx = hub.receiver();
     let mut describer = demo::Describer::default();
     Some(tokio::spawn(async move {
         loop {
-            let line = match rx.recv().await {
-                Ok(l) => l,
+            let msg = match rx.recv().await {
+                Ok(m) => m,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!("printer lagged: {n} events not printed");
                     continue;
@@ -415,8 +432,8 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
                 Err(_) => break,
             };
             let text = match print {
-                Print::Events => Some(line.json.clone()),
-                _ => describer.line(&line),
+                Print::Events => Some(msg.json.to_string()),
+                _ => describer.line(&msg),
             };
             if let Some(text) = text {
                 let mut out = std::io::stdout().lock();
@@ -433,7 +450,8 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let rt = runtime()?;
     rt.block_on(async {
         let signals = signals::Signals::new().map_err(io_err("installing signal handlers"))?;
-        serve(opts, Arc::new(Hub::new(4096)), signals, None).await
+        let hub = opts.hub();
+        serve(opts, hub, signals, None).await
     })
 }
 
@@ -450,7 +468,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
 /// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
 pub async fn serve(
     opts: Options,
-    hub: Arc<Hub>,
+    hub: Hub,
     mut signals: signals::Signals,
     until: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> Result<(), DaemonError> {
@@ -471,7 +489,7 @@ pub async fn serve(
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
-    let mut operator = hub.operator_requests();
+    let mut operator = operator_requests(&hub);
 
     let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
     let mut discovery: Option<Task<()>> = None;
@@ -611,30 +629,57 @@ pub async fn serve(
     Ok(())
 }
 
-/// Starts the broadcast outputs and feeds them from the hub: every event, every change of a
-/// board's health; operator actions from the outputs (arbiter page, API) come back to the
-/// daemon through the hub, so they are captured like any other.
+/// An operator action asked for by an output (e.g. an arbiter's console), for one board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorRequest {
+    /// The board.
+    pub board: String,
+    /// What to do.
+    pub action: OperatorAction,
+}
+
+/// Installs the hub's [`crate::output::Control`]: operator actions from the outputs (arbiter
+/// page, API) come to the daemon's loop, so they are captured like any other input.
+fn operator_requests(hub: &Hub) -> tokio::sync::mpsc::UnboundedReceiver<OperatorRequest> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    hub.set_control(Arc::new(move |board: &str, action: OperatorAction| {
+        tx.send(OperatorRequest {
+            board: board.to_string(),
+            action,
+        })
+        .map_err(|_| "the daemon is not taking operator actions".to_string())
+    }));
+    rx
+}
+
+/// The players configured per board, by board id, as the outputs show them (they reach the
+/// captures' tags too).
+pub fn pairings(cfg: &Config) -> Vec<(String, crate::output::Pairing)> {
+    let player = |name: &Option<String>| crate::output::Player {
+        name: name.clone(),
+        ..Default::default()
+    };
+    cfg.boards
+        .iter()
+        .map(|b| {
+            let pairing = crate::output::Pairing {
+                white: player(&b.white),
+                black: player(&b.black),
+            };
+            (format!("board-{}", b.number), pairing)
+        })
+        .collect()
+}
+
+/// Starts the broadcast outputs, all reading the daemon's one hub.
 async fn start_outputs(
     setup: &OutputSetup,
-    hub: &Arc<Hub>,
+    hub: &Hub,
 ) -> Result<crate::output::Outputs, DaemonError> {
-    let broadcaster =
-        crate::output::Broadcaster::new(setup.round.clone(), crate::output::HubConfig::default());
-    let control_hub = hub.clone();
-    broadcaster.set_control(Arc::new(
-        move |board: &str, action: crate::core::observation::OperatorAction| {
-            if control_hub.request_operator(board, action) {
-                Ok(())
-            } else {
-                Err("the daemon is not taking operator actions".to_string())
-            }
-        },
-    ));
-    let outputs = crate::output::start(broadcaster.clone(), &setup.config).await?;
+    let outputs = crate::output::start(hub.clone(), &setup.config).await?;
     if let Some(addr) = outputs.http {
         tracing::info!("serving http://{addr}/");
     }
-    hub.attach_outputs(broadcaster);
     Ok(outputs)
 }
 
@@ -655,7 +700,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut cfg = Config::default();
         cfg.daemon.capture_dir = Some(dir.clone());
-        (Arc::new(Ctx::new(cfg, Arc::new(Hub::new(16)))), dir)
+        let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
+        (Arc::new(Ctx::new(cfg, hub)), dir)
     }
 
     #[tokio::test(start_paused = true)]

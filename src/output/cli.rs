@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use super::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 /// Where the outputs go, and what the round is called.
 #[derive(Debug, Clone, clap::Args)]
@@ -284,7 +284,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     };
     runtime.block_on(async move {
         let boards = info.boards.clone();
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         for b in &boards {
             let status = super::BoardStatus {
                 state: super::LinkState::Active,

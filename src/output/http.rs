@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::hub::{Broadcaster, Msg, Start};
+use super::hub::{Hub, Msg, Start};
 use super::model::Pairing;
 use super::relay;
 use super::render;
@@ -54,7 +54,7 @@ pub const JSON_TYPE: &str = "application/json; charset=utf-8";
 
 #[derive(Clone)]
 struct App {
-    hub: Broadcaster,
+    hub: Hub,
     token: Option<Arc<str>>,
     stop: tokio::sync::watch::Receiver<bool>,
     allowed_origins: Arc<[String]>,
@@ -65,7 +65,7 @@ struct App {
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// The hub.
-    pub hub: Broadcaster,
+    pub hub: Hub,
     /// The secret that state-changing requests must carry (without one they are refused).
     pub token: Option<String>,
     /// Event streams end when it turns true.
@@ -77,11 +77,7 @@ pub struct HttpOptions {
 }
 
 /// The router of the HTTP API with default limits and no foreign origin allowed.
-pub fn router(
-    hub: Broadcaster,
-    token: Option<String>,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> Router {
+pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receiver<bool>) -> Router {
     router_with(HttpOptions {
         hub,
         token,
@@ -420,7 +416,7 @@ async fn close(socket: &mut Ws, code: CloseCode, reason: &'static str) {
 
 async fn ws_client(
     mut socket: Ws,
-    hub: Broadcaster,
+    hub: Hub,
     since: Option<u64>,
     board: Option<String>,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -489,7 +485,7 @@ async fn ws_client(
 }
 
 struct SseState {
-    hub: Broadcaster,
+    hub: Hub,
     board: Option<String>,
     pending: std::collections::VecDeque<Bytes>,
     rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
@@ -681,7 +677,7 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reject> 
 
 /// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
 /// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
-pub fn parse_bodies_for_fuzzing(hub: &Broadcaster, board: &str, body: &[u8]) -> usize {
+pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
     let mut accepted = 0;
     if parse_body::<ResultBody>(body).is_ok() {
         accepted += 1;

@@ -1,5 +1,9 @@
-//! The [`Broadcaster`]: numbers events, keeps the round model and a bounded backlog, and fans
-//! messages out to live subscribers through a `tokio::sync::broadcast` channel.
+//! The [`Hub`], the only one between the boards and every consumer: it numbers events (one
+//! `seq` counter per daemon run, shared by `run --events` on standard output, WebSocket, SSE,
+//! MQTT and the LiveChess API), keeps the round model (the one board view) and a bounded
+//! backlog, and fans messages out to live subscribers through a `tokio::sync::broadcast`
+//! channel. The live daemon publishes into it directly, after the capture record that caused
+//! an event is written; operator actions asked for by an output go back through [`Control`].
 //!
 //! Publishing never waits: it takes a short lock, serialises the event once and sends it to the
 //! channel. A subscriber that falls more than the channel's capacity behind gets a `Lagged`
@@ -150,13 +154,16 @@ struct Inner {
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
 #[derive(Clone)]
-pub struct Broadcaster {
+pub struct Hub {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Broadcaster {
+/// The hub's former name, kept so that code written against it still builds.
+pub type Broadcaster = Hub;
+
+impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Broadcaster").finish_non_exhaustive()
+        f.debug_struct("Hub").finish_non_exhaustive()
     }
 }
 
@@ -169,12 +176,12 @@ fn snapshot_json(round: &RoundState) -> String {
     v.to_string()
 }
 
-impl Broadcaster {
+impl Hub {
     /// A broadcaster for one round.
     pub fn new(info: RoundInfo, cfg: HubConfig) -> Self {
         let (tx, _) = broadcast::channel(cfg.channel.max(16));
         let (changed, _) = watch::channel(0);
-        Broadcaster {
+        Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     round: RoundState::new(info),
@@ -269,6 +276,24 @@ impl Broadcaster {
         st.round.board_mut(board).status = status.clone();
         let fields = json!({ "status": status });
         self.publish_own(&mut st, board, "board_status", fields);
+    }
+
+    /// Restore a board's games rebuilt from its capture at daemon start (their events were
+    /// published by an earlier run, not this one), with its health; publishes nothing:
+    /// snapshots carry it. The events that follow apply to the last of these games.
+    pub fn restore(
+        &self,
+        board: &str,
+        games: &[crate::core::game::GameRecord],
+        status: BoardStatus,
+    ) {
+        let mut st = self.lock();
+        st.rev += 1;
+        let b = st.round.board_mut(board);
+        b.restore_games(games);
+        b.status = status;
+        drop(st);
+        self.inner.changed.send_replace(self.last_seq());
     }
 
     /// Set a board's health without publishing a message (before a source starts, when no
@@ -368,7 +393,7 @@ impl Broadcaster {
         self.with_round(round_json)
     }
 
-    /// JSON text of the whole round (as [`Broadcaster::snapshot`]), made once per change of
+    /// JSON text of the whole round (as [`Hub::snapshot`]), made once per change of
     /// the model and shared by every request until the next one.
     pub fn snapshot_text(&self) -> bytes::Bytes {
         let mut st = self.lock();
@@ -441,7 +466,7 @@ mod tests {
             boards: vec!["board-1".into()],
             ..Default::default()
         };
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         let a = hub.snapshot_text();
         let b = hub.snapshot_text();
         assert_eq!(a.as_ptr(), b.as_ptr(), "one shared rendering");

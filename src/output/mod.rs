@@ -1,12 +1,12 @@
-//! Broadcasting: the hub ([`Broadcaster`]) and every output fed from it — the HTTP API with
+//! Broadcasting: the hub ([`Hub`]) and every output fed from it — the HTTP API with
 //! WebSocket and SSE event streams, relay files (PGN and LiveChessCloud JSON), MQTT, the
 //! LiveChess EBoards API and the arbiter web page.
 //!
 //! Feeding it (the live daemon, or [`replay_source`] for captures):
-//! - [`Broadcaster::publish`] for every core event of a board, in order;
-//! - [`Broadcaster::set_status`] whenever a board's health changes (link, port, battery,
+//! - [`Hub::publish`] for every core event of a board, in order;
+//! - [`Hub::set_status`] whenever a board's health changes (link, port, battery,
 //!   clock presence);
-//! - [`Broadcaster::set_control`] once, with the handler of game-changing operator actions;
+//! - [`Hub::set_control`] once, with the handler of game-changing operator actions;
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
 pub mod cli;
@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use hub::{Broadcaster, Control, HubConfig, Msg, Start};
+pub use hub::{Control, Hub, HubConfig, Msg, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, RoundInfo, RoundState};
 pub use mqtt::MqttConfig;
 
@@ -160,7 +160,7 @@ pub fn limits(cfg: &OutputConfig) -> server::Limits {
 
 /// Start the configured outputs on `hub`. Must run inside a tokio runtime. Listening
 /// addresses are bound before it returns (port 0 picks a free port; see [`Outputs`]).
-pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
+pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
     let mut out = Outputs {

@@ -140,7 +140,7 @@ pub enum LinkState {
 }
 
 /// Health of a board that only the daemon knows (port, battery, clock presence). Set with
-/// [`super::Broadcaster::set_status`].
+/// [`super::Hub::set_status`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BoardStatus {
     /// Link state.
@@ -306,6 +306,12 @@ impl BoardState {
                     "displaced_pieces" | "illegal_move" | "pawn_not_promoted"
                 )
         })
+    }
+
+    /// Replace the games (rebuilt elsewhere, e.g. from a capture) without any event.
+    pub fn restore_games(&mut self, games: &[GameRecord]) {
+        self.games = games.to_vec();
+        self.extras = vec![GameExtra::default(); games.len()];
     }
 
     fn apply(&mut self, seq: u64, ev: &CoreEvent) {

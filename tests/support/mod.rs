@@ -2,6 +2,8 @@
 //! `tests/data/pgn`. Each test file uses only part of it.
 #![allow(dead_code)]
 
+pub mod streams;
+
 use std::path::{Path, PathBuf};
 
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
