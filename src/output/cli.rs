@@ -63,6 +63,10 @@ pub struct OutputArgs {
     /// Client connections at once from one address (default: half of --max-connections).
     #[arg(long, value_name = "N")]
     pub max_connections_per_address: Option<usize>,
+    /// Broadcast delay: public outputs show the round as it stood SECS ago; requests with the
+    /// token see it live (default 0).
+    #[arg(long, value_name = "SECS")]
+    pub delay_secs: Option<u64>,
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
@@ -131,6 +135,9 @@ impl OutputArgs {
             a.livechess_allow_origin
                 .clone_from(&o.livechess_allowed_origins);
         }
+        if a.delay_secs.is_none() {
+            a.delay_secs = o.delay_secs;
+        }
         if a.round.is_none() {
             a.round = cfg
                 .event
@@ -175,6 +182,15 @@ impl OutputArgs {
                 ));
             }
         }
+        if self
+            .delay_secs
+            .is_some_and(|d| d > crate::config::MAX_DELAY_SECS)
+        {
+            return Err(format!(
+                "--delay-secs must be at most {} (3 hours)",
+                crate::config::MAX_DELAY_SECS
+            ));
+        }
         if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
             return Err("connection caps must be at least 1".into());
         }
@@ -196,6 +212,10 @@ impl OutputArgs {
             relay_dir: self.relay_dir.clone(),
             token,
             relay_debounce_ms: None,
+            delay: self
+                .delay_secs
+                .filter(|&d| d > 0)
+                .map(std::time::Duration::from_secs),
         })
     }
 

@@ -16,6 +16,7 @@ use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::delay::{Change, DelayLine};
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{Micros, OperatorAction};
@@ -150,6 +151,8 @@ struct Inner {
     changed: watch::Sender<u64>,
     control: Mutex<Option<Arc<dyn Control>>>,
     cfg: HubConfig,
+    /// Where every change is mirrored for the delayed public hub (`delay_secs`).
+    delay_line: Mutex<Option<DelayLine>>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -195,7 +198,34 @@ impl Hub {
                 changed,
                 control: Mutex::new(None),
                 cfg,
+                delay_line: Mutex::new(None),
             }),
+        }
+    }
+
+    /// Its limits.
+    pub fn config(&self) -> &HubConfig {
+        &self.inner.cfg
+    }
+
+    /// Mirror every later change into `line` (the broadcast delay), or stop (`None`).
+    pub fn set_delay_line(&self, line: Option<DelayLine>) {
+        *self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = line;
+    }
+
+    /// Mirror a change (called with the state lock held, so the order is the hub's order).
+    fn mirror(&self, change: impl FnOnce() -> Change) {
+        let line = self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(line) = line.as_ref() {
+            line.send(change());
         }
     }
 
@@ -213,6 +243,10 @@ impl Hub {
         let seq = st.next_seq;
         let json = EventEnvelope::new(seq, board, event).to_json();
         st.round.apply(seq, board, event);
+        self.mirror(|| Change::Event {
+            board: board.to_string(),
+            event: Box::new(event.clone()),
+        });
         let kind = kind_name(&event.kind);
         self.push(&mut st, seq, board, kind, event.t, json)
     }
@@ -274,6 +308,10 @@ impl Hub {
             return;
         }
         st.round.board_mut(board).status = status.clone();
+        self.mirror(|| Change::Status {
+            board: board.to_string(),
+            status: status.clone(),
+        });
         let fields = json!({ "status": status });
         self.publish_own(&mut st, board, "board_status", fields);
     }
@@ -289,6 +327,11 @@ impl Hub {
     ) {
         let mut st = self.lock();
         st.rev += 1;
+        self.mirror(|| Change::Restore {
+            board: board.to_string(),
+            games: games.to_vec(),
+            status: status.clone(),
+        });
         let b = st.round.board_mut(board);
         b.restore_games(games);
         b.status = status;
@@ -301,6 +344,10 @@ impl Hub {
     pub fn preset_status(&self, board: &str, status: BoardStatus) {
         let mut st = self.lock();
         st.rev += 1;
+        self.mirror(|| Change::Preset {
+            board: board.to_string(),
+            status: status.clone(),
+        });
         st.round.board_mut(board).status = status;
     }
 
@@ -314,6 +361,10 @@ impl Hub {
             .info
             .pairings
             .insert(board.to_string(), pairing.clone());
+        self.mirror(|| Change::Pairing {
+            board: board.to_string(),
+            pairing: pairing.clone(),
+        });
         let fields = json!({ "white": pairing.white, "black": pairing.black });
         self.publish_own(&mut st, board, "players", fields);
         Ok(())
@@ -332,6 +383,10 @@ impl Hub {
         let irr = &mut st.round.board_mut(board).irregularities[i];
         irr.acknowledged = true;
         let fields = json!({ "irregularity": id, "code": irr.code });
+        self.mirror(|| Change::Ack {
+            board: board.to_string(),
+            id,
+        });
         self.publish_own(&mut st, board, "irregularity_acknowledged", fields);
         Ok(())
     }
@@ -427,6 +482,7 @@ impl Hub {
         let mut st = self.lock();
         st.rev += 1;
         f(&mut st.round.info);
+        self.mirror(|| Change::Info(Box::new(st.round.info.clone())));
         for id in st.round.info.boards.clone() {
             st.round.board_mut(&id);
         }

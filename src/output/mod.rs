@@ -10,6 +10,7 @@
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
 pub mod cli;
+pub mod delay;
 pub mod http;
 pub mod hub;
 pub mod livechess;
@@ -60,6 +61,9 @@ pub struct OutputConfig {
     pub max_connections: Option<usize>,
     /// Client connections at once from one address (`None`: half of `max_connections`).
     pub max_connections_per_address: Option<usize>,
+    /// Broadcast delay: every public output shows the round as it stood this long ago; the
+    /// token holder sees it live (`None` or zero: no delay).
+    pub delay: Option<Duration>,
 }
 
 /// Why outputs could not start.
@@ -96,6 +100,8 @@ pub struct Outputs {
     pub livechess: Option<SocketAddr>,
     /// MQTT counters, when publishing.
     pub mqtt: Option<Arc<mqtt::MqttStats>>,
+    /// The delayed public hub, when a broadcast delay is configured.
+    pub public: Option<Hub>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -167,8 +173,25 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
         http: None,
         livechess: None,
         mqtt: None,
+        public: None,
         stop,
         tasks: Vec::new(),
+    };
+    // With a broadcast delay, every public output reads the delayed hub; the live one is only
+    // for requests that present the token.
+    let live = hub;
+    let hub = match cfg.delay.filter(|d| !d.is_zero()) {
+        Some(delay) => {
+            let (public, task) = delay::spawn(&live, delay, stop_rx.clone());
+            tasks.push(task);
+            tracing::info!(
+                "broadcast delay {} s: public outputs show the round as it stood then",
+                delay.as_secs_f64()
+            );
+            out.public = Some(public.clone());
+            public
+        }
+        None => live.clone(),
     };
     let limiter = server::Limiter::new(limits(cfg));
     if cfg.http.is_some() || cfg.livechess.is_some() {
@@ -187,7 +210,8 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
         let listener = bind("HTTP", addr).await?;
         out.http = listener.local_addr().ok();
         let router = http::router_with(http::HttpOptions {
-            hub: hub.clone(),
+            hub: live.clone(),
+            public: out.public.clone(),
             token: cfg.token.clone(),
             stop: stop_rx.clone(),
             allowed_origins: cfg.allowed_origins.clone(),
