@@ -235,7 +235,11 @@ async fn arbiter_page_in_headless_chromium() {
         "the WebSocket connected"
     );
     // Pieces are drawn (SVG), two kings on each of the six boards, one of each colour.
-    assert_eq!(dom.matches("<use href=\"#pK\"").count(), 12, "two kings per board");
+    assert_eq!(
+        dom.matches("<use href=\"#pK\"").count(),
+        12,
+        "two kings per board"
+    );
     assert_eq!(
         dom.matches("aria-label=\"white king\"").count(),
         6,
@@ -249,7 +253,12 @@ async fn arbiter_page_in_headless_chromium() {
     assert!(
         dom.contains("6 boards · ") && dom.contains(" 1 irregularity open"),
         "summary counts in words: {}",
-        dom.split("id=\"summary\">").nth(1).unwrap_or("").split('<').next().unwrap_or("")
+        dom.split("id=\"summary\">")
+            .nth(1)
+            .unwrap_or("")
+            .split('<')
+            .next()
+            .unwrap_or("")
     );
     assert!(dom.contains(" plies · "), "ply counts in the plural");
 
@@ -292,7 +301,10 @@ async fn arbiter_page_in_headless_chromium() {
             .await
             .unwrap(),
     );
-    assert!(dom.contains("<body class=\"single\">"), "single-board layout");
+    assert!(
+        dom.contains("<body class=\"single\">"),
+        "single-board layout"
+    );
     assert_eq!(
         dom.matches("<section data-board=").count(),
         6,
@@ -307,7 +319,11 @@ async fn arbiter_page_in_headless_chromium() {
         dom.contains("class=\"moves\""),
         "the move list of the board shown"
     );
-    assert_eq!(dom.matches("class=\"moves\"").count(), 1, "only for that board");
+    assert_eq!(
+        dom.matches("class=\"moves\"").count(),
+        1,
+        "only for that board"
+    );
     let shot_one = work.join("screenshot-board.png");
     let (b4, p4, s4) = (bin.clone(), work.join("profile-shot-one"), shot_one.clone());
     tokio::task::spawn_blocking(move || {

@@ -105,6 +105,85 @@ async fn the_configuration_file_alone_drives_the_outputs() {
     one.finish(d, "board-1");
 }
 
+/// A GET that may find nobody listening.
+fn try_get(port: u16, path: &str) -> Option<(String, String)> {
+    TcpStream::connect(("127.0.0.1", port)).ok()?;
+    Some(get(port, path))
+}
+
+/// Polls `cond` every 50 ms for at most 15 s (reloads are asynchronous to the signal).
+async fn eventually(what: &str, log: &std::path::Path, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened; daemon log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_restarts_changed_outputs_and_a_bad_file_keeps_them() {
+    let one = single("e2e-reload-outputs", 3, 41003, 1000.0, None);
+    let (port1, port2) = (free_port(), free_port());
+    let config = one.dir.join("eboardd.toml");
+    let write = |event: &str, port: u16, extra: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[event]\nname = \"{event}\"\n\n[outputs]\nhttp = \"127.0.0.1:{port}\"\n{extra}"
+            ),
+        )
+        .unwrap();
+    };
+    write("Before Reload", port1, "");
+    let cfg = config.to_string_lossy().to_string();
+    let mut d = Daemon::start(
+        std::slice::from_ref(&one.link),
+        &one.caps,
+        &["--config", &cfg],
+    );
+    let id = one.id.clone();
+    one.wait_done(&mut d, &id).await;
+    let (_, pgn) = get(port1, "/api/v1/games.pgn");
+    assert!(pgn.contains("[Event \"Before Reload\"]"), "{pgn}");
+
+    // A new address and event name: the HTTP server moves, the game stays.
+    write("After Reload", port2, "");
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    eventually("the API on the new address", &d.log, || {
+        try_get(port2, "/api/v1/games.pgn")
+            .is_some_and(|(s, b)| s.contains("200") && b.contains("[Event \"After Reload\"]"))
+    })
+    .await;
+    let (_, pgn) = get(port2, "/api/v1/games.pgn");
+    let sans = san(&one.game);
+    assert!(
+        pgn.contains(sans[sans.len() - 1].as_str()),
+        "the game survives the restart of the outputs:\n{pgn}"
+    );
+    assert!(
+        try_get(port1, "/api/v1/health").is_none(),
+        "the old address is closed"
+    );
+
+    // A bad file: refused with its line, the outputs keep running as they were.
+    write("Broken", port1, "bogus_key = 1\n");
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    eventually("the reload refused", &d.log, || {
+        std::fs::read_to_string(&d.log).is_ok_and(|l| l.contains("reload refused"))
+    })
+    .await;
+    let log = std::fs::read_to_string(&d.log).unwrap();
+    assert!(log.contains("bogus_key"), "the error names the key:\n{log}");
+    let (status, pgn) = get(port2, "/api/v1/games.pgn");
+    assert!(status.contains("200") && pgn.contains("[Event \"After Reload\"]"));
+    assert!(try_get(port1, "/api/v1/health").is_none());
+    one.finish(d, &id);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdout_and_the_streams_give_every_event_the_same_seq() {
     let one = single("e2e-one-seq", 3, 41003, 1000.0, None);

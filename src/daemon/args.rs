@@ -140,6 +140,25 @@ fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
     }
 }
 
+/// The outputs of `eboardd run`: the output flags completed from the configuration file,
+/// with the players configured per board (they reach every output, as they reach the
+/// captures).
+fn output_setup(
+    flags: &crate::output::cli::OutputArgs,
+    file: Option<&crate::config::Config>,
+) -> Result<super::OutputSetup, String> {
+    let out = match file {
+        Some(cfg) => flags.with_file(cfg),
+        None => flags.clone(),
+    };
+    let config = out.output_config()?;
+    let mut round = out.round_info()?;
+    if let Some(cfg) = file {
+        round.pairings.extend(super::pairings(cfg));
+    }
+    Ok(super::OutputSetup { config, round })
+}
+
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
     init_logging("info");
@@ -154,25 +173,22 @@ pub fn run(a: RunArgs) -> ExitCode {
         },
         None => None,
     };
-    let out = match &file {
-        Some(cfg) => a.out.with_file(cfg),
-        None => a.out.clone(),
-    };
-    let outputs = match (out.output_config(), out.round_info()) {
-        (Ok(config), Ok(mut round)) => {
-            // The players configured per board reach every output, as they reach the captures.
-            if let Some(cfg) = &file {
-                round.pairings.extend(super::pairings(cfg));
-            }
-            super::OutputSetup { config, round }
-        }
-        (Err(e), _) | (_, Err(e)) => {
+    let outputs = match output_setup(&a.out, file.as_ref()) {
+        Ok(o) => o,
+        Err(e) => {
             eprintln!("eboardd: error: {e}");
             return ExitCode::from(2);
         }
     };
+    // On SIGHUP the same flags are completed from the reloaded file.
+    let flags = a.out.clone();
+    let reload = a
+        .config
+        .is_some()
+        .then(|| super::OutputReload::new(move |cfg| output_setup(&flags, Some(cfg))));
     let opts = Options {
         outputs: Some(outputs),
+        reload_outputs: reload,
         config: ConfigSource::File {
             path: a.config,
             overrides: Overrides {

@@ -286,6 +286,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             config: ConfigSource::Fixed(Box::new(cfg)),
             print: if o.events { Print::Events } else { Print::Moves },
             outputs: o.outputs.clone(),
+            reload_outputs: None,
         };
         let hub = opts.hub();
         hub.update_info(|info| info.pairings.extend(pairings));

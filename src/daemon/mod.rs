@@ -105,6 +105,34 @@ pub struct Options {
     /// The broadcast outputs to serve (HTTP API and page, streams, relay files, MQTT,
     /// LiveChess API), if any.
     pub outputs: Option<OutputSetup>,
+    /// How the outputs follow a reloaded configuration file (SIGHUP), if they do.
+    pub reload_outputs: Option<OutputReload>,
+}
+
+/// Makes the output setup from a (re)loaded configuration file: the command line's output
+/// flags completed from the file's `[outputs]` and `[event]`.
+#[derive(Clone)]
+pub struct OutputReload(Arc<MakeSetup>);
+
+/// The function behind [`OutputReload`].
+type MakeSetup = dyn Fn(&Config) -> Result<OutputSetup, String> + Send + Sync;
+
+impl OutputReload {
+    /// Wraps the function that makes the setup.
+    pub fn new(f: impl Fn(&Config) -> Result<OutputSetup, String> + Send + Sync + 'static) -> Self {
+        OutputReload(Arc::new(f))
+    }
+
+    /// The setup for `cfg`.
+    pub fn setup(&self, cfg: &Config) -> Result<OutputSetup, String> {
+        (self.0)(cfg)
+    }
+}
+
+impl std::fmt::Debug for OutputReload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputReload")
+    }
 }
 
 impl Options {
@@ -479,13 +507,14 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
-    let outputs = match &opts.outputs {
+    let mut outputs = match &opts.outputs {
         Some(setup) => {
             // `eboardd run` merged the file's [outputs] into the setup already.
             Some(start_outputs(setup, &hub).await?)
         }
         None => None,
     };
+    let mut setup = opts.outputs.clone();
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
@@ -558,6 +587,16 @@ pub async fn serve(
                     match opts.config.load() {
                         Ok(cfg) => {
                             tracing::info!("configuration reloaded");
+                            if let (Some(reload), Some(current)) = (&opts.reload_outputs, setup.as_mut()) {
+                                match reload.setup(&cfg) {
+                                    Ok(new) => {
+                                        outputs = reload_outputs(&hub, current, new, outputs).await;
+                                    }
+                                    Err(e) => tracing::error!(
+                                        "reloaded outputs refused, outputs kept as they were: {e}"
+                                    ),
+                                }
+                            }
                             ctx.reconfigure(cfg);
                             apply(&ctx, &mut ports, &mut discovery);
                         }
@@ -669,6 +708,49 @@ pub fn pairings(cfg: &Config) -> Vec<(String, crate::output::Pairing)> {
             (format!("board-{}", b.number), pairing)
         })
         .collect()
+}
+
+/// Brings the running outputs to a reloaded setup: the round's event, site, round number and
+/// time control change in place; when an address, folder, broker, token or delay changed, the
+/// outputs restart on the same hub (clients reconnect; the event streams resume by `seq`). If
+/// the new setup cannot start (an address in use), the previous one is started again.
+async fn reload_outputs(
+    hub: &Hub,
+    current: &mut OutputSetup,
+    new: OutputSetup,
+    running: Option<crate::output::Outputs>,
+) -> Option<crate::output::Outputs> {
+    let info = new.round.clone();
+    hub.update_info(|i| {
+        i.event = info.event;
+        i.site = info.site;
+        i.round = info.round;
+        i.time_control = info.time_control;
+    });
+    if new.config == current.config && running.is_some() {
+        current.round = new.round;
+        return running;
+    }
+    if let Some(o) = running {
+        o.shutdown().await;
+    }
+    match start_outputs(&new, hub).await {
+        Ok(o) => {
+            tracing::info!("outputs restarted with the reloaded configuration");
+            *current = new;
+            Some(o)
+        }
+        Err(e) => {
+            tracing::error!("reloaded outputs cannot start ({e}); the previous ones start again");
+            match start_outputs(current, hub).await {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    tracing::error!("the previous outputs cannot start again either: {e}");
+                    None
+                }
+            }
+        }
+    }
 }
 
 /// Starts the broadcast outputs, all reading the daemon's one hub.

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::hub::Hub;
@@ -84,26 +84,18 @@ impl DelayLine {
     }
 }
 
-/// Make the public hub of `live`, shown `delay` late, and start the task that feeds it;
-/// runs until `stop` turns true.
-pub fn spawn(
-    live: &Hub,
-    delay: Duration,
-    mut stop: watch::Receiver<bool>,
-) -> (Hub, tokio::task::JoinHandle<()>) {
-    let public = Hub::new(
-        live.with_round(|r| r.info.clone()),
-        live.config().clone(),
-    );
+/// Make a public hub for `live`, shown `delay` late, and start the task that feeds it. The
+/// task runs as long as the returned line is kept (the live hub keeps it; see
+/// [`Hub::delayed`]), so restarting the outputs on a reload loses nothing of the delay.
+pub fn spawn(live: &Hub, delay: Duration) -> (Hub, DelayLine) {
+    let public = Hub::new(live.with_round(|r| r.info.clone()), live.config().clone());
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Change)>();
-    live.set_delay_line(Some(DelayLine { tx }));
     let target = public.clone();
-    let task = tokio::spawn(async move {
+    tokio::spawn(async move {
         let mut queue: VecDeque<(Instant, Change)> = VecDeque::new();
         loop {
             let due = queue.front().map(|(at, _)| *at + delay);
             tokio::select! {
-                _ = stop.changed() => break,
                 got = rx.recv() => match got {
                     Some(item) => queue.push_back(item),
                     None => break,
@@ -123,7 +115,7 @@ pub fn spawn(
             }
         }
     });
-    (public, task)
+    (public, DelayLine { tx })
 }
 
 /// Make one mirrored change on the public hub.

@@ -264,7 +264,11 @@ fn check_board_in(hub: &Hub, id: &str) -> Result<(), Reject> {
 
 async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
     // One rendering per change of the round, however many clients poll.
-    cached(&headers, JSON_TYPE, app.view(&headers, None).snapshot_text())
+    cached(
+        &headers,
+        JSON_TYPE,
+        app.view(&headers, None).snapshot_text(),
+    )
 }
 
 async fn board(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {

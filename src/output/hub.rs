@@ -151,8 +151,9 @@ struct Inner {
     changed: watch::Sender<u64>,
     control: Mutex<Option<Arc<dyn Control>>>,
     cfg: HubConfig,
-    /// Where every change is mirrored for the delayed public hub (`delay_secs`).
-    delay_line: Mutex<Option<DelayLine>>,
+    /// Where every change is mirrored for the delayed public hub (`delay_secs`): the line,
+    /// the delay, the public hub.
+    delay_line: Mutex<Option<(DelayLine, std::time::Duration, Hub)>>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -208,13 +209,32 @@ impl Hub {
         &self.inner.cfg
     }
 
-    /// Mirror every later change into `line` (the broadcast delay), or stop (`None`).
-    pub fn set_delay_line(&self, line: Option<DelayLine>) {
+    /// The public hub showing this one `delay` late (the broadcast delay): made on the first
+    /// call, the same one while the delay stays the same (outputs restarted on a reload keep
+    /// it), a new one when it changes. Every later change of this hub reaches it `delay` late.
+    pub fn delayed(&self, delay: std::time::Duration) -> Hub {
+        let mut line = self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((_, d, public)) = line.as_ref()
+            && *d == delay
+        {
+            return public.clone();
+        }
+        let (public, tx) = super::delay::spawn(self, delay);
+        *line = Some((tx, delay, public.clone()));
+        public
+    }
+
+    /// No broadcast delay any more: the public hub stops being fed.
+    pub fn undelayed(&self) {
         *self
             .inner
             .delay_line
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = line;
+            .unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Mirror a change (called with the state lock held, so the order is the hub's order).
@@ -224,7 +244,7 @@ impl Hub {
             .delay_line
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some(line) = line.as_ref() {
+        if let Some((line, _, _)) = line.as_ref() {
             line.send(change());
         }
     }
@@ -243,12 +263,15 @@ impl Hub {
         let seq = st.next_seq;
         let json = EventEnvelope::new(seq, board, event).to_json();
         st.round.apply(seq, board, event);
+        let kind = kind_name(&event.kind);
+        let seq = self.push(&mut st, seq, board, kind, event.t, json);
+        // Mirrored after it is out (still under the lock, so in the hub's order): the delay
+        // counts from the moment the live view had it.
         self.mirror(|| Change::Event {
             board: board.to_string(),
             event: Box::new(event.clone()),
         });
-        let kind = kind_name(&event.kind);
-        self.push(&mut st, seq, board, kind, event.t, json)
+        seq
     }
 
     /// Publish a message the broadcaster makes itself (status, acknowledgement, players): the

@@ -37,7 +37,7 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 pub const DEFAULT_LIVECHESS: &str = "127.0.0.1:1982";
 
 /// Which outputs to run and where.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
     /// HTTP API, event streams, relay files and page (`None`: off).
@@ -182,8 +182,7 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
     let live = hub;
     let hub = match cfg.delay.filter(|d| !d.is_zero()) {
         Some(delay) => {
-            let (public, task) = delay::spawn(&live, delay, stop_rx.clone());
-            tasks.push(task);
+            let public = live.delayed(delay);
             tracing::info!(
                 "broadcast delay {} s: public outputs show the round as it stood then",
                 delay.as_secs_f64()
@@ -191,7 +190,10 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
             out.public = Some(public.clone());
             public
         }
-        None => live.clone(),
+        None => {
+            live.undelayed();
+            live.clone()
+        }
     };
     let limiter = server::Limiter::new(limits(cfg));
     if cfg.http.is_some() || cfg.livechess.is_some() {
