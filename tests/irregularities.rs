@@ -530,7 +530,7 @@ fn special_piece_codes_13_to_15_from_the_board() {
         device.receive(3_000_000, &[0x8e, 0x00, 0x05, 35, code], &mut events);
         device.engine.finish(4_000_000, &mut events);
         let ended = events.iter().find_map(|e| match e.kind {
-            EventKind::GameEnded { result, reason } => Some((result, reason)),
+            EventKind::GameEnded { result, reason } => Some((result.as_str(), reason)),
             _ => None,
         });
         assert_eq!(ended, Some((result, EndReason::KingsSignal)), "code {code}");

@@ -733,7 +733,7 @@ async fn set_result(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    if !matches!(b.result.as_str(), "1-0" | "0-1" | "1/2-1/2") {
+    if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
         return error(
             StatusCode::BAD_REQUEST,
             format!(
