@@ -1,7 +1,6 @@
 //! The board-and-clock rig shared by the core's scenario tests (`mod rig;`): timed
 //! observations fed straight into a [`BoardEngine`], with a DGT 3000 (White on the left, times
 //! frozen) that can be pressed, paused, set and flagged. Each test file uses part of it.
-#![allow(dead_code)]
 
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EndReason, EventKind};
