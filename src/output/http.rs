@@ -677,6 +677,7 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reject> 
 
 /// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
 /// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
+#[cfg(feature = "test-support")]
 pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
     let mut accepted = 0;
     if parse_body::<ResultBody>(body).is_ok() {
