@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::demo::{DemoOptions, SimulateOptions};
-use super::{ConfigSource, Options, Print};
+use crate::daemon::demo::{DemoOptions, SimulateOptions};
+use crate::daemon::{ConfigSource, Options, Print};
 use crate::config::Overrides;
 use crate::sim::Style;
 
@@ -36,7 +36,7 @@ pub struct RunArgs {
     pub events: bool,
     /// The broadcast outputs.
     #[command(flatten)]
-    pub out: crate::output::cli::OutputArgs,
+    pub out: super::output::OutputArgs,
 }
 
 /// Handling styles for the command line.
@@ -130,7 +130,7 @@ pub fn init_logging(default: &str) {
     let _ = result;
 }
 
-fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
+fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -162,9 +162,9 @@ pub fn run(a: RunArgs) -> ExitCode {
         (Ok(config), Ok(mut round)) => {
             // The players configured per board reach every output, as they reach the captures.
             if let Some(cfg) = &file {
-                round.pairings.extend(super::pairings(cfg));
+                round.pairings.extend(crate::daemon::pairings(cfg));
             }
-            super::OutputSetup { config, round }
+            crate::daemon::OutputSetup { config, round }
         }
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("eboardd: error: {e}");
@@ -188,7 +188,7 @@ pub fn run(a: RunArgs) -> ExitCode {
             Print::Nothing
         },
     };
-    exit(super::run(opts))
+    exit(crate::daemon::run(opts))
 }
 
 /// Carries out `eboardd simulate`.
@@ -205,7 +205,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => super::demo::demo_games(),
+        None => crate::daemon::demo::demo_games(),
     };
     if !a.games.is_empty() {
         let all = std::mem::take(&mut games);
@@ -228,7 +228,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         StyleArg::Human => Style::Human,
         StyleArg::Blitz => Style::Blitz,
     };
-    exit(super::demo::simulate(SimulateOptions {
+    exit(crate::daemon::demo::simulate(SimulateOptions {
         games,
         count: a.count,
         speed: a.speed,
@@ -246,13 +246,13 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 /// Carries out `eboardd demo`.
 pub fn demo(a: DemoArgs) -> ExitCode {
     init_logging("warn");
-    let outputs = crate::output::cli::OutputArgs::parse_from_http(&a.http).map(|out| {
-        out.output_config().map(|config| super::OutputSetup {
+    let outputs = super::output::OutputArgs::parse_from_http(&a.http).map(|out| {
+        out.output_config().map(|config| crate::daemon::OutputSetup {
             config,
             round: crate::output::RoundInfo {
                 event: Some("eboardd demo".into()),
                 round: 1,
-                epoch_ms: crate::output::cli::now_ms(),
+                epoch_ms: super::output::now_ms(),
                 ..Default::default()
             },
         })
@@ -264,7 +264,7 @@ pub fn demo(a: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    exit(super::demo::demo(DemoOptions {
+    exit(crate::daemon::demo::demo(DemoOptions {
         outputs: Some(outputs),
         boards: a.boards,
         speed: a.speed,
