@@ -1,13 +1,12 @@
 //! End to end: `eboardd run` with its broadcast outputs on, serving an emulated board over a
 //! pseudo-terminal; the HTTP API and the round's PGN show the game the board played.
 
-mod e2e_support;
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use e2e_support::*;
+use support::daemon::*;
 
 /// A free localhost port (bound once and released).
 fn free_port() -> u16 {

@@ -3,7 +3,10 @@
 
 use serde::Serialize;
 
+use shakmaty::{Color, Outcome, Square};
+
 use super::observation::{ClockSide, Micros};
+use super::vocab::{Claim, IrregularityCode, ser_color, ser_opt_color, ser_outcome, ser_squares};
 
 /// How a move was completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,13 +123,15 @@ pub enum EventKind {
         /// Black's remaining milliseconds.
         black: u32,
         /// Whose clock runs: `"white"`, `"black"` or null.
-        running: Option<&'static str>,
+        #[serde(serialize_with = "ser_opt_color")]
+        running: Option<Color>,
     },
     /// A clock face shows its flag (hours D6) but the clock may go on into the next period:
     /// reported for the arbiter, never a result by itself (the final flag ends the game, 6.9).
     FlagShown {
         /// The colour of that face, when the sides are known.
-        player: Option<&'static str>,
+        #[serde(serialize_with = "ser_opt_color")]
+        player: Option<Color>,
         /// The physical face.
         side: ClockSide,
     },
@@ -135,32 +140,36 @@ pub enum EventKind {
         /// The ply of the turn in which it happened (0 before the first move).
         ply: u32,
         /// The code from the spec, e.g. `"touched_piece_not_moved"`.
-        code: &'static str,
-        /// The article, e.g. `"4.3a"`.
+        code: IrregularityCode,
+        /// The article, e.g. `"4.3a"` (always `code.rule()`).
         rule: &'static str,
         /// `"white"` or `"black"`.
-        player: &'static str,
+        #[serde(serialize_with = "ser_color")]
+        player: Color,
         /// Squares involved, algebraic.
-        squares: Vec<String>,
+        #[serde(serialize_with = "ser_squares")]
+        squares: Vec<Square>,
         /// One human sentence.
         detail: String,
     },
     /// An irregularity was put right.
     IrregularityResolved {
         /// The code of the irregularity.
-        code: &'static str,
+        code: IrregularityCode,
         /// Its squares.
-        squares: Vec<String>,
+        #[serde(serialize_with = "ser_squares")]
+        squares: Vec<Square>,
     },
     /// A draw claim would be correct now.
     ClaimAvailable {
         /// `"threefold"` or `"fifty_moves"`.
-        claim: &'static str,
+        claim: Claim,
     },
     /// The game ended.
     GameEnded {
         /// `"1-0"`, `"0-1"` or `"1/2-1/2"`.
-        result: &'static str,
+        #[serde(serialize_with = "ser_outcome")]
+        result: Outcome,
         /// Why.
         reason: EndReason,
     },

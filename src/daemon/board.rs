@@ -502,7 +502,7 @@ mod tests {
             events.iter().any(|e| matches!(
                 e.kind,
                 EventKind::GameEnded {
-                    result: "1/2-1/2",
+                    result: crate::core::vocab::DRAW,
                     ..
                 }
             )),

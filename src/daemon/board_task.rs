@@ -495,7 +495,7 @@ fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
         let text = match &e.kind {
             EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
             EventKind::Irregularity { code, .. } if c.show_irregularities => {
-                if *code == "illegal_move" {
+                if *code == crate::core::vocab::IrregularityCode::IllegalMove {
                     "ILLEGAL".to_string()
                 } else {
                     "ARBITER".to_string()

@@ -7,7 +7,6 @@
 //! record is written (and, for records that cause move or game events, synced) before the
 //! events it causes are published.
 
-pub mod args;
 pub mod board;
 pub mod board_task;
 pub mod captures;

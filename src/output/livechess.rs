@@ -502,6 +502,7 @@ impl Session {
 
 /// Feed LiveChess protocol text to a fresh session and return the frames it answers (for the
 /// fuzz target of the message handler).
+#[cfg(feature = "test-support")]
 pub fn handle_for_fuzzing(hub: &Hub, texts: &[&str]) -> usize {
     let mut session = Session {
         hub: hub.clone(),

@@ -55,6 +55,7 @@ pub fn read_sse(addr: SocketAddr, path: &str, last: u64) -> Vec<(Option<u64>, St
 pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// Connects a WebSocket client to `url`.
 pub async fn ws_connect(url: &str) -> Ws {
     let (ws, _) = tokio_tungstenite::connect_async(url)
         .await
@@ -62,7 +63,8 @@ pub async fn ws_connect(url: &str) -> Ws {
     ws
 }
 
-pub async fn ws_next(ws: &mut Ws) -> Value {
+/// The next text frame, as sent (other frames skipped).
+pub async fn ws_text(ws: &mut Ws) -> String {
     loop {
         let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
             .await
@@ -70,27 +72,27 @@ pub async fn ws_next(ws: &mut Ws) -> Value {
             .expect("ws open")
             .expect("ws ok");
         if let Message::Text(t) = m {
-            return serde_json::from_str(&t).expect("JSON frame");
+            return t.to_string();
         }
     }
+}
+
+/// The next text frame, parsed.
+pub async fn ws_next(ws: &mut Ws) -> Value {
+    serde_json::from_str(&ws_text(ws).await).expect("JSON frame")
 }
 
 /// Event lines from a WebSocket until `last` (snapshots skipped; they are checked apart).
 pub async fn ws_events_until(ws: &mut Ws, last: u64) -> Vec<String> {
     let mut out = Vec::new();
     loop {
-        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
-            .await
-            .expect("ws message in time")
-            .expect("ws open")
-            .expect("ws ok");
-        let Message::Text(t) = m else { continue };
+        let t = ws_text(ws).await;
         let v: Value = serde_json::from_str(&t).unwrap();
         if v["kind"] == "snapshot" {
             continue;
         }
         let seq = v["seq"].as_u64().unwrap();
-        out.push(t.to_string());
+        out.push(t);
         if seq >= last {
             return out;
         }

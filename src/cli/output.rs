@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use crate::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 /// Where the outputs go, and what the round is called.
 #[derive(Debug, Clone, clap::Args)]
@@ -176,7 +176,7 @@ impl OutputArgs {
             }
         };
         for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
-            if !super::ws::valid_origin(o) {
+            if !crate::output::ws::valid_origin(o) {
                 return Err(format!(
                     "{o:?} is not a web origin like https://broadcast.example.org"
                 ));
@@ -202,7 +202,7 @@ impl OutputArgs {
             max_connections_per_address: self.max_connections_per_address,
             http: parse_addr(
                 "--http",
-                self.http.as_deref().unwrap_or(super::DEFAULT_HTTP),
+                self.http.as_deref().unwrap_or(crate::output::DEFAULT_HTTP),
             )?,
             livechess: match &self.livechess {
                 Some(s) => parse_addr("--livechess", s)?,
@@ -270,7 +270,7 @@ pub struct ServeReplayArgs {
 /// Run `eboardd serve-replay`.
 pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     // Colours only on a terminal, as every subcommand.
-    crate::daemon::args::init_logging("info");
+    super::daemon::init_logging("info");
     let fail = |e: String| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
@@ -286,7 +286,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(e),
     };
-    let plan = match super::replay_source::Plan::load(&args.files, args.boards) {
+    let plan = match crate::output::replay_source::Plan::load(&args.files, args.boards) {
         Ok(p) => p,
         Err(e) => return fail(e.to_string()),
     };
@@ -306,14 +306,14 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         let boards = info.boards.clone();
         let hub = Hub::new(info, HubConfig::default());
         for b in &boards {
-            let status = super::BoardStatus {
-                state: super::LinkState::Active,
+            let status = crate::output::BoardStatus {
+                state: crate::output::LinkState::Active,
                 source: Some("replay".into()),
                 ..Default::default()
             };
             hub.preset_status(b, status);
         }
-        let outputs = match super::start(hub.clone(), &cfg).await {
+        let outputs = match crate::output::start(hub.clone(), &cfg).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string()),
         };
@@ -321,7 +321,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
             eprintln!("eboardd: serving http://{a}/");
         }
         let speed = (args.speed > 0.0).then_some(args.speed);
-        let mut replay = super::replay_source::spawn(hub.clone(), plan, speed);
+        let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
         let interrupted = tokio::select! {
             _ = replay.wait_done() => false,
             _ = tokio::signal::ctrl_c() => true,

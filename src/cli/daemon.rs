@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::demo::{DemoOptions, SimulateOptions};
-use super::{ConfigSource, Options, Print};
+use crate::daemon::demo::{DemoOptions, SimulateOptions};
+use crate::daemon::{ConfigSource, Options, Print};
 use crate::config::Overrides;
 use crate::sim::Style;
 
@@ -36,7 +36,7 @@ pub struct RunArgs {
     pub events: bool,
     /// The broadcast outputs.
     #[command(flatten)]
-    pub out: crate::output::cli::OutputArgs,
+    pub out: super::output::OutputArgs,
 }
 
 /// Handling styles for the command line.
@@ -130,7 +130,7 @@ pub fn init_logging(default: &str) {
     let _ = result;
 }
 
-fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
+fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -144,9 +144,9 @@ fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
 /// with the players configured per board (they reach every output, as they reach the
 /// captures).
 fn output_setup(
-    flags: &crate::output::cli::OutputArgs,
+    flags: &super::output::OutputArgs,
     file: Option<&crate::config::Config>,
-) -> Result<super::OutputSetup, String> {
+) -> Result<crate::daemon::OutputSetup, String> {
     let out = match file {
         Some(cfg) => flags.with_file(cfg),
         None => flags.clone(),
@@ -154,9 +154,9 @@ fn output_setup(
     let config = out.output_config()?;
     let mut round = out.round_info()?;
     if let Some(cfg) = file {
-        round.pairings.extend(super::pairings(cfg));
+        round.pairings.extend(crate::daemon::pairings(cfg));
     }
-    Ok(super::OutputSetup { config, round })
+    Ok(crate::daemon::OutputSetup { config, round })
 }
 
 /// Carries out `eboardd run`.
@@ -185,7 +185,7 @@ pub fn run(a: RunArgs) -> ExitCode {
     let reload = a
         .config
         .is_some()
-        .then(|| super::OutputReload::new(move |cfg| output_setup(&flags, Some(cfg))));
+        .then(|| crate::daemon::OutputReload::new(move |cfg| output_setup(&flags, Some(cfg))));
     let opts = Options {
         outputs: Some(outputs),
         reload_outputs: reload,
@@ -204,7 +204,7 @@ pub fn run(a: RunArgs) -> ExitCode {
             Print::Nothing
         },
     };
-    exit(super::run(opts))
+    exit(crate::daemon::run(opts))
 }
 
 /// Carries out `eboardd simulate`.
@@ -221,7 +221,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => super::demo::demo_games(),
+        None => crate::daemon::demo::demo_games(),
     };
     if !a.games.is_empty() {
         let all = std::mem::take(&mut games);
@@ -244,7 +244,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         StyleArg::Human => Style::Human,
         StyleArg::Blitz => Style::Blitz,
     };
-    exit(super::demo::simulate(SimulateOptions {
+    exit(crate::daemon::demo::simulate(SimulateOptions {
         games,
         count: a.count,
         speed: a.speed,
@@ -262,13 +262,13 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 /// Carries out `eboardd demo`.
 pub fn demo(a: DemoArgs) -> ExitCode {
     init_logging("warn");
-    let outputs = crate::output::cli::OutputArgs::parse_from_http(&a.http).map(|out| {
-        out.output_config().map(|config| super::OutputSetup {
+    let outputs = super::output::OutputArgs::parse_from_http(&a.http).map(|out| {
+        out.output_config().map(|config| crate::daemon::OutputSetup {
             config,
             round: crate::output::RoundInfo {
                 event: Some("eboardd demo".into()),
                 round: 1,
-                epoch_ms: crate::output::cli::now_ms(),
+                epoch_ms: super::output::now_ms(),
                 ..Default::default()
             },
         })
@@ -280,7 +280,7 @@ pub fn demo(a: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    exit(super::demo::demo(DemoOptions {
+    exit(crate::daemon::demo::demo(DemoOptions {
         outputs: Some(outputs),
         boards: a.boards,
         speed: a.speed,
