@@ -44,6 +44,9 @@ pub enum Command {
     /// Replay captures at recorded (or faster) pace into the broadcaster and serve every
     /// output: HTTP API, event streams, relay files, MQTT, LiveChess API, arbiter page.
     ServeReplay(Box<output::ServeReplayArgs>),
+    /// Serve the whole round of several daemons from their MQTT broker: every node's boards
+    /// in one API, page, event stream, relay files and LiveChess API.
+    ServeMqtt(Box<output::ServeMqttArgs>),
 }
 
 /// Run the command line; returns the process exit code.
@@ -53,6 +56,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Simulate(a) => daemon::simulate(a),
         Command::Demo(a) => daemon::demo(a),
         Command::ServeReplay(args) => output::serve_replay(*args),
+        Command::ServeMqtt(args) => output::serve_mqtt(*args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.

@@ -342,3 +342,85 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         ExitCode::SUCCESS
     })
 }
+
+/// Options of `eboardd serve-mqtt`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeMqttArgs {
+    /// The broker the daemons publish to, `mqtt://HOST[:PORT]`.
+    #[arg(long, value_name = "URL")]
+    pub from: String,
+    /// The first topic level the daemons publish under (their `--mqtt-prefix`).
+    #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
+    pub from_prefix: String,
+    /// Outputs.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Run `eboardd serve-mqtt`: until SIGINT or SIGTERM.
+pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
+    super::daemon::init_logging("info");
+    let fail = |e: String| {
+        eprintln!("eboardd: error: {e}");
+        ExitCode::from(2)
+    };
+    if args.out.mqtt.is_some() {
+        return fail(
+            "serve-mqtt reads the round from --from; publishing it again (--mqtt) would feed \
+             it back"
+                .into(),
+        );
+    }
+    let from = match crate::output::MqttConfig::from_url(&args.from) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let cfg = match args.out.output_config() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let info = match args.out.round_info() {
+        Ok(i) => i,
+        Err(e) => return fail(e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("starting the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let hub = Hub::new(info, HubConfig::default());
+        let outputs = match crate::output::start(hub.clone(), &cfg).await {
+            Ok(o) => o,
+            Err(e) => return fail(e.to_string()),
+        };
+        if let Some(a) = outputs.http {
+            eprintln!("eboardd: serving http://{a}/");
+        }
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let source = crate::output::mqtt_source::spawn(
+            hub.clone(),
+            crate::output::mqtt_source::SourceConfig {
+                host: from.host,
+                port: from.port,
+                prefix: args.from_prefix,
+            },
+            stop_rx,
+        );
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("installing signal handlers: {e}")),
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.send_replace(true);
+        let _ = source.await;
+        outputs.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}

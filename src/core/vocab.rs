@@ -2,7 +2,8 @@
 //! and the serde forms of colours and squares used on the wire (`capture-and-events.md` §3).
 //! Each serialises to exactly the string the spec gives, so the event stream is unchanged.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use shakmaty::{Color, KnownOutcome, Outcome, Square};
 
 /// An irregularity an arbiter must know about (`capture-and-events.md` §3, `fide-laws.md`).
@@ -170,6 +171,48 @@ pub fn ser_opt_color<S: Serializer>(c: &Option<Color>, s: S) -> Result<S::Ok, S:
 /// Serde: squares as a list of algebraic names (`["e2","e4"]`).
 pub fn ser_squares<S: Serializer>(squares: &[Square], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(squares.iter().map(|sq| sq.to_string()))
+}
+
+/// Serde: a result from `"1-0"`, `"0-1"`, `"1/2-1/2"` or `"*"`.
+pub fn de_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+    let s = String::deserialize(d)?;
+    Outcome::from_ascii(s.as_bytes()).map_err(|_| D::Error::custom(format!("not a result: {s:?}")))
+}
+
+/// A colour from its wire name.
+pub fn color_from_name(s: &str) -> Option<Color> {
+    match s {
+        "white" => Some(Color::White),
+        "black" => Some(Color::Black),
+        _ => None,
+    }
+}
+
+/// Serde: a colour from `"white"` / `"black"`.
+pub fn de_color<'de, D: Deserializer<'de>>(d: D) -> Result<Color, D::Error> {
+    let s = String::deserialize(d)?;
+    color_from_name(&s).ok_or_else(|| D::Error::custom(format!("not a colour: {s:?}")))
+}
+
+/// Serde: an optional colour from `"white"` / `"black"` / null.
+pub fn de_opt_color<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Color>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) => color_from_name(&s)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("not a colour: {s:?}"))),
+    }
+}
+
+/// Serde: squares from a list of algebraic names.
+pub fn de_squares<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Square>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| {
+            s.parse::<Square>()
+                .map_err(|_| D::Error::custom(format!("not a square: {s:?}")))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod hub;
 pub mod livechess;
 pub mod model;
 pub mod mqtt;
+pub mod mqtt_source;
 pub mod relay;
 pub mod render;
 pub mod replay_source;
