@@ -1,5 +1,5 @@
 //! Load run of the broadcast side (not a test): many boards replaying sample captures at speed
-//! into one `Broadcaster` served over HTTP, and many WebSocket clients reading the event stream.
+//! into one `Hub` served over HTTP, and many WebSocket clients reading the event stream.
 //! Reports published and delivered events per second, latency from publication (the moment the
 //! event left the core) to a client's receipt (p50/p99/max), clients dropped or resynchronised,
 //! and memory. Run it with `scripts/load_broadcast.sh` (release build).
@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
 
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{Broadcaster, HubConfig, OutputConfig, RoundInfo};
+use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
 
 fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
     let args: Vec<String> = std::env::args().collect();
@@ -92,7 +92,7 @@ fn main() {
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
 
     let server = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -175,7 +175,13 @@ pub struct OutputsConfig {
     /// Restrict the LiveChess API to pages of these origins (default: any).
     #[serde(default)]
     pub livechess_allowed_origins: Vec<String>,
+    /// Broadcast delay in seconds: every public output (relay files, LiveChess, MQTT, HTTP
+    /// without the token) shows the round as it stood this long ago (default 0: live).
+    pub delay_secs: Option<u64>,
 }
+
+/// The longest broadcast delay accepted (3 hours).
+pub const MAX_DELAY_SECS: u64 = 3 * 3600;
 
 /// Command-line settings that override the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -316,6 +322,13 @@ impl Config {
                     crate::capture::printable(v, 60)
                 ));
             }
+        }
+        if let Some(d) = o.delay_secs
+            && d > MAX_DELAY_SECS
+        {
+            return bad(format!(
+                "outputs.delay_secs = {d}: at most {MAX_DELAY_SECS} (3 hours)"
+            ));
         }
         if let Some(r) = &self.event.round
             && r.trim()

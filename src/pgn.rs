@@ -95,7 +95,7 @@ pub fn clk(ms: u32) -> String {
 
 /// The result token of a game (`*` while it runs).
 pub fn result_of(game: &GameRecord) -> &'static str {
-    game.result.map_or("*", |(r, _)| r)
+    game.result.map_or("*", |(r, _)| r.as_str())
 }
 
 /// Append one game as PGN, followed by an empty line.

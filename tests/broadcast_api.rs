@@ -1,4 +1,4 @@
-//! Broadcast outputs end to end: captures are replayed into a `Broadcaster` and every output is
+//! Broadcast outputs end to end: captures are replayed into a `Hub` and every output is
 //! read back — WebSocket and SSE streams (live and resumed) against `eboardd replay --events`,
 //! PGN against `eboardd replay`, relay files on disk and over HTTP, LiveChessCloud JSON field
 //! rules, operator actions behind the token, and the LiveChess EBoards API.
@@ -8,12 +8,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+mod support;
+
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{Broadcaster, HubConfig, OutputConfig, Outputs, RoundInfo};
+use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
+use support::streams::*;
 
 const TOKEN: &str = "test-token-123";
 
@@ -37,7 +40,7 @@ fn replay(files: &[PathBuf], events: bool) -> String {
 }
 
 struct Setup {
-    hub: Broadcaster,
+    hub: Hub,
     outputs: Outputs,
     plan: Option<Plan>,
     http: SocketAddr,
@@ -55,7 +58,7 @@ async fn setup(files: &[PathBuf], separate: bool, relay: Option<PathBuf>) -> Set
         epoch_ms: 1_780_000_000_000,
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let cfg = OutputConfig {
         http: Some("127.0.0.1:0".parse().unwrap()),
         livechess: Some("127.0.0.1:0".parse().unwrap()),
@@ -122,93 +125,6 @@ fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 fn get(addr: SocketAddr, path: &str) -> (u16, Vec<(String, String)>, String) {
     http(addr, "GET", path, &[], "")
-}
-
-/// SSE over HTTP/1.0 (close-delimited body): data lines until the event with id `last`.
-fn read_sse(addr: SocketAddr, path: &str, last: u64) -> Vec<(Option<u64>, String)> {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n"
-    )
-    .unwrap();
-    let mut reader = std::io::BufReader::new(s);
-    let mut line = String::new();
-    // Headers.
-    loop {
-        line.clear();
-        std::io::BufRead::read_line(&mut reader, &mut line).expect("read header");
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-    }
-    let mut out = Vec::new();
-    let (mut id, mut data) = (None, String::new());
-    loop {
-        line.clear();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read sse");
-        assert!(n > 0, "SSE stream ended early after {} events", out.len());
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            if !data.is_empty() {
-                out.push((id, std::mem::take(&mut data)));
-                if id == Some(last) {
-                    return out;
-                }
-            }
-            id = None;
-        } else if let Some(v) = l.strip_prefix("id:") {
-            id = v.trim().parse().ok();
-        } else if let Some(v) = l.strip_prefix("data:") {
-            data.push_str(v.strip_prefix(' ').unwrap_or(v));
-        }
-    }
-}
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn ws_connect(url: &str) -> Ws {
-    let (ws, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .expect("ws connect");
-    ws
-}
-
-async fn ws_next(ws: &mut Ws) -> Value {
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
-            .await
-            .expect("ws message in time")
-            .expect("ws open")
-            .expect("ws ok");
-        if let Message::Text(t) = m {
-            return serde_json::from_str(&t).expect("JSON frame");
-        }
-    }
-}
-
-/// Event lines from a WebSocket until `last` (snapshots skipped; they are checked apart).
-async fn ws_events_until(ws: &mut Ws, last: u64) -> Vec<String> {
-    let mut out = Vec::new();
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
-            .await
-            .expect("ws message in time")
-            .expect("ws open")
-            .expect("ws ok");
-        let Message::Text(t) = m else { continue };
-        let v: Value = serde_json::from_str(&t).unwrap();
-        if v["kind"] == "snapshot" {
-            continue;
-        }
-        let seq = v["seq"].as_u64().unwrap();
-        out.push(t.to_string());
-        if seq >= last {
-            return out;
-        }
-    }
 }
 
 fn strip_tags(pgn: &str) -> String {
@@ -652,7 +568,7 @@ async fn relay_files_lcc_json_and_operator_actions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_are_refused_without_a_configured_token() {
-    let hub = Broadcaster::new(RoundInfo::default(), HubConfig::default());
+    let hub = Hub::new(RoundInfo::default(), HubConfig::default());
     let cfg = OutputConfig {
         http: Some("127.0.0.1:0".parse().unwrap()),
         ..Default::default()
@@ -673,7 +589,7 @@ async fn changes_are_refused_without_a_configured_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_client_gets_a_snapshot_then_is_dropped() {
-    let hub = Broadcaster::new(
+    let hub = Hub::new(
         RoundInfo::default(),
         HubConfig {
             backlog: 100,
@@ -961,7 +877,7 @@ fn model_from_events_equals_engine_games_for_every_capture() {
     for f in &files {
         let cap = eboardd::capture::read_capture(f).unwrap();
         let mut replayer = eboardd::replay::Replayer::new(Default::default());
-        let hub = Broadcaster::new(RoundInfo::default(), HubConfig::default());
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| -> std::io::Result<()> {
             hub.publish(board, e);
             Ok(())

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use eboardd::output::replay_source::Plan;
-use eboardd::output::{Broadcaster, HubConfig, OutputConfig, Outputs, RoundInfo};
+use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
 
 const TOKEN: &str = "test-token-123";
 
@@ -35,14 +35,14 @@ fn with_header(dir: &Path, name: &str, header: &str) -> PathBuf {
     path
 }
 
-async fn serve(cfg: OutputConfig) -> (Broadcaster, Outputs, SocketAddr) {
+async fn serve(cfg: OutputConfig) -> (Hub, Outputs, SocketAddr) {
     let plan = Plan::load(&[data("game.jsonl")], false).unwrap();
     let info = RoundInfo {
         round: 1,
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let cfg = OutputConfig {
         http: Some("127.0.0.1:0".parse().unwrap()),
         token: Some(TOKEN.into()),
@@ -337,7 +337,7 @@ async fn a_large_snapshot_arrives_whole_over_the_websocket() {
         boards: boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     for b in &boards {
         hub.set_status(
             b,

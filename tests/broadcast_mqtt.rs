@@ -1,5 +1,5 @@
 //! MQTT fan-out against a real broker (mosquitto, started by the test on a free localhost port):
-//! two publishers (two `Broadcaster`s, as two daemons in one hall) feed one broker; a subscriber
+//! two publishers (two `Hub`s, as two daemons in one hall) feed one broker; a subscriber
 //! sees every event of both, in order; a late subscriber gets the retained per-board state; a
 //! broker outage never blocks publishing, drops the oldest queued events (counted), and the
 //! publisher reconnects and republishes the state.
@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 fn capture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -154,13 +154,13 @@ async fn publisher(
     node: &str,
     files: &[PathBuf],
     queue: usize,
-) -> (Broadcaster, eboardd::output::Outputs, Plan) {
+) -> (Hub, eboardd::output::Outputs, Plan) {
     let plan = Plan::load(files, true).unwrap();
     let info = RoundInfo {
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let cfg = OutputConfig {
         mqtt: Some(MqttConfig {
             host: "127.0.0.1".into(),
@@ -181,7 +181,7 @@ async fn publisher(
     (hub, out, plan)
 }
 
-fn backlog(hub: &Broadcaster) -> Vec<Value> {
+fn backlog(hub: &Hub) -> Vec<Value> {
     match hub.subscribe(Some(0)).0 {
         eboardd::output::Start::Backlog(m) => m
             .iter()
@@ -351,9 +351,161 @@ async fn two_publishers_one_broker_late_joiner_and_outage() {
     drop(broker2);
 }
 
-fn expected_last(a: &Broadcaster, b: &Broadcaster, state: &Value) -> Value {
+fn expected_last(a: &Hub, b: &Hub, state: &Value) -> Value {
     let hub = if state["node"] == "hall-a" { a } else { b };
     let board = state["board"].as_str().unwrap_or_default();
     hub.board_snapshot(board)
         .map_or(Value::Null, |s| s["last_seq"].clone())
+}
+
+/// Polls `cond` on `hub` every 20 ms for at most 20 s.
+async fn until_hub(what: &str, hub: &Hub, cond: impl Fn(&Hub) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond(hub) {
+        assert!(Instant::now() < deadline, "{what}: not in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// SAN of the current game of `board`, and its result.
+fn game_of(hub: &Hub, board: &str) -> (Vec<String>, String) {
+    let v = hub.board_snapshot(board).unwrap_or(Value::Null);
+    let sans = v["game"]["moves"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|m| m["san"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    (sans, v["game"]["result"].as_str().unwrap_or("").to_string())
+}
+
+/// Every event of every sample capture survives being read back from its wire form: what the
+/// round source publishes is byte for byte what the node published (except `seq`).
+#[test]
+fn every_event_reads_back_from_its_wire_form() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+    let mut n = 0;
+    for sub in ["clean", "human", "blitz", "chess960", "irregular", "setup"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let mut out = Vec::new();
+            eboardd::replay::replay_files(std::slice::from_ref(&p), true, &mut out, &mut |_| {})
+                .unwrap();
+            for line in String::from_utf8(out).unwrap().lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let ev = eboardd::core::event::CoreEvent::from_wire(&v)
+                    .unwrap_or_else(|e| panic!("{}: {line}: {e}", p.display()));
+                let board = v["board"].as_str().unwrap();
+                let again = eboardd::core::event::EventEnvelope::new(
+                    v["seq"].as_u64().unwrap(),
+                    board,
+                    &ev,
+                )
+                .to_json();
+                assert_eq!(again, line, "{}", p.display());
+                n += 1;
+            }
+        }
+    }
+    println!("{n} events read back from their wire form");
+    assert!(n > 10_000, "the sample captures were read ({n} events)");
+}
+
+/// Several daemons, one round: two nodes publish to one broker; a third hub reads the round from
+/// it (the source of `eboardd serve-mqtt`), starting late (restored from the retained states),
+/// and ends with the nodes' games move for move; a node that goes offline shows as such and its
+/// board keeps its game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_served_as_one_round_from_the_broker() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let broker = Broker::start(&bin, None);
+    let port = broker.port;
+    // Node hall-1 plays one capture as board-1.
+    let (hub1, out1, plan1) =
+        publisher(port, "hall-1", &[capture("clean/g0001.jsonl")], 100_000).await;
+    // Node hall-2 has board-21: the events of another capture, published under that id.
+    let (hub2, out2, _) = publisher(port, "hall-2", &[], 100_000).await;
+    let mut out = Vec::new();
+    eboardd::replay::replay_files(&[capture("human/g0002.jsonl")], true, &mut out, &mut |_| {})
+        .unwrap();
+    let events: Vec<eboardd::core::event::CoreEvent> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            eboardd::core::event::CoreEvent::from_wire(&serde_json::from_str(l).unwrap()).unwrap()
+        })
+        .collect();
+    let half = events.len() / 2;
+    for ev in &events[..half] {
+        hub2.publish("board-21", ev);
+    }
+    let mut replay = replay_source::spawn(hub1.clone(), plan1, None);
+    replay.wait_done().await;
+
+    // The round source starts late: what it knows first comes from the retained states.
+    let round = Hub::new(RoundInfo::default(), HubConfig::default());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let source = eboardd::output::mqtt_source::spawn(
+        round.clone(),
+        eboardd::output::mqtt_source::SourceConfig {
+            host: "127.0.0.1".into(),
+            port,
+            prefix: "eboardd".into(),
+        },
+        stop_rx,
+    );
+    let want1 = game_of(&hub1, "board-1");
+    assert!(want1.0.len() > 40);
+    until_hub("board-1 restored from its retained state", &round, |r| {
+        game_of(r, "board-1") == want1
+    })
+    .await;
+    until_hub("board-21 restored", &round, |r| {
+        game_of(r, "board-21") == game_of(&hub2, "board-21")
+    })
+    .await;
+    let restored = game_of(&round, "board-21").0.len();
+    // The rest of board-21's game arrives as events.
+    for ev in &events[half..] {
+        hub2.publish("board-21", ev);
+    }
+    let want2 = game_of(&hub2, "board-21");
+    until_hub("board-21 followed live", &round, |r| {
+        game_of(r, "board-21") == want2
+    })
+    .await;
+    assert!(
+        want2.0.len() > restored,
+        "board-21 moved on ({restored} plies restored, {} in the end)",
+        want2.0.len()
+    );
+    // Both boards in one round, as one source.
+    let ids: Vec<String> = round.with_round(|r| r.boards().iter().map(|b| b.id.clone()).collect());
+    assert_eq!(ids.len(), 2, "{ids:?}");
+
+    // Node hall-1 goes offline: its board shows it and keeps its game.
+    out1.shutdown().await;
+    until_hub("hall-1 offline", &round, |r| {
+        r.board_snapshot("board-1")
+            .is_some_and(|v| v["link"] == "disconnected")
+    })
+    .await;
+    let v = round.board_snapshot("board-1").unwrap();
+    assert_eq!(v["status"]["comment"], "node hall-1 offline");
+    assert_eq!(game_of(&round, "board-1"), want1, "the game stays");
+    stop.send_replace(true);
+    let _ = source.await;
+    replay.stop();
+    out2.shutdown().await;
+    drop(broker);
 }

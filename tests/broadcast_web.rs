@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use eboardd::core::observation::OperatorAction;
 use eboardd::output::replay_source::{self, Plan};
-use eboardd::output::{BoardStatus, Broadcaster, HubConfig, LinkState, OutputConfig, RoundInfo};
+use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
 
 fn capture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -66,11 +66,15 @@ fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[&str]) -> String
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-async fn round() -> (
-    Broadcaster,
-    eboardd::output::Outputs,
-    replay_source::ReplayHandle,
-) {
+/// Only what the page rendered, not its script.
+fn rendered(dom: String) -> String {
+    match (dom.find("<script>"), dom.find("</script>")) {
+        (Some(a), Some(b)) => format!("{}{}", &dom[..a], &dom[b..]),
+        _ => dom,
+    }
+}
+
+async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle) {
     let files = [
         "clean/g0001.jsonl",
         "clean/g0004.jsonl",
@@ -87,7 +91,7 @@ async fn round() -> (
         boards: plan.boards.clone(),
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     let names = [
         ("Hansen, Ida", "Berg, Ola"),
         ("Nilsen, Kari", "Dahl, Per"),
@@ -184,11 +188,7 @@ async fn arbiter_page_in_headless_chromium() {
     let dom = tokio::task::spawn_blocking(move || run_chromium(&b1, &p1, &u1, &["--dump-dom"]))
         .await
         .unwrap();
-    // Only what the page rendered, not its script.
-    let dom = match (dom.find("<script>"), dom.find("</script>")) {
-        (Some(a), Some(b)) => format!("{}{}", &dom[..a], &dom[b..]),
-        _ => dom,
-    };
+    let dom = rendered(dom);
     // Six boards, rendered from the live API.
     assert_eq!(
         dom.matches("<section data-board=").count(),
@@ -234,6 +234,33 @@ async fn arbiter_page_in_headless_chromium() {
         dom.contains("class=\"up\">live<"),
         "the WebSocket connected"
     );
+    // Pieces are drawn (SVG), two kings on each of the six boards, one of each colour.
+    assert_eq!(
+        dom.matches("<use href=\"#pK\"").count(),
+        12,
+        "two kings per board"
+    );
+    assert_eq!(
+        dom.matches("aria-label=\"white king\"").count(),
+        6,
+        "one white king per board"
+    );
+    assert!(!dom.contains('\u{2654}'), "no font glyphs for pieces");
+    // The last move is marked on its two squares, on every board that has one.
+    assert_eq!(dom.matches(" last from").count(), 6, "from-squares marked");
+    assert_eq!(dom.matches(" last to").count(), 6, "to-squares marked");
+    // Singular and plural.
+    assert!(
+        dom.contains("6 boards · ") && dom.contains(" 1 irregularity open"),
+        "summary counts in words: {}",
+        dom.split("id=\"summary\">")
+            .nth(1)
+            .unwrap_or("")
+            .split('<')
+            .next()
+            .unwrap_or("")
+    );
+    assert!(dom.contains(" plies · "), "ply counts in the plural");
 
     let shot = work.join("screenshot.png");
     let (b2, p2, u2, s2) = (
@@ -264,6 +291,59 @@ async fn arbiter_page_in_headless_chromium() {
         let dest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/screenshot.png");
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::write(&dest, &png).unwrap();
+    }
+
+    // The one-board view: only board 6 shown, large, with its move list.
+    let one = format!("{url}#board=board-6");
+    let (b3, p3, u3) = (bin.clone(), work.join("profile-one"), one.clone());
+    let dom = rendered(
+        tokio::task::spawn_blocking(move || run_chromium(&b3, &p3, &u3, &["--dump-dom"]))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        dom.contains("<body class=\"single\">"),
+        "single-board layout"
+    );
+    assert_eq!(
+        dom.matches("<section data-board=").count(),
+        6,
+        "every card is still built"
+    );
+    assert_eq!(
+        dom.matches("style=\"display: none;\"").count(),
+        5,
+        "five of them hidden"
+    );
+    assert!(
+        dom.contains("class=\"moves\""),
+        "the move list of the board shown"
+    );
+    assert_eq!(
+        dom.matches("class=\"moves\"").count(),
+        1,
+        "only for that board"
+    );
+    let shot_one = work.join("screenshot-board.png");
+    let (b4, p4, s4) = (bin.clone(), work.join("profile-shot-one"), shot_one.clone());
+    tokio::task::spawn_blocking(move || {
+        run_chromium(
+            &b4,
+            &p4,
+            &one,
+            &[
+                &format!("--screenshot={}", s4.display()),
+                "--window-size=1400,1000",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let png_one = std::fs::read(&shot_one).expect("one-board screenshot written");
+    assert!(png_one.starts_with(b"\x89PNG\r\n\x1a\n") && png_one.len() > 20_000);
+    if std::env::var_os("EBOARDD_UPDATE_SCREENSHOT").is_some() {
+        let dest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/screenshot-board.png");
+        std::fs::write(&dest, &png_one).unwrap();
     }
 
     replay.stop();

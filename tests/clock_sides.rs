@@ -104,13 +104,7 @@ impl Rig {
         let truth = self.clock.running.map(|s| self.clock.owner(s));
         for e in &self.events[start..] {
             if let EventKind::Clock { running, .. } = e.kind {
-                let named = running.map(|c| {
-                    if c == "white" {
-                        Color::White
-                    } else {
-                        Color::Black
-                    }
-                });
+                let named = running;
                 self.named.push((named, truth));
             }
         }
@@ -427,7 +421,9 @@ impl Rig {
         self.events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::GameEnded { result, reason } => Some((*result, format!("{reason:?}"))),
+                EventKind::GameEnded { result, reason } => {
+                    Some((result.as_str(), format!("{reason:?}")))
+                }
                 _ => None,
             })
             .collect()
@@ -446,7 +442,9 @@ fn a_flag_shown_is_reported_and_the_game_goes_on() {
         .events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::FlagShown { player, side } => Some((player, side)),
+            EventKind::FlagShown { player, side } => {
+                Some((player.map(eboardd::core::vocab::color_name), side))
+            }
             _ => None,
         })
         .collect();

@@ -549,7 +549,9 @@ fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
             continue;
         }
         tally.named += 1;
-        if running == Some(colour_of_right(status & 0x02 != 0)) {
+        if running.map(eboardd::core::vocab::color_name)
+            == Some(colour_of_right(status & 0x02 != 0))
+        {
             tally.named_right += 1;
         }
     }

@@ -3,13 +3,13 @@
 //! rebuilds the game from its capture, appends to the same file, recovers the move made while it
 //! was down from the board dump, and the replay of the capture directory gives the whole game.
 
-mod e2e_support;
+mod support;
 
 use std::io::Write;
 use std::time::Duration;
 
-use e2e_support::*;
 use eboardd::sim::emulator::runner::Control;
+use support::daemon::*;
 
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);

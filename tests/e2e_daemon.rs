@@ -2,14 +2,14 @@
 //! clocks) that play real games with human handling at accelerated pace. The games must come
 //! out exact: in the daemon's event stream, and in the replay of its capture directory.
 
-mod e2e_support;
+mod support;
 
 use std::time::Duration;
 
-use e2e_support::*;
 use eboardd::sim::emulator::runner::Control;
 use eboardd::sim::emulator::{ClockModel, EmulatorConfig};
 use eboardd::sim::{SimConfig, Style};
+use support::daemon::*;
 
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);
@@ -18,7 +18,7 @@ const WAIT: Duration = Duration::from_secs(60);
 async fn games_come_out_exact_with_configured_boards() {
     let dir = scratch("exact");
     let caps = dir.join("captures");
-    let games = games();
+    let games = demo_games();
     let styles = [Style::Human, Style::Blitz, Style::Clean];
     let mut boards = Vec::new();
     let mut ports = Vec::new();
@@ -259,7 +259,7 @@ fn demo_prints_moves_and_the_games() {
     let status = wait_timeout(child, Duration::from_secs(60));
     let out = reader.join().unwrap();
     assert!(status.is_some_and(|s| s.success()), "{out}");
-    let games = games();
+    let games = demo_games();
     let first = san(&games[0]);
     assert!(out.contains(&format!("board-1   1. {}", first[0])), "{out}");
     assert!(out.contains("[Event \"eboardd demo\"]"), "{out}");

@@ -12,16 +12,16 @@
 //! - An old Bluetooth board (12-byte serial number frame, an `rfcomm` port) is served under
 //!   its serial number and its battery is asked for and reported.
 
-mod e2e_support;
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use e2e_support::*;
 use eboardd::sim::emulator::EmulatorConfig;
 use eboardd::sim::emulator::runner::Control;
 use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, Style};
+use support::daemon::*;
 
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -122,7 +122,7 @@ async fn lost_field_updates_are_repaired_by_board_dumps_without_irregularity() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_commands_go_one_at_a_time_and_are_not_lost() {
     let dir = scratch("clockack");
-    let game = games().swap_remove(1);
+    let game = demo_games().swap_remove(1);
     let link = dir.join("board");
     let em = EmulatorConfig {
         serial: "39000".into(),

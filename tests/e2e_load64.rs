@@ -5,13 +5,13 @@
 //! (`cargo test --release --test e2e_load64 -- --ignored --nocapture`). Settings from the
 //! environment: `LOAD_BOARDS` (64), `LOAD_SPEED` (200), `LOAD_FSYNC` (1).
 
-mod e2e_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use e2e_support::*;
 use eboardd::sim::Style;
 use eboardd::sim::emulator::runner::Control;
+use support::daemon::*;
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -49,7 +49,7 @@ async fn sixty_four_boards_full_games_exact() {
     let fsync: u32 = env("LOAD_FSYNC", 1);
     let dir = scratch("load64");
     let caps = dir.join("captures");
-    let all = corpus("standard/fide-womens-world-rapid-2024_rounds01-05.pgn");
+    let all = support::corpus_file("standard/fide-womens-world-rapid-2024_rounds01-05.pgn");
     let games: Vec<_> = all
         .into_iter()
         .filter(|g| g.moves.len() >= 20)

@@ -3,16 +3,14 @@
 //! clock message after that, as a board does when its clock goes. The moves must still be
 //! recorded exactly: each completed by the next move instead of the clock press.
 
-mod e2e_support;
+mod support;
 
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use e2e_support::*;
 use eboardd::protocol::dgt::{DgtDecoder, DgtMessage, id};
-use eboardd::sim::pty::Pty;
+use support::daemon::*;
 
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);
@@ -22,64 +20,36 @@ async fn clock_unplugged_mid_game_moves_still_exact() {
     let s = single("noclock", 4, 36000, SPEED, None);
     let id = s.id.clone();
     let id = id.as_str();
-    // The daemon's side of the relay.
-    let host = Arc::new(Pty::open().unwrap());
-    let board_rw = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&s.link)
-        .unwrap();
-    let mut board_r = board_rw.try_clone().unwrap();
-    let mut board_w = board_rw;
+    // The relay: host to board as is; board to host frame by frame, and once the clock is
+    // unplugged, "no clock" and then no clock message at all.
     let unplugged = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    // Host → board, as is.
-    let h = host.clone();
-    let up = tokio::spawn(async move {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            match h.read(&mut buf).await {
-                Ok(n) if n > 0 => {
-                    let _ = board_w.write_all(&buf[..n]);
-                }
-                // No one has the port open: try again shortly.
-                _ => tokio::time::sleep(Duration::from_millis(10)).await,
+    let un = unplugged.clone();
+    let mut dec = DgtDecoder::new();
+    let mut msgs = Vec::new();
+    let mut told = false;
+    let relay = Relay::start(
+        &s.link,
+        |_| true,
+        move |bytes| {
+            msgs.clear();
+            dec.decode(bytes, &mut msgs);
+            let mut out = Vec::new();
+            let gone = un.load(Ordering::SeqCst);
+            if gone && !told {
+                out.extend(DgtMessage::NoClock.encode());
+                told = true;
             }
-        }
-    });
-    // Board → host, frame by frame; once the clock is unplugged, "no clock" and then no clock
-    // message at all.
-    let (h, un, st) = (host.clone(), unplugged.clone(), stop.clone());
-    let down = std::thread::spawn(move || {
-        let mut buf = vec![0u8; 4096];
-        let mut dec = DgtDecoder::new();
-        let mut msgs = Vec::new();
-        let mut told = false;
-        while !st.load(Ordering::SeqCst) {
-            match board_r.read(&mut buf) {
-                Ok(n) if n > 0 => {
-                    msgs.clear();
-                    dec.decode(&buf[..n], &mut msgs);
-                    let mut out = Vec::new();
-                    let gone = un.load(Ordering::SeqCst);
-                    if gone && !told {
-                        out.extend(DgtMessage::NoClock.encode());
-                        told = true;
-                    }
-                    for m in &msgs {
-                        let bytes = m.encode();
-                        if !(gone && bytes.first() == Some(&id::BWTIME)) {
-                            out.extend(bytes);
-                        }
-                    }
-                    let _ = h.write_now(&out);
+            for m in &msgs {
+                let bytes = m.encode();
+                if !(gone && bytes.first() == Some(&id::BWTIME)) {
+                    out.extend(bytes);
                 }
-                _ => break,
             }
-        }
-    });
+            out
+        },
+    );
 
-    let port = host.path().to_path_buf();
+    let port = relay.port();
     let mut d = Daemon::start(&[port], &s.caps, &[]);
     d.wait_for("ply 10 to be completed", WAIT, |ev| completed(ev, id, 10))
         .await;
@@ -117,8 +87,6 @@ async fn clock_unplugged_mid_game_moves_still_exact() {
             of(&ev[later..], id, "clock")
         );
     }
-    up.abort();
-    stop.store(true, Ordering::SeqCst);
-    drop(down);
+    relay.stop();
     s.finish(d, id);
 }

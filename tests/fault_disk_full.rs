@@ -3,15 +3,15 @@
 //! stream), and lose nothing it had already captured: the capture replays to the moves completed
 //! before the disk filled.
 
-mod e2e_support;
+mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use e2e_support::*;
 use eboardd::sim::emulator::runner::Control;
+use support::daemon::*;
 
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);

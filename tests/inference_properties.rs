@@ -30,7 +30,7 @@ use eboardd::sim::pgn::ScriptGame;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{Board, CastlingMode, Chess, EnPassantMode, Move, Position, Square};
-use support::games;
+use support::{castle_kind, games};
 
 /// One field report: `square` now reads `reading`.
 type Report = (Square, SquareReading);
@@ -313,28 +313,6 @@ fn every_move_in_every_scanned_order_from_corpus_positions() {
     }
     assert!(t.positions > 400, "{} positions", t.positions);
     t.assert_ok("corpus positions, every move, every scanned order");
-}
-
-/// Chess960 castling kinds (corpus README).
-fn castle_kind(pos: &Chess, m: &Move) -> Option<&'static str> {
-    let Move::Castle { king, rook } = *m else {
-        return None;
-    };
-    let side = m.castling_side()?;
-    let (kt, rt) = (side.king_to(pos.turn()), side.rook_to(pos.turn()));
-    Some(if rook == rt {
-        "king-only"
-    } else if king == kt {
-        "rook-only"
-    } else if kt == rook && rt == king {
-        "swap"
-    } else if kt == rook {
-        "king-onto-rook"
-    } else if rt == king {
-        "rook-onto-king"
-    } else {
-        "disjoint"
-    })
 }
 
 const CASTLE_KINDS: [&str; 6] = [

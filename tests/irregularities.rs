@@ -18,10 +18,10 @@ use eboardd::sim::inject::{InjectConfig, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games};
 use shakmaty::{Board, Color, Piece, Position, Role, Square};
 
-mod rig;
+mod support;
 
 use Square::*;
-use rig::*;
+use support::rig::*;
 
 // ---------------------------------------------------------------------------------------------
 // touched_piece_not_moved (4.3a)
@@ -530,7 +530,7 @@ fn special_piece_codes_13_to_15_from_the_board() {
         device.receive(3_000_000, &[0x8e, 0x00, 0x05, 35, code], &mut events);
         device.engine.finish(4_000_000, &mut events);
         let ended = events.iter().find_map(|e| match e.kind {
-            EventKind::GameEnded { result, reason } => Some((result, reason)),
+            EventKind::GameEnded { result, reason } => Some((result.as_str(), reason)),
             _ => None,
         });
         assert_eq!(ended, Some((result, EndReason::KingsSignal)), "code {code}");
@@ -604,13 +604,7 @@ fn replay_capture(
     let mut device = Device::new("board-1", EngineConfig::default());
     let mut events = Vec::new();
     device.replay(records, &mut events);
-    let raised = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Irregularity { code, ply, .. } => Some((code.to_string(), *ply)),
-            _ => None,
-        })
-        .collect();
+    let raised = support::raised(&events);
     let resolved = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use eboardd::capture::{Record, RecordKind};
 use eboardd::core::engine::EngineConfig;
-use eboardd::core::event::{CoreEvent, EventKind};
+use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::SquareReading;
 use eboardd::core::sensed::Orientation;
 use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
@@ -134,13 +134,7 @@ fn replay(records: &[Record]) -> Replay {
     let mut device = Device::new("board-1", EngineConfig::default());
     let mut events: Vec<CoreEvent> = Vec::new();
     device.replay(records, &mut events);
-    let raised = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Irregularity { code, ply, .. } => Some((code.to_string(), *ply)),
-            _ => None,
-        })
-        .collect();
+    let raised = support::raised(&events);
     Replay {
         games: device
             .engine

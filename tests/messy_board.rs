@@ -7,10 +7,10 @@ use eboardd::core::observation::{Observation, OperatorAction, SquareReading};
 use eboardd::core::start;
 use shakmaty::{Board, Chess, Color, Position, Role, Square};
 
-mod rig;
+mod support;
 
 use Square::*;
-use rig::*;
+use support::rig::*;
 
 /// Set every square of the board to `target`, one field at a time, 150 ms apart, in the given
 /// square order (pieces lifted first, then placed).

@@ -15,30 +15,7 @@ use eboardd::sim::{
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{Board, CastlingMode, Chess, Move, Position, Square};
-use support::{games, pgn_files};
-
-/// Chess960 castling kinds (corpus README): king-only, rook-only, swap, king onto the rook's
-/// square, rook onto the king's square, both to fresh squares.
-fn castle_kind(pos: &Chess, m: &Move) -> Option<&'static str> {
-    let Move::Castle { king, rook } = *m else {
-        return None;
-    };
-    let side = m.castling_side()?;
-    let (kt, rt) = (side.king_to(pos.turn()), side.rook_to(pos.turn()));
-    Some(if rook == rt {
-        "king-only"
-    } else if king == kt {
-        "rook-only"
-    } else if kt == rook && rt == king {
-        "swap"
-    } else if kt == rook {
-        "king-onto-rook"
-    } else if rt == king {
-        "rook-onto-king"
-    } else {
-        "fresh"
-    })
-}
+use support::{castle_kind, games, pgn_files};
 
 #[test]
 fn every_order_gives_the_board_after_the_move() {
@@ -82,7 +59,7 @@ fn every_order_gives_the_board_after_the_move() {
                 let want = match k {
                     "en-passant" => 3,
                     "capture-promotion" => 4,
-                    "castle" | "fresh" => 6,
+                    "castle" | "disjoint" => 6,
                     _ => 2,
                 };
                 assert!(
@@ -95,7 +72,7 @@ fn every_order_gives_the_board_after_the_move() {
         }
     }
     let kinds = "en-passant promotion under-promotion capture-promotion castle king-only \
-                 rook-only swap king-onto-rook rook-onto-king fresh";
+                 rook-only swap king-onto-rook rook-onto-king disjoint";
     for k in kinds.split_whitespace() {
         assert!(
             seen.get(k).copied().unwrap_or(0) > 0,
@@ -336,7 +313,7 @@ fn chess960_games_castle_in_every_mode() {
             pos.play_unchecked(p.mv);
         }
     }
-    for kind in "king-only rook-only swap king-onto-rook rook-onto-king fresh".split(' ') {
+    for kind in "king-only rook-only swap king-onto-rook rook-onto-king disjoint".split(' ') {
         let shapes = used
             .get(kind)
             .unwrap_or_else(|| panic!("{kind} never simulated"));

@@ -3,7 +3,7 @@
 //! accepted renders as PGN whose tag lines are whole.
 #![no_main]
 
-use eboardd::output::{Broadcaster, HubConfig, RoundInfo};
+use eboardd::output::{Hub, HubConfig, RoundInfo};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
         boards: vec!["board-1".into(), "board-2".into()],
         ..Default::default()
     };
-    let hub = Broadcaster::new(info, HubConfig::default());
+    let hub = Hub::new(info, HubConfig::default());
     eboardd::output::http::parse_bodies_for_fuzzing(&hub, "board-1", data);
     let text = String::from_utf8_lossy(data);
     let lines: Vec<&str> = text.lines().take(64).collect();

@@ -1,12 +1,18 @@
 //! Events the core emits (`capture-and-events.md` §3). The board id, `seq` and `v` are added by
 //! whoever broadcasts them ([`EventEnvelope`]); the core knows only its own board.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use shakmaty::{Color, Outcome, Square};
 
 use super::observation::{ClockSide, Micros};
+use super::vocab::{
+    Claim, IrregularityCode, de_color, de_opt_color, de_outcome, de_squares, ser_color,
+    ser_opt_color, ser_outcome, ser_squares,
+};
 
 /// How a move was completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompletedBy {
     /// The mover pressed the clock.
@@ -18,7 +24,7 @@ pub enum CompletedBy {
 }
 
 /// Remaining clock times of both players when they are known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockTimes {
     /// White's remaining milliseconds.
     pub white: u32,
@@ -27,7 +33,7 @@ pub struct ClockTimes {
 }
 
 /// A game's end: result and reason, as in the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// Checkmate on the board.
@@ -51,7 +57,7 @@ pub enum EndReason {
 }
 
 /// The payload of an event, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
     /// The device link came up.
@@ -90,7 +96,7 @@ pub enum EventKind {
         fen: String,
         /// The move was not seen being made: it was recovered from a board that jumped ahead of
         /// the record (a reconnection, a lost message); its clock time is unknown.
-        #[serde(skip_serializing_if = "is_false")]
+        #[serde(default, skip_serializing_if = "is_false")]
         recovered: bool,
     },
     /// A made move turned out not to be the move after all.
@@ -110,7 +116,7 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         clock: Option<ClockTimes>,
         /// The move was recovered from a board that jumped ahead of the record.
-        #[serde(skip_serializing_if = "is_false")]
+        #[serde(default, skip_serializing_if = "is_false")]
         recovered: bool,
     },
     /// Clock times changed.
@@ -120,13 +126,15 @@ pub enum EventKind {
         /// Black's remaining milliseconds.
         black: u32,
         /// Whose clock runs: `"white"`, `"black"` or null.
-        running: Option<&'static str>,
+        #[serde(serialize_with = "ser_opt_color", deserialize_with = "de_opt_color")]
+        running: Option<Color>,
     },
     /// A clock face shows its flag (hours D6) but the clock may go on into the next period:
     /// reported for the arbiter, never a result by itself (the final flag ends the game, 6.9).
     FlagShown {
         /// The colour of that face, when the sides are known.
-        player: Option<&'static str>,
+        #[serde(serialize_with = "ser_opt_color", deserialize_with = "de_opt_color")]
+        player: Option<Color>,
         /// The physical face.
         side: ClockSide,
     },
@@ -135,32 +143,38 @@ pub enum EventKind {
         /// The ply of the turn in which it happened (0 before the first move).
         ply: u32,
         /// The code from the spec, e.g. `"touched_piece_not_moved"`.
-        code: &'static str,
-        /// The article, e.g. `"4.3a"`.
+        code: IrregularityCode,
+        /// The article, e.g. `"4.3a"` (always `code.rule()`; read back as `""`: see
+        /// [`CoreEvent::from_wire`]).
+        #[serde(skip_deserializing)]
         rule: &'static str,
         /// `"white"` or `"black"`.
-        player: &'static str,
+        #[serde(serialize_with = "ser_color", deserialize_with = "de_color")]
+        player: Color,
         /// Squares involved, algebraic.
-        squares: Vec<String>,
+        #[serde(serialize_with = "ser_squares", deserialize_with = "de_squares")]
+        squares: Vec<Square>,
         /// One human sentence.
         detail: String,
     },
     /// An irregularity was put right.
     IrregularityResolved {
         /// The code of the irregularity.
-        code: &'static str,
+        code: IrregularityCode,
         /// Its squares.
-        squares: Vec<String>,
+        #[serde(serialize_with = "ser_squares", deserialize_with = "de_squares")]
+        squares: Vec<Square>,
     },
     /// A draw claim would be correct now.
     ClaimAvailable {
         /// `"threefold"` or `"fifty_moves"`.
-        claim: &'static str,
+        claim: Claim,
     },
     /// The game ended.
     GameEnded {
         /// `"1-0"`, `"0-1"` or `"1/2-1/2"`.
-        result: &'static str,
+        #[serde(serialize_with = "ser_outcome", deserialize_with = "de_outcome")]
+        result: Outcome,
         /// Why.
         reason: EndReason,
     },
@@ -179,6 +193,30 @@ pub struct CoreEvent {
     pub game: u32,
     /// The payload.
     pub kind: EventKind,
+}
+
+impl CoreEvent {
+    /// An event read back from its wire form (a JSON line of another daemon, e.g. from MQTT):
+    /// the board id and `seq` of the envelope are not part of it.
+    pub fn from_wire(v: &serde_json::Value) -> Result<CoreEvent, serde_json::Error> {
+        let mut kind = EventKind::deserialize(v)?;
+        if let EventKind::Irregularity { code, rule, .. } = &mut kind {
+            *rule = code.rule();
+        }
+        let t = v
+            .get("t")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0);
+        Ok(CoreEvent {
+            t: (t * 1e6).round() as Micros,
+            game: v
+                .get("game")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|g| u32::try_from(g).ok())
+                .unwrap_or(0),
+            kind,
+        })
+    }
 }
 
 /// The wire form of an event (JSON version 1).

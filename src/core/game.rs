@@ -2,12 +2,13 @@
 //! the rules that end a game or allow a claim.
 
 use shakmaty::{
-    CastlingMode, Chess, Color, EnPassantMode, Move, Position, fen::Fen, san::SanPlus,
+    CastlingMode, Chess, Color, EnPassantMode, Move, Outcome, Position, fen::Fen, san::SanPlus,
     uci::UciMove, zobrist::Zobrist64,
 };
 
 use super::event::{ClockTimes, CompletedBy, EndReason};
 use super::observation::Micros;
+use super::vocab::{DRAW, win_for};
 
 /// One move of the game.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +54,13 @@ pub struct GameRecord {
     /// The moves, made and completed.
     pub moves: Vec<MoveRecord>,
     /// The result and why, once ended.
-    pub result: Option<(&'static str, EndReason)>,
+    pub result: Option<(Outcome, EndReason)>,
     positions: Vec<Chess>,
     hashes: Vec<u64>,
 }
 
 /// Why a position ends the game, with the result.
-pub type Ending = (&'static str, EndReason);
+pub type Ending = (Outcome, EndReason);
 
 impl GameRecord {
     /// A new game from a start position.
@@ -202,30 +203,29 @@ impl GameRecord {
     pub fn ending(&self) -> Option<Ending> {
         let pos = self.position();
         if pos.is_checkmate() {
-            let result = pos.turn().fold_wb("0-1", "1-0");
-            return Some((result, EndReason::Checkmate));
+            return Some((win_for(!pos.turn()), EndReason::Checkmate));
         }
         if pos.is_stalemate() {
-            return Some(("1/2-1/2", EndReason::Stalemate));
+            return Some((DRAW, EndReason::Stalemate));
         }
         if pos.is_insufficient_material() {
-            return Some(("1/2-1/2", EndReason::InsufficientMaterial));
+            return Some((DRAW, EndReason::InsufficientMaterial));
         }
         if self.repetitions() >= 5 {
-            return Some(("1/2-1/2", EndReason::Fivefold));
+            return Some((DRAW, EndReason::Fivefold));
         }
         if pos.halfmoves() >= 150 {
-            return Some(("1/2-1/2", EndReason::SeventyFiveMoves));
+            return Some((DRAW, EndReason::SeventyFiveMoves));
         }
         None
     }
 
     /// The result of a flag fall of `loser` under 6.9.
-    pub fn flag_result(&self, loser: Color) -> &'static str {
+    pub fn flag_result(&self, loser: Color) -> Outcome {
         if self.position().has_insufficient_material(!loser) {
-            "1/2-1/2"
+            DRAW
         } else {
-            loser.fold_wb("0-1", "1-0")
+            win_for(!loser)
         }
     }
 }

@@ -1,7 +1,11 @@
 //! Pure judgements behind the irregularity events: what a move touches, whether a sensed board
 //! is a legal move in progress, what an unexplained board looks like, result signals.
 
-use shakmaty::{Bitboard, Board, CastlingSide, Chess, Color, Move, Piece, Position, Role, Square};
+use shakmaty::{
+    Bitboard, Board, CastlingSide, Chess, Color, Move, Outcome, Piece, Position, Role, Square,
+};
+
+use super::vocab::{BLACK_WINS, DRAW, WHITE_WINS};
 
 /// The squares a move changes (origin, destination, en-passant victim, castling squares).
 pub fn move_squares(m: &Move) -> Vec<Square> {
@@ -237,7 +241,7 @@ pub fn presser_only(board: &Board, sensed: &Board, presser: Color) -> bool {
 
 /// The DGT result convention: both kings on the central squares. Both on dark squares
 /// (d4, e5): Black wins; both on light squares (d5, e4): White wins; one of each: draw.
-pub fn kings_signal(sensed: &Board) -> Option<&'static str> {
+pub fn kings_signal(sensed: &Board) -> Option<Outcome> {
     let centre = Bitboard::from(Square::D4) | Square::E4 | Square::D5 | Square::E5;
     let white = sensed.king_of(Color::White)?;
     let black = sensed.king_of(Color::Black)?;
@@ -245,9 +249,9 @@ pub fn kings_signal(sensed: &Board) -> Option<&'static str> {
         return None;
     }
     Some(match (white.is_dark(), black.is_dark()) {
-        (true, true) => "0-1",
-        (false, false) => "1-0",
-        _ => "1/2-1/2",
+        (true, true) => BLACK_WINS,
+        (false, false) => WHITE_WINS,
+        _ => DRAW,
     })
 }
 
@@ -260,15 +264,15 @@ mod tests {
         let mut b = Board::empty();
         b.set_piece_at(Square::D4, Color::White.king());
         b.set_piece_at(Square::E5, Color::Black.king());
-        assert_eq!(kings_signal(&b), Some("0-1"));
+        assert_eq!(kings_signal(&b), Some(BLACK_WINS));
         let mut b = Board::empty();
         b.set_piece_at(Square::E4, Color::White.king());
         b.set_piece_at(Square::D5, Color::Black.king());
-        assert_eq!(kings_signal(&b), Some("1-0"));
+        assert_eq!(kings_signal(&b), Some(WHITE_WINS));
         let mut b = Board::empty();
         b.set_piece_at(Square::E4, Color::White.king());
         b.set_piece_at(Square::E5, Color::Black.king());
-        assert_eq!(kings_signal(&b), Some("1/2-1/2"));
+        assert_eq!(kings_signal(&b), Some(DRAW));
         assert_eq!(kings_signal(&Board::default()), None);
     }
 

@@ -9,3 +9,4 @@ pub mod ledger;
 pub mod observation;
 pub mod sensed;
 pub mod start;
+pub mod vocab;

@@ -1,5 +1,5 @@
 //! One board's state in the daemon: its capture file, its decoder and core state machine (the
-//! same [`Device`] that `replay` uses), and its snapshot in the hub.
+//! same [`Device`] that `replay` uses), and its health in the hub.
 //!
 //! Every input goes to the capture first (`rx`, `tx`, `op` records), then through the core; the
 //! events it causes are published only after the record is written (and synced when it
@@ -12,14 +12,13 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
-use super::hub::{BoardSnapshot, ClockSnapshot, Connection, Hub, LastMove};
 use super::link::LinkKind;
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
-use crate::core::game::fen_of;
+use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
 use crate::device::{Applied, Device, apply_record};
-use crate::pgn::{self, GameTags};
+use crate::output::{BoardStatus, Hub, LinkState};
 
 /// What the configuration says about a board (PGN tags, clock side).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,7 +54,7 @@ impl BoardMeta {
     }
 }
 
-/// One board: capture, core, snapshot.
+/// One board: capture, core, health.
 #[derive(Debug)]
 pub struct BoardState {
     /// Device id (`board` of its events, `dev` of its records).
@@ -63,8 +62,9 @@ pub struct BoardState {
     meta: BoardMeta,
     device: Device,
     capture: CaptureFile,
-    clock: Option<ClockSnapshot>,
-    connection: Connection,
+    /// Whether a clock has reported on this board.
+    clock_seen: bool,
+    connection: LinkState,
     port: Option<String>,
     /// The tags last written to the capture.
     tags_written: Value,
@@ -128,8 +128,8 @@ impl BoardState {
             id: id.to_string(),
             device: Device::with_driver(id, driver, link.engine_config()),
             capture: opened.file,
-            clock: None,
-            connection: Connection::Offline,
+            clock_seen: false,
+            connection: LinkState::Unknown,
             port: None,
             tags_written: meta.tags_json(),
             side_written: None,
@@ -145,7 +145,7 @@ impl BoardState {
     }
 
     /// Feeds what a capture already holds, without publishing (the events happened in an
-    /// earlier run); only the snapshot is refreshed.
+    /// earlier run); [`BoardState::restore_into`] shows them in the hub.
     fn rebuild(&mut self, cap: &crate::capture::Capture) {
         let mut events = Vec::new();
         if let Some(h) = cap.header.extra.get("tags") {
@@ -244,22 +244,13 @@ impl BoardState {
     }
 
     fn observe(&mut self, e: &CoreEvent) {
-        if let EventKind::Clock {
-            white,
-            black,
-            running,
-        } = &e.kind
-        {
-            self.clock = Some(ClockSnapshot {
-                white: *white,
-                black: *black,
-                running: running.map(str::to_string),
-            });
+        if matches!(e.kind, EventKind::Clock { .. }) {
+            self.clock_seen = true;
         }
     }
 
-    /// Publishes the events gathered (after syncing the capture when they matter) with a fresh
-    /// snapshot; returns them for the caller to react to (clock texts).
+    /// Publishes the events gathered (after syncing the capture when they matter), then the
+    /// board's health; returns them for the caller to react to (clock texts).
     fn flush(&mut self, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
         let events = std::mem::take(&mut self.events);
         if events.is_empty() {
@@ -270,8 +261,9 @@ impl BoardState {
         }
         for e in &events {
             self.observe(e);
+            hub.publish(&self.id, e);
         }
-        hub.publish(&self.id, &events, Some(self.snapshot()));
+        hub.set_status(&self.id, self.status());
         Ok(events)
     }
 
@@ -329,7 +321,7 @@ impl BoardState {
     /// The link came up or went down; publishes `board_connected` / `board_disconnected`.
     pub fn set_connection(
         &mut self,
-        connection: Connection,
+        connection: LinkState,
         port: Option<&str>,
         hub: &Hub,
     ) -> io::Result<()> {
@@ -341,13 +333,13 @@ impl BoardState {
         let driver = self.device.driver().name().to_string();
         let serial = self.meta.serial.clone();
         let kind = match (was, connection) {
-            (Connection::Connected, Connection::Connected) => None,
-            (_, Connection::Connected) => Some(EventKind::BoardConnected { driver, serial }),
-            (Connection::Connected, _) => Some(EventKind::BoardDisconnected { driver, serial }),
+            (LinkState::Active, LinkState::Active) => None,
+            (_, LinkState::Active) => Some(EventKind::BoardConnected { driver, serial }),
+            (LinkState::Active, _) => Some(EventKind::BoardDisconnected { driver, serial }),
             _ => None,
         };
         let note = match connection {
-            Connection::Connected => format!(
+            LinkState::Active => format!(
                 "connected on {} (serial {})",
                 self.port.as_deref().unwrap_or("?"),
                 self.meta.serial.as_deref().unwrap_or("?")
@@ -364,7 +356,7 @@ impl BoardState {
             });
         }
         if self.events.is_empty() {
-            hub.publish(&self.id, &[], Some(self.snapshot()));
+            hub.set_status(&self.id, self.status());
         }
         self.flush(hub)?;
         Ok(())
@@ -390,47 +382,26 @@ impl BoardState {
             .is_some_and(|g| !g.ended() && g.ply() > 0)
     }
 
-    /// The PGN tags of a game on this board.
-    fn tags(&self) -> GameTags {
-        GameTags {
-            event: self.meta.event.clone(),
-            site: self.meta.site.clone(),
-            date: Some(self.capture.pgn_date()),
-            round: self.meta.round.clone(),
-            white: self.meta.white.clone(),
-            black: self.meta.black.clone(),
-            board: Some(self.id.clone()),
+    /// The games rebuilt or played on this board, in the order they started.
+    pub fn games(&self) -> &[GameRecord] {
+        self.device.engine.games()
+    }
+
+    /// The board's health for the hub: link, port, serial, clock presence.
+    pub fn status(&self) -> BoardStatus {
+        BoardStatus {
+            state: self.connection,
+            source: self.port.clone(),
+            serial: self.meta.serial.clone(),
+            clock_connected: self.clock_seen.then_some(true),
+            ..Default::default()
         }
     }
 
-    /// The snapshot for the hub.
-    pub fn snapshot(&self) -> BoardSnapshot {
-        let game = self.device.engine.games().last();
-        let mut pgn_text = String::new();
-        if let Some(g) = game {
-            pgn::write_game(g, &self.tags(), &mut pgn_text);
-        }
-        BoardSnapshot {
-            board: self.id.clone(),
-            number: self.meta.number,
-            serial: self.meta.serial.clone(),
-            port: self.port.clone(),
-            connection: self.connection,
-            game: game.map_or(0, |g| g.number),
-            fen: game.map_or(String::new(), |g| fen_of(g.position())),
-            last_move: game.and_then(|g| {
-                g.moves.last().map(|m| LastMove {
-                    ply: g.ply(),
-                    san: m.san.clone(),
-                    uci: m.uci.clone(),
-                    completed: m.completed.is_some(),
-                })
-            }),
-            clock: self.clock.clone(),
-            result: game.and_then(|g| g.result.map(|(r, _)| r.to_string())),
-            pgn: pgn_text,
-            seq: 0,
-        }
+    /// Shows the board as rebuilt from its capture in the hub (its games and health), without
+    /// publishing: those events went out in an earlier run.
+    pub fn restore_into(&self, hub: &Hub) {
+        hub.restore(&self.id, self.games(), self.status());
     }
 }
 
@@ -451,8 +422,8 @@ mod tests {
             .remove(0)
             .unwrap();
         let records = synthesize(&game, &SimConfig::human(3));
-        let hub = Hub::new(1024);
-        let mut rx = hub.subscribe();
+        let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
+        let mut rx = hub.receiver();
         let meta = BoardMeta {
             number: Some(4),
             serial: Some("12345".into()),
@@ -462,7 +433,7 @@ mod tests {
         };
         let mut b =
             BoardState::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
-        b.set_connection(Connection::Connected, Some("/dev/ttyACM0"), &hub)
+        b.set_connection(LinkState::Active, Some("/dev/ttyACM0"), &hub)
             .unwrap();
         for r in &records {
             match &r.kind {
@@ -473,22 +444,29 @@ mod tests {
                 _ => {}
             }
         }
-        let live = b.snapshot();
-        assert_eq!(live.last_move.as_ref().unwrap().san, "O-O");
-        assert_eq!(live.last_move.as_ref().unwrap().ply, 9);
-        assert!(live.pgn.contains("[White \"White, A\"]"), "{}", live.pgn);
-        assert!(live.pgn.contains("5. O-O"), "{}", live.pgn);
-        assert_eq!(live.connection, Connection::Connected);
-        assert!(live.clock.is_some());
+        let live = b.games().to_vec();
+        let last_move =
+            |games: &[GameRecord]| games.last().unwrap().moves.last().unwrap().san.clone();
+        assert_eq!(last_move(&live), "O-O");
+        assert_eq!(live.last().unwrap().ply(), 9);
+        let status = b.status();
+        assert_eq!(status.state, LinkState::Active);
+        assert_eq!(status.clock_connected, Some(true));
+        // The hub's board view follows what was published.
+        hub.with_round(|r| {
+            let v = r.board("board-4").unwrap();
+            assert_eq!(v.game().unwrap().ply(), 9);
+            assert_eq!(v.status, status);
+        });
         let mut n = 0;
         let mut last = 0;
-        while let Ok(line) = rx.try_recv() {
-            assert_eq!(line.seq, last + 1);
-            last = line.seq;
+        while let Ok(msg) = rx.try_recv() {
+            assert_eq!(msg.seq, last + 1);
+            last = msg.seq;
             n += 1;
         }
         assert!(n > 20, "{n} events");
-        assert_eq!(hub.snapshot("board-4").unwrap().seq, last);
+        assert_eq!(hub.last_seq(), last);
         let path = b.capture_path().to_path_buf();
         drop(b);
 
@@ -497,13 +475,19 @@ mod tests {
         let mut again = BoardState::open(&store, "board-4", meta, None, LinkKind::Wired).unwrap();
         assert_eq!(again.capture_path(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
-        let rebuilt = again.snapshot();
-        assert_eq!(rebuilt.fen, live.fen);
-        assert_eq!(rebuilt.pgn, live.pgn);
-        assert_eq!(rebuilt.clock, live.clock);
-        assert_eq!(rebuilt.connection, Connection::Offline);
+        let fen =
+            |games: &[GameRecord]| crate::core::game::fen_of(games.last().unwrap().position());
+        assert_eq!(fen(again.games()), fen(&live));
+        assert_eq!(last_move(again.games()), "O-O");
+        assert_eq!(again.status().clock_connected, Some(true));
+        assert_eq!(again.status().state, LinkState::Unknown);
         assert_eq!(again.summary(), (1, 9));
         assert!(again.game_in_progress());
+        // Shown in a fresh hub without publishing anything.
+        let fresh = Hub::new(crate::output::RoundInfo::default(), Default::default());
+        again.restore_into(&fresh);
+        assert_eq!(fresh.last_seq(), 0);
+        fresh.with_round(|r| assert_eq!(r.board("board-4").unwrap().game().unwrap().ply(), 9));
 
         // An operator action: captured, then acted on.
         let events = again
@@ -518,13 +502,13 @@ mod tests {
             events.iter().any(|e| matches!(
                 e.kind,
                 EventKind::GameEnded {
-                    result: "1/2-1/2",
+                    result: crate::core::vocab::DRAW,
                     ..
                 }
             )),
             "{events:?}"
         );
-        assert_eq!(again.snapshot().result.as_deref(), Some("1/2-1/2"));
+        assert!(again.games().last().unwrap().result.is_some());
         assert!(!again.game_in_progress());
 
         // New players: a set_tags record.
@@ -533,7 +517,6 @@ mod tests {
             ..again.meta().clone()
         };
         again.set_meta(meta).unwrap();
-        assert!(again.snapshot().pgn.contains("[White \"Other, B\"]"));
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.matches("\"action\":\"set_tags\"").count(), 1);
         assert_eq!(text.matches("\"action\":\"set_clock_side\"").count(), 1);

@@ -30,13 +30,13 @@ use tokio::time::Instant;
 use super::Ctx;
 use super::board::BoardState;
 use super::clock::ClockQueue;
-use super::hub::Connection;
 use super::link::{Link, LinkConfig, LinkKind, Note};
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::Observation;
 use crate::driver::dgt::ClockCommand;
 use crate::driver::{self, BoardDriver, Decoder, Message, SessionMessage};
+use crate::output::LinkState;
 
 /// How a port task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,7 +295,7 @@ where
                 "board version {major}.{minor}, {} link",
                 kind.name()
             ))?;
-            b.set_connection(Connection::Connected, Some(&port_name), &ctx.hub)
+            b.set_connection(LinkState::Active, Some(&port_name), &ctx.hub)
         })();
         if let Err(e) = result {
             return SessionEnd::Lost(format!("capture: {e}"));
@@ -323,7 +323,7 @@ where
         let mut b = lock(&live.board);
         let _ = b.note(&format!("session ended: {line}"));
         if b.release(session_id) {
-            let _ = b.set_connection(Connection::Disconnected, None, &ctx.hub);
+            let _ = b.set_connection(LinkState::Disconnected, None, &ctx.hub);
         }
     }
     tracing::info!("{id}: disconnected from {} ({line})", path.display());
@@ -495,7 +495,7 @@ fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
         let text = match &e.kind {
             EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
             EventKind::Irregularity { code, .. } if c.show_irregularities => {
-                if *code == "illegal_move" {
+                if *code == crate::core::vocab::IrregularityCode::IllegalMove {
                     "ILLEGAL".to_string()
                 } else {
                     "ARBITER".to_string()

@@ -7,14 +7,13 @@
 //! the top of `demo_games.pgn`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::hub::{EventLine, Hub};
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
+use crate::output::Msg;
 use crate::sim::emulator::runner::{self, RunnerConfig};
 use crate::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
 use crate::sim::pgn::{ScriptGame, parse_games_bytes};
@@ -41,7 +40,7 @@ pub struct Describer {
 impl Describer {
     /// One line about an event, or `None` for the ones not worth a line (clock readings,
     /// completions).
-    pub fn line(&mut self, line: &EventLine) -> Option<String> {
+    pub fn line(&mut self, line: &Msg) -> Option<String> {
         let v: Value = serde_json::from_str(&line.json).ok()?;
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -54,13 +53,14 @@ impl Describer {
             "board_disconnected" => "disconnected".to_string(),
             "game_started" => format!("game {} started", n("game")),
             "move_made" => {
-                self.san.insert((line.board.clone(), n("ply")), s("san"));
+                self.san
+                    .insert((line.board.to_string(), n("ply")), s("san"));
                 numbered(n("ply"), &s("san"))
             }
             "move_retracted" => {
                 let san = self
                     .san
-                    .get(&(line.board.clone(), n("ply")))
+                    .get(&(line.board.to_string(), n("ply")))
                     .cloned()
                     .unwrap_or_default();
                 format!(
@@ -281,16 +281,23 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             let _ = done_tx.send(());
         });
         let signals = super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
-        let hub = Arc::new(Hub::new(4096));
+        let pairings = super::pairings(&cfg);
         let opts = Options {
             config: ConfigSource::Fixed(Box::new(cfg)),
             print: if o.events { Print::Events } else { Print::Moves },
             outputs: o.outputs.clone(),
+            reload_outputs: None,
         };
+        let hub = opts.hub();
+        hub.update_info(|info| info.pairings.extend(pairings));
         super::serve(opts, hub.clone(), signals, Some(done_rx)).await?;
-        for s in hub.snapshots() {
-            if !s.pgn.is_empty() && !o.events {
-                println!("\n{}", s.pgn.trim_end());
+        if !o.events {
+            let pgn = hub.with_round(|r| {
+                let boards = r.boards().iter();
+                boards.map(|b| crate::output::render::board_pgn(r, b)).collect::<Vec<_>>()
+            });
+            for text in pgn.iter().filter(|t| !t.is_empty()) {
+                println!("\n{}", text.trim_end());
             }
         }
         for h in &handles {

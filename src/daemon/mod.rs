@@ -7,14 +7,12 @@
 //! record is written (and, for records that cause move or game events, synced) before the
 //! events it causes are published.
 
-pub mod args;
 pub mod board;
 pub mod board_task;
 pub mod captures;
 pub mod clock;
 pub mod demo;
 pub mod discovery;
-pub mod hub;
 pub mod link;
 pub mod notify;
 pub mod serial;
@@ -31,10 +29,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError, Overrides};
+use crate::core::observation::OperatorAction;
+use crate::output::{Hub, LinkState};
 use board::{BoardMeta, BoardState};
 use board_task::{Origin, PortEnd};
 use captures::CaptureStore;
-use hub::{Connection, Hub};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +104,47 @@ pub struct Options {
     /// The broadcast outputs to serve (HTTP API and page, streams, relay files, MQTT,
     /// LiveChess API), if any.
     pub outputs: Option<OutputSetup>,
+    /// How the outputs follow a reloaded configuration file (SIGHUP), if they do.
+    pub reload_outputs: Option<OutputReload>,
+}
+
+/// Makes the output setup from a (re)loaded configuration file: the command line's output
+/// flags completed from the file's `[outputs]` and `[event]`.
+#[derive(Clone)]
+pub struct OutputReload(Arc<MakeSetup>);
+
+/// The function behind [`OutputReload`].
+type MakeSetup = dyn Fn(&Config) -> Result<OutputSetup, String> + Send + Sync;
+
+impl OutputReload {
+    /// Wraps the function that makes the setup.
+    pub fn new(f: impl Fn(&Config) -> Result<OutputSetup, String> + Send + Sync + 'static) -> Self {
+        OutputReload(Arc::new(f))
+    }
+
+    /// The setup for `cfg`.
+    pub fn setup(&self, cfg: &Config) -> Result<OutputSetup, String> {
+        (self.0)(cfg)
+    }
+}
+
+impl std::fmt::Debug for OutputReload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputReload")
+    }
+}
+
+impl Options {
+    /// The hub for a daemon run with these options: the round the outputs describe (or a
+    /// default one when no output is served).
+    pub fn hub(&self) -> Hub {
+        let round = self
+            .outputs
+            .as_ref()
+            .map(|o| o.round.clone())
+            .unwrap_or_default();
+        Hub::new(round, crate::output::HubConfig::default())
+    }
 }
 
 /// What the broadcast outputs serve, and the round they describe.
@@ -120,7 +160,7 @@ pub struct OutputSetup {
 #[derive(Debug)]
 pub struct Ctx {
     /// The hub.
-    pub hub: Arc<Hub>,
+    pub hub: Hub,
     config: RwLock<Arc<Config>>,
     /// The captures.
     pub store: CaptureStore,
@@ -130,7 +170,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn new(cfg: Config, hub: Arc<Hub>) -> Ctx {
+    fn new(cfg: Config, hub: Hub) -> Ctx {
         let store = CaptureStore {
             dir: cfg.capture_dir(),
             fsync: cfg.daemon.fsync,
@@ -275,7 +315,7 @@ impl Ctx {
             if earlier && !board.game_in_progress() {
                 continue;
             }
-            self.hub.publish(&id, &[], Some(board.snapshot()));
+            board.restore_into(&self.hub);
             self.boards
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -293,6 +333,8 @@ impl Ctx {
     fn reconfigure(&self, cfg: Config) {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
         let cfg = self.config();
+        self.hub
+            .update_info(|info| info.pairings.extend(pairings(&cfg)));
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();
@@ -300,18 +342,20 @@ impl Ctx {
             if let Err(e) = s.set_meta(meta) {
                 tracing::error!("{}: capture: {e}", s.id);
             }
-            self.hub.publish(&s.id, &[], Some(s.snapshot()));
+            self.hub.set_status(&s.id, s.status());
         }
     }
 
     /// Connected boards and all boards.
     fn counts(&self) -> (usize, usize) {
-        let snaps = self.hub.snapshots();
-        let up = snaps
-            .iter()
-            .filter(|s| s.connection == Connection::Connected)
-            .count();
-        (up, snaps.len())
+        self.hub.with_round(|r| {
+            let up = r
+                .boards()
+                .iter()
+                .filter(|b| b.link() == LinkState::Active)
+                .count();
+            (up, r.boards().len())
+        })
     }
 }
 
@@ -402,12 +446,12 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
     if print == Print::Nothing {
         return None;
     }
-    let mut rx = hub.subscribe();
+    let mut rx = hub.receiver();
     let mut describer = demo::Describer::default();
     Some(tokio::spawn(async move {
         loop {
-            let line = match rx.recv().await {
-                Ok(l) => l,
+            let msg = match rx.recv().await {
+                Ok(m) => m,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!("printer lagged: {n} events not printed");
                     continue;
@@ -415,8 +459,8 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
                 Err(_) => break,
             };
             let text = match print {
-                Print::Events => Some(line.json.clone()),
-                _ => describer.line(&line),
+                Print::Events => Some(msg.json.to_string()),
+                _ => describer.line(&msg),
             };
             if let Some(text) = text {
                 let mut out = std::io::stdout().lock();
@@ -433,7 +477,8 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let rt = runtime()?;
     rt.block_on(async {
         let signals = signals::Signals::new().map_err(io_err("installing signal handlers"))?;
-        serve(opts, Arc::new(Hub::new(4096)), signals, None).await
+        let hub = opts.hub();
+        serve(opts, hub, signals, None).await
     })
 }
 
@@ -450,7 +495,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
 /// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
 pub async fn serve(
     opts: Options,
-    hub: Arc<Hub>,
+    hub: Hub,
     mut signals: signals::Signals,
     until: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> Result<(), DaemonError> {
@@ -461,17 +506,18 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
-    let outputs = match &opts.outputs {
+    let mut outputs = match &opts.outputs {
         Some(setup) => {
             // `eboardd run` merged the file's [outputs] into the setup already.
             Some(start_outputs(setup, &hub).await?)
         }
         None => None,
     };
+    let mut setup = opts.outputs.clone();
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
-    let mut operator = hub.operator_requests();
+    let mut operator = operator_requests(&hub);
 
     let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
     let mut discovery: Option<Task<()>> = None;
@@ -540,6 +586,16 @@ pub async fn serve(
                     match opts.config.load() {
                         Ok(cfg) => {
                             tracing::info!("configuration reloaded");
+                            if let (Some(reload), Some(current)) = (&opts.reload_outputs, setup.as_mut()) {
+                                match reload.setup(&cfg) {
+                                    Ok(new) => {
+                                        outputs = reload_outputs(&hub, current, new, outputs).await;
+                                    }
+                                    Err(e) => tracing::error!(
+                                        "reloaded outputs refused, outputs kept as they were: {e}"
+                                    ),
+                                }
+                            }
                             ctx.reconfigure(cfg);
                             apply(&ctx, &mut ports, &mut discovery);
                         }
@@ -611,30 +667,100 @@ pub async fn serve(
     Ok(())
 }
 
-/// Starts the broadcast outputs and feeds them from the hub: every event, every change of a
-/// board's health; operator actions from the outputs (arbiter page, API) come back to the
-/// daemon through the hub, so they are captured like any other.
+/// An operator action asked for by an output (e.g. an arbiter's console), for one board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorRequest {
+    /// The board.
+    pub board: String,
+    /// What to do.
+    pub action: OperatorAction,
+}
+
+/// Installs the hub's [`crate::output::Control`]: operator actions from the outputs (arbiter
+/// page, API) come to the daemon's loop, so they are captured like any other input.
+fn operator_requests(hub: &Hub) -> tokio::sync::mpsc::UnboundedReceiver<OperatorRequest> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    hub.set_control(Arc::new(move |board: &str, action: OperatorAction| {
+        tx.send(OperatorRequest {
+            board: board.to_string(),
+            action,
+        })
+        .map_err(|_| "the daemon is not taking operator actions".to_string())
+    }));
+    rx
+}
+
+/// The players configured per board, by board id, as the outputs show them (they reach the
+/// captures' tags too).
+pub fn pairings(cfg: &Config) -> Vec<(String, crate::output::Pairing)> {
+    let player = |name: &Option<String>| crate::output::Player {
+        name: name.clone(),
+        ..Default::default()
+    };
+    cfg.boards
+        .iter()
+        .map(|b| {
+            let pairing = crate::output::Pairing {
+                white: player(&b.white),
+                black: player(&b.black),
+            };
+            (format!("board-{}", b.number), pairing)
+        })
+        .collect()
+}
+
+/// Brings the running outputs to a reloaded setup: the round's event, site, round number and
+/// time control change in place; when an address, folder, broker, token or delay changed, the
+/// outputs restart on the same hub (clients reconnect; the event streams resume by `seq`). If
+/// the new setup cannot start (an address in use), the previous one is started again.
+async fn reload_outputs(
+    hub: &Hub,
+    current: &mut OutputSetup,
+    new: OutputSetup,
+    running: Option<crate::output::Outputs>,
+) -> Option<crate::output::Outputs> {
+    let info = new.round.clone();
+    hub.update_info(|i| {
+        i.event = info.event;
+        i.site = info.site;
+        i.round = info.round;
+        i.time_control = info.time_control;
+    });
+    if new.config == current.config && running.is_some() {
+        current.round = new.round;
+        return running;
+    }
+    if let Some(o) = running {
+        o.shutdown().await;
+    }
+    match start_outputs(&new, hub).await {
+        Ok(o) => {
+            tracing::info!("outputs restarted with the reloaded configuration");
+            *current = new;
+            Some(o)
+        }
+        Err(e) => {
+            tracing::error!("reloaded outputs cannot start ({e}); the previous ones start again");
+            match start_outputs(current, hub).await {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    tracing::error!("the previous outputs cannot start again either: {e}");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// Starts the broadcast outputs, all reading the daemon's one hub.
 async fn start_outputs(
     setup: &OutputSetup,
-    hub: &Arc<Hub>,
+    hub: &Hub,
 ) -> Result<crate::output::Outputs, DaemonError> {
-    let broadcaster =
-        crate::output::Broadcaster::new(setup.round.clone(), crate::output::HubConfig::default());
-    let control_hub = hub.clone();
-    broadcaster.set_control(Arc::new(
-        move |board: &str, action: crate::core::observation::OperatorAction| {
-            if control_hub.request_operator(board, action) {
-                Ok(())
-            } else {
-                Err("the daemon is not taking operator actions".to_string())
-            }
-        },
-    ));
-    let outputs = crate::output::start(broadcaster.clone(), &setup.config).await?;
+    let outputs = crate::output::start(hub.clone(), &setup.config).await?;
     if let Some(addr) = outputs.http {
         tracing::info!("serving http://{addr}/");
     }
-    hub.attach_outputs(broadcaster);
     Ok(outputs)
 }
 
@@ -655,7 +781,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut cfg = Config::default();
         cfg.daemon.capture_dir = Some(dir.clone());
-        (Arc::new(Ctx::new(cfg, Arc::new(Hub::new(16)))), dir)
+        let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
+        (Arc::new(Ctx::new(cfg, hub)), dir)
     }
 
     #[tokio::test(start_paused = true)]

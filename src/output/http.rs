@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::hub::{Broadcaster, Msg, Start};
+use super::hub::{Hub, Msg, Start};
 use super::model::Pairing;
 use super::relay;
 use super::render;
@@ -54,7 +54,10 @@ pub const JSON_TYPE: &str = "application/json; charset=utf-8";
 
 #[derive(Clone)]
 struct App {
-    hub: Broadcaster,
+    /// The live hub: operator actions, and every view of a request that carries the token.
+    hub: Hub,
+    /// The delayed public hub (`delay_secs`), for every request without the token.
+    public: Option<Hub>,
     token: Option<Arc<str>>,
     stop: tokio::sync::watch::Receiver<bool>,
     allowed_origins: Arc<[String]>,
@@ -64,8 +67,10 @@ struct App {
 /// What the HTTP API is built from.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// The hub.
-    pub hub: Broadcaster,
+    /// The hub (live).
+    pub hub: Hub,
+    /// With a broadcast delay: the delayed hub that requests without the token see.
+    pub public: Option<Hub>,
     /// The secret that state-changing requests must carry (without one they are refused).
     pub token: Option<String>,
     /// Event streams end when it turns true.
@@ -77,13 +82,10 @@ pub struct HttpOptions {
 }
 
 /// The router of the HTTP API with default limits and no foreign origin allowed.
-pub fn router(
-    hub: Broadcaster,
-    token: Option<String>,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> Router {
+pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receiver<bool>) -> Router {
     router_with(HttpOptions {
         hub,
+        public: None,
         token,
         stop,
         allowed_origins: Vec::new(),
@@ -95,6 +97,7 @@ pub fn router(
 pub fn router_with(o: HttpOptions) -> Router {
     let app = App {
         hub: o.hub,
+        public: o.public,
         token: o.token.filter(|t| !t.is_empty()).map(Arc::from),
         stop: o.stop,
         allowed_origins: o.allowed_origins.into(),
@@ -196,12 +199,14 @@ async fn index() -> Response {
     ([(header::CACHE_CONTROL, "no-cache")], Html(INDEX_HTML)).into_response()
 }
 
-async fn health(State(app): State<App>) -> Response {
+async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
+    let hub = app.view(&headers, None);
     let body = json!({
         "ok": true,
-        "seq": app.hub.last_seq(),
-        "subscribers": app.hub.subscribers(),
+        "seq": hub.last_seq(),
+        "subscribers": hub.subscribers(),
         "control": app.token.is_some(),
+        "delayed": app.public.as_ref().is_some_and(|p| std::ptr::eq(hub, p)),
     });
     (
         [
@@ -222,14 +227,36 @@ pub fn valid_board_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b':' | b'-'))
 }
 
+impl App {
+    /// What a request sees: the live hub when it carries the token (header, or `token` in
+    /// the query of an event stream), else the delayed public hub when there is one.
+    fn view(&self, headers: &HeaderMap, query_token: Option<&str>) -> &Hub {
+        match &self.public {
+            Some(public) => {
+                let presented = presented_token(headers).or(query_token);
+                if token_matches(self, presented) {
+                    &self.hub
+                } else {
+                    public
+                }
+            }
+            None => &self.hub,
+        }
+    }
+}
+
 fn check_board(app: &App, id: &str) -> Result<(), Reject> {
+    check_board_in(&app.hub, id)
+}
+
+fn check_board_in(hub: &Hub, id: &str) -> Result<(), Reject> {
     if !valid_board_id(id) {
         return Err(reject(
             StatusCode::BAD_REQUEST,
             "a board id has 1 to 64 characters: letters, digits, '.', '_', ':' or '-'",
         ));
     }
-    if app.hub.with_round(|r| r.board(id).is_none()) {
+    if hub.with_round(|r| r.board(id).is_none()) {
         return Err(reject(StatusCode::NOT_FOUND, format!("no board {id:?}")));
     }
     Ok(())
@@ -237,24 +264,30 @@ fn check_board(app: &App, id: &str) -> Result<(), Reject> {
 
 async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
     // One rendering per change of the round, however many clients poll.
-    cached(&headers, JSON_TYPE, app.hub.snapshot_text())
+    cached(
+        &headers,
+        JSON_TYPE,
+        app.view(&headers, None).snapshot_text(),
+    )
 }
 
 async fn board(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_board(&app, &id) {
+    let hub = app.view(&headers, None);
+    if let Err(r) = check_board_in(hub, &id) {
         return *r;
     }
-    match app.hub.board_snapshot(&id) {
+    match hub.board_snapshot(&id) {
         Some(v) => json_response(&headers, &v),
         None => error(StatusCode::NOT_FOUND, format!("no board {id:?}")),
     }
 }
 
 async fn board_pgn(State(app): State<App>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_board(&app, &id) {
+    let hub = app.view(&headers, None);
+    if let Err(r) = check_board_in(hub, &id) {
         return *r;
     }
-    let body = app.hub.with_round(|r| {
+    let body = hub.with_round(|r| {
         r.board(&id)
             .map(|b| render::board_pgn(r, b))
             .unwrap_or_default()
@@ -275,7 +308,7 @@ async fn games_pgn(
     headers: HeaderMap,
 ) -> Response {
     let all = matches!(q.all.as_deref(), Some("1" | "true" | "yes"));
-    let body = app.hub.with_round(|r| {
+    let body = app.view(&headers, None).with_round(|r| {
         if all {
             render::all_games_pgn(r)
         } else {
@@ -290,7 +323,10 @@ async fn relay_file(
     Path(path): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    match app.hub.with_round(|r| relay::render_path(r, &path)) {
+    match app
+        .view(&headers, None)
+        .with_round(|r| relay::render_path(r, &path))
+    {
         Some((content_type, body)) => cached(&headers, content_type, body),
         None => error(StatusCode::NOT_FOUND, format!("no relay file {path:?}")),
     }
@@ -302,6 +338,9 @@ async fn relay_file(
 struct EventsQuery {
     since: Option<String>,
     board: Option<String>,
+    /// The access token, for clients that cannot set headers (a browser's WebSocket): with a
+    /// broadcast delay, the stream is then live.
+    token: Option<String>,
 }
 
 /// Parse `since` / `board` of an event-stream request.
@@ -353,10 +392,11 @@ async fn ws_events(
         Ok(r) => r,
         Err(r) => return *r,
     };
+    let hub = app.view(req.headers(), q.token.as_deref()).clone();
     drop(req);
     tokio::spawn(async move {
         if let Some(socket) = ws::upgraded(on_upgrade).await {
-            ws_client(socket, app.hub, since, board, app.stop).await;
+            ws_client(socket, hub, since, board, app.stop).await;
         }
     });
     resp
@@ -420,7 +460,7 @@ async fn close(socket: &mut Ws, code: CloseCode, reason: &'static str) {
 
 async fn ws_client(
     mut socket: Ws,
-    hub: Broadcaster,
+    hub: Hub,
     since: Option<u64>,
     board: Option<String>,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -489,7 +529,7 @@ async fn ws_client(
 }
 
 struct SseState {
-    hub: Broadcaster,
+    hub: Hub,
     board: Option<String>,
     pending: std::collections::VecDeque<Bytes>,
     rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
@@ -515,10 +555,11 @@ async fn sse_events(
         Ok(p) => p,
         Err(r) => return *r,
     };
-    let (start, rx) = app.hub.subscribe(since);
+    let hub = app.view(&headers, q.token.as_deref()).clone();
+    let (start, rx) = hub.subscribe(since);
     let pending = sse_start(start, &board);
     let state = SseState {
-        hub: app.hub.clone(),
+        hub,
         board,
         pending,
         rx,
@@ -582,31 +623,45 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseSta
 
 // --- Operator actions ----------------------------------------------------------------------
 
-/// Constant-time comparison of the presented token with the configured one.
-fn authorised(app: &App, headers: &HeaderMap) -> Result<(), Reject> {
-    let Some(expected) = &app.token else {
-        return Err(reject(
-            StatusCode::FORBIDDEN,
-            "changes are disabled: no access token is configured (--token or [output] token)",
-        ));
-    };
-    let presented = headers
+/// The token a request presents in its headers.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .or_else(|| headers.get("x-eboardd-token").and_then(|v| v.to_str().ok()));
-    let Some(presented) = presented else {
-        return Err(reject(
-            StatusCode::UNAUTHORIZED,
-            "missing token: send 'Authorization: Bearer <token>'",
-        ));
+        .or_else(|| headers.get("x-eboardd-token").and_then(|v| v.to_str().ok()))
+}
+
+/// Constant-time comparison of a presented token with the configured one (false when none is
+/// configured or none presented).
+fn token_matches(app: &App, presented: Option<&str>) -> bool {
+    let (Some(expected), Some(presented)) = (&app.token, presented) else {
+        return false;
     };
     let (a, b) = (presented.as_bytes(), expected.as_bytes());
     let mut diff = a.len() ^ b.len();
     for (i, &x) in b.iter().enumerate() {
         diff |= usize::from(x ^ a.get(i).copied().unwrap_or(0));
     }
-    if diff != 0 {
+    diff == 0
+}
+
+/// Whether the request may change things: the token is configured and presented.
+fn authorised(app: &App, headers: &HeaderMap) -> Result<(), Reject> {
+    if app.token.is_none() {
+        return Err(reject(
+            StatusCode::FORBIDDEN,
+            "changes are disabled: no access token is configured (--token or [output] token)",
+        ));
+    }
+    let presented = presented_token(headers);
+    if presented.is_none() {
+        return Err(reject(
+            StatusCode::UNAUTHORIZED,
+            "missing token: send 'Authorization: Bearer <token>'",
+        ));
+    }
+    if !token_matches(app, presented) {
         return Err(reject(StatusCode::UNAUTHORIZED, "wrong token"));
     }
     Ok(())
@@ -681,7 +736,8 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reject> 
 
 /// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
 /// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
-pub fn parse_bodies_for_fuzzing(hub: &Broadcaster, board: &str, body: &[u8]) -> usize {
+#[cfg(feature = "test-support")]
+pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
     let mut accepted = 0;
     if parse_body::<ResultBody>(body).is_ok() {
         accepted += 1;
@@ -737,7 +793,7 @@ async fn set_result(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    if !matches!(b.result.as_str(), "1-0" | "0-1" | "1/2-1/2") {
+    if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
         return error(
             StatusCode::BAD_REQUEST,
             format!(

@@ -1,5 +1,9 @@
-//! The [`Broadcaster`]: numbers events, keeps the round model and a bounded backlog, and fans
-//! messages out to live subscribers through a `tokio::sync::broadcast` channel.
+//! The [`Hub`], the only one between the boards and every consumer: it numbers events (one
+//! `seq` counter per daemon run, shared by `run --events` on standard output, WebSocket, SSE,
+//! MQTT and the LiveChess API), keeps the round model (the one board view) and a bounded
+//! backlog, and fans messages out to live subscribers through a `tokio::sync::broadcast`
+//! channel. The live daemon publishes into it directly, after the capture record that caused
+//! an event is written; operator actions asked for by an output go back through [`Control`].
 //!
 //! Publishing never waits: it takes a short lock, serialises the event once and sends it to the
 //! channel. A subscriber that falls more than the channel's capacity behind gets a `Lagged`
@@ -12,6 +16,7 @@ use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::delay::{Change, DelayLine};
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{Micros, OperatorAction};
@@ -146,17 +151,23 @@ struct Inner {
     changed: watch::Sender<u64>,
     control: Mutex<Option<Arc<dyn Control>>>,
     cfg: HubConfig,
+    /// Where every change is mirrored for the delayed public hub (`delay_secs`): the line,
+    /// the delay, the public hub.
+    delay_line: Mutex<Option<(DelayLine, std::time::Duration, Hub)>>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
 #[derive(Clone)]
-pub struct Broadcaster {
+pub struct Hub {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Broadcaster {
+/// The hub's former name, kept so that code written against it still builds.
+pub type Broadcaster = Hub;
+
+impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Broadcaster").finish_non_exhaustive()
+        f.debug_struct("Hub").finish_non_exhaustive()
     }
 }
 
@@ -169,12 +180,12 @@ fn snapshot_json(round: &RoundState) -> String {
     v.to_string()
 }
 
-impl Broadcaster {
+impl Hub {
     /// A broadcaster for one round.
     pub fn new(info: RoundInfo, cfg: HubConfig) -> Self {
         let (tx, _) = broadcast::channel(cfg.channel.max(16));
         let (changed, _) = watch::channel(0);
-        Broadcaster {
+        Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     round: RoundState::new(info),
@@ -188,7 +199,53 @@ impl Broadcaster {
                 changed,
                 control: Mutex::new(None),
                 cfg,
+                delay_line: Mutex::new(None),
             }),
+        }
+    }
+
+    /// Its limits.
+    pub fn config(&self) -> &HubConfig {
+        &self.inner.cfg
+    }
+
+    /// The public hub showing this one `delay` late (the broadcast delay): made on the first
+    /// call, the same one while the delay stays the same (outputs restarted on a reload keep
+    /// it), a new one when it changes. Every later change of this hub reaches it `delay` late.
+    pub fn delayed(&self, delay: std::time::Duration) -> Hub {
+        let mut line = self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((_, d, public)) = line.as_ref()
+            && *d == delay
+        {
+            return public.clone();
+        }
+        let (public, tx) = super::delay::spawn(self, delay);
+        *line = Some((tx, delay, public.clone()));
+        public
+    }
+
+    /// No broadcast delay any more: the public hub stops being fed.
+    pub fn undelayed(&self) {
+        *self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Mirror a change (called with the state lock held, so the order is the hub's order).
+    fn mirror(&self, change: impl FnOnce() -> Change) {
+        let line = self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((line, _, _)) = line.as_ref() {
+            line.send(change());
         }
     }
 
@@ -207,7 +264,14 @@ impl Broadcaster {
         let json = EventEnvelope::new(seq, board, event).to_json();
         st.round.apply(seq, board, event);
         let kind = kind_name(&event.kind);
-        self.push(&mut st, seq, board, kind, event.t, json)
+        let seq = self.push(&mut st, seq, board, kind, event.t, json);
+        // Mirrored after it is out (still under the lock, so in the hub's order): the delay
+        // counts from the moment the live view had it.
+        self.mirror(|| Change::Event {
+            board: board.to_string(),
+            event: Box::new(event.clone()),
+        });
+        seq
     }
 
     /// Publish a message the broadcaster makes itself (status, acknowledgement, players): the
@@ -267,8 +331,35 @@ impl Broadcaster {
             return;
         }
         st.round.board_mut(board).status = status.clone();
+        self.mirror(|| Change::Status {
+            board: board.to_string(),
+            status: status.clone(),
+        });
         let fields = json!({ "status": status });
         self.publish_own(&mut st, board, "board_status", fields);
+    }
+
+    /// Restore a board's games rebuilt from its capture at daemon start (their events were
+    /// published by an earlier run, not this one), with its health; publishes nothing:
+    /// snapshots carry it. The events that follow apply to the last of these games.
+    pub fn restore(
+        &self,
+        board: &str,
+        games: &[crate::core::game::GameRecord],
+        status: BoardStatus,
+    ) {
+        let mut st = self.lock();
+        st.rev += 1;
+        self.mirror(|| Change::Restore {
+            board: board.to_string(),
+            games: games.to_vec(),
+            status: status.clone(),
+        });
+        let b = st.round.board_mut(board);
+        b.restore_games(games);
+        b.status = status;
+        drop(st);
+        self.inner.changed.send_replace(self.last_seq());
     }
 
     /// Set a board's health without publishing a message (before a source starts, when no
@@ -276,6 +367,10 @@ impl Broadcaster {
     pub fn preset_status(&self, board: &str, status: BoardStatus) {
         let mut st = self.lock();
         st.rev += 1;
+        self.mirror(|| Change::Preset {
+            board: board.to_string(),
+            status: status.clone(),
+        });
         st.round.board_mut(board).status = status;
     }
 
@@ -289,6 +384,10 @@ impl Broadcaster {
             .info
             .pairings
             .insert(board.to_string(), pairing.clone());
+        self.mirror(|| Change::Pairing {
+            board: board.to_string(),
+            pairing: pairing.clone(),
+        });
         let fields = json!({ "white": pairing.white, "black": pairing.black });
         self.publish_own(&mut st, board, "players", fields);
         Ok(())
@@ -307,6 +406,10 @@ impl Broadcaster {
         let irr = &mut st.round.board_mut(board).irregularities[i];
         irr.acknowledged = true;
         let fields = json!({ "irregularity": id, "code": irr.code });
+        self.mirror(|| Change::Ack {
+            board: board.to_string(),
+            id,
+        });
         self.publish_own(&mut st, board, "irregularity_acknowledged", fields);
         Ok(())
     }
@@ -368,7 +471,7 @@ impl Broadcaster {
         self.with_round(round_json)
     }
 
-    /// JSON text of the whole round (as [`Broadcaster::snapshot`]), made once per change of
+    /// JSON text of the whole round (as [`Hub::snapshot`]), made once per change of
     /// the model and shared by every request until the next one.
     pub fn snapshot_text(&self) -> bytes::Bytes {
         let mut st = self.lock();
@@ -402,6 +505,7 @@ impl Broadcaster {
         let mut st = self.lock();
         st.rev += 1;
         f(&mut st.round.info);
+        self.mirror(|| Change::Info(Box::new(st.round.info.clone())));
         for id in st.round.info.boards.clone() {
             st.round.board_mut(&id);
         }
@@ -441,7 +545,7 @@ mod tests {
             boards: vec!["board-1".into()],
             ..Default::default()
         };
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         let a = hub.snapshot_text();
         let b = hub.snapshot_text();
         assert_eq!(a.as_ptr(), b.as_ptr(), "one shared rendering");

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use shakmaty::Chess;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::hub::Broadcaster;
+use super::hub::Hub;
 use super::model::{BoardState, BoardStatus, RoundState};
 use super::render;
 
@@ -36,7 +36,7 @@ pub const MAX_FEEDS: usize = 256;
 
 #[derive(Clone)]
 struct App {
-    hub: Broadcaster,
+    hub: Hub,
     stop: tokio::sync::watch::Receiver<bool>,
     allowed_origins: Option<Arc<[String]>>,
     views: Arc<Views>,
@@ -44,14 +44,14 @@ struct App {
 
 /// The router of the EBoards API; connections close when `stop` turns true. Pages of any
 /// origin may connect (as to LiveChess).
-pub fn router(hub: Broadcaster, stop: tokio::sync::watch::Receiver<bool>) -> Router {
+pub fn router(hub: Hub, stop: tokio::sync::watch::Receiver<bool>) -> Router {
     router_with(hub, stop, None)
 }
 
 /// The router of the EBoards API; `allowed_origins`: the only web origins whose pages may
 /// connect (`None`: any).
 pub fn router_with(
-    hub: Broadcaster,
+    hub: Hub,
     stop: tokio::sync::watch::Receiver<bool>,
     allowed_origins: Option<Vec<String>>,
 ) -> Router {
@@ -82,7 +82,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn eboards(hub: &Broadcaster) -> Value {
+fn eboards(hub: &Hub) -> Value {
     hub.with_round(|r| {
         Value::Array(
             r.boards()
@@ -250,7 +250,7 @@ struct Views {
 impl Views {
     /// The view of `board` now: the cached one while the board did not change, else a fresh
     /// copy (the only work done under the hub lock).
-    fn get(&self, hub: &Broadcaster, board: &str) -> Option<Arc<BoardView>> {
+    fn get(&self, hub: &Hub, board: &str) -> Option<Arc<BoardView>> {
         let cached = self
             .boards
             .lock()
@@ -291,7 +291,7 @@ struct Feed {
 }
 
 struct Session {
-    hub: Broadcaster,
+    hub: Hub,
     views: Arc<Views>,
     feeds: BTreeMap<i64, Feed>,
 }
@@ -502,7 +502,8 @@ impl Session {
 
 /// Feed LiveChess protocol text to a fresh session and return the frames it answers (for the
 /// fuzz target of the message handler).
-pub fn handle_for_fuzzing(hub: &Broadcaster, texts: &[&str]) -> usize {
+#[cfg(feature = "test-support")]
+pub fn handle_for_fuzzing(hub: &Hub, texts: &[&str]) -> usize {
     let mut session = Session {
         hub: hub.clone(),
         views: Arc::new(Views::default()),
@@ -531,7 +532,7 @@ async fn send_all(socket: &mut WebSocket, out: Vec<Message>) -> bool {
 
 async fn client(
     mut socket: WebSocket,
-    hub: Broadcaster,
+    hub: Hub,
     views: Arc<Views>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -596,7 +597,7 @@ mod tests {
     use crate::output::RoundInfo;
     use crate::output::hub::HubConfig;
 
-    fn session(hub: &Broadcaster, views: &Arc<Views>) -> Session {
+    fn session(hub: &Hub, views: &Arc<Views>) -> Session {
         Session {
             hub: hub.clone(),
             views: views.clone(),
@@ -617,7 +618,7 @@ mod tests {
             boards: vec!["board-1".into()],
             ..Default::default()
         };
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         let views = Arc::new(Views::default());
         let (mut a, mut b) = (session(&hub, &views), session(&hub, &views));
         let mut out = Vec::new();
@@ -654,7 +655,7 @@ mod tests {
             boards: vec!["board-1".into()],
             ..Default::default()
         };
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         let views = Arc::new(Views::default());
         let mut s = session(&hub, &views);
         let mut out = Vec::new();

@@ -1,20 +1,21 @@
-//! Broadcasting: the hub ([`Broadcaster`]) and every output fed from it — the HTTP API with
+//! Broadcasting: the hub ([`Hub`]) and every output fed from it — the HTTP API with
 //! WebSocket and SSE event streams, relay files (PGN and LiveChessCloud JSON), MQTT, the
 //! LiveChess EBoards API and the arbiter web page.
 //!
 //! Feeding it (the live daemon, or [`replay_source`] for captures):
-//! - [`Broadcaster::publish`] for every core event of a board, in order;
-//! - [`Broadcaster::set_status`] whenever a board's health changes (link, port, battery,
+//! - [`Hub::publish`] for every core event of a board, in order;
+//! - [`Hub::set_status`] whenever a board's health changes (link, port, battery,
 //!   clock presence);
-//! - [`Broadcaster::set_control`] once, with the handler of game-changing operator actions;
+//! - [`Hub::set_control`] once, with the handler of game-changing operator actions;
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
-pub mod cli;
+pub mod delay;
 pub mod http;
 pub mod hub;
 pub mod livechess;
 pub mod model;
 pub mod mqtt;
+pub mod mqtt_source;
 pub mod relay;
 pub mod render;
 pub mod replay_source;
@@ -26,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use hub::{Broadcaster, Control, HubConfig, Msg, Start};
+pub use hub::{Control, Hub, HubConfig, Msg, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, RoundInfo, RoundState};
 pub use mqtt::MqttConfig;
 
@@ -36,7 +37,7 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 pub const DEFAULT_LIVECHESS: &str = "127.0.0.1:1982";
 
 /// Which outputs to run and where.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
     /// HTTP API, event streams, relay files and page (`None`: off).
@@ -60,6 +61,9 @@ pub struct OutputConfig {
     pub max_connections: Option<usize>,
     /// Client connections at once from one address (`None`: half of `max_connections`).
     pub max_connections_per_address: Option<usize>,
+    /// Broadcast delay: every public output shows the round as it stood this long ago; the
+    /// token holder sees it live (`None` or zero: no delay).
+    pub delay: Option<Duration>,
 }
 
 /// Why outputs could not start.
@@ -96,6 +100,8 @@ pub struct Outputs {
     pub livechess: Option<SocketAddr>,
     /// MQTT counters, when publishing.
     pub mqtt: Option<Arc<mqtt::MqttStats>>,
+    /// The delayed public hub, when a broadcast delay is configured.
+    pub public: Option<Hub>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -160,15 +166,34 @@ pub fn limits(cfg: &OutputConfig) -> server::Limits {
 
 /// Start the configured outputs on `hub`. Must run inside a tokio runtime. Listening
 /// addresses are bound before it returns (port 0 picks a free port; see [`Outputs`]).
-pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
+pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
     let mut out = Outputs {
         http: None,
         livechess: None,
         mqtt: None,
+        public: None,
         stop,
         tasks: Vec::new(),
+    };
+    // With a broadcast delay, every public output reads the delayed hub; the live one is only
+    // for requests that present the token.
+    let live = hub;
+    let hub = match cfg.delay.filter(|d| !d.is_zero()) {
+        Some(delay) => {
+            let public = live.delayed(delay);
+            tracing::info!(
+                "broadcast delay {} s: public outputs show the round as it stood then",
+                delay.as_secs_f64()
+            );
+            out.public = Some(public.clone());
+            public
+        }
+        None => {
+            live.undelayed();
+            live.clone()
+        }
     };
     let limiter = server::Limiter::new(limits(cfg));
     if cfg.http.is_some() || cfg.livechess.is_some() {
@@ -187,7 +212,8 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
         let listener = bind("HTTP", addr).await?;
         out.http = listener.local_addr().ok();
         let router = http::router_with(http::HttpOptions {
-            hub: hub.clone(),
+            hub: live.clone(),
+            public: out.public.clone(),
             token: cfg.token.clone(),
             stop: stop_rx.clone(),
             allowed_origins: cfg.allowed_origins.clone(),

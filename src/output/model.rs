@@ -11,12 +11,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use shakmaty::{CastlingMode, Chess, Color, Position, fen::Fen, san::SanPlus};
+use shakmaty::{CastlingMode, Chess, Color, Position, Square, fen::Fen, san::SanPlus};
 
 use crate::core::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::core::start;
+use crate::core::vocab::{Claim, IrregularityCode};
 
 /// Most irregularities kept per board (oldest dropped first).
 const MAX_IRREGULARITIES: usize = 200;
@@ -140,7 +141,7 @@ pub enum LinkState {
 }
 
 /// Health of a board that only the daemon knows (port, battery, clock presence). Set with
-/// [`super::Broadcaster::set_status`].
+/// [`super::Hub::set_status`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BoardStatus {
     /// Link state.
@@ -187,13 +188,15 @@ pub struct Irregularity {
     /// Ply of the turn.
     pub ply: u32,
     /// Spec code.
-    pub code: &'static str,
+    pub code: IrregularityCode,
     /// FIDE article.
     pub rule: &'static str,
     /// `"white"` or `"black"`.
-    pub player: &'static str,
+    #[serde(serialize_with = "crate::core::vocab::ser_color")]
+    pub player: Color,
     /// Squares involved.
-    pub squares: Vec<String>,
+    #[serde(serialize_with = "crate::core::vocab::ser_squares")]
+    pub squares: Vec<Square>,
     /// One sentence.
     pub detail: String,
     /// Put right (an `irregularity_resolved` event).
@@ -205,7 +208,7 @@ pub struct Irregularity {
 /// Per-game extras that a [`GameRecord`] does not hold.
 #[derive(Debug, Clone, Default)]
 struct GameExtra {
-    claims: Vec<&'static str>,
+    claims: Vec<Claim>,
 }
 
 /// Everything known about one board.
@@ -303,9 +306,17 @@ impl BoardState {
                 && !i.resolved
                 && matches!(
                     i.code,
-                    "displaced_pieces" | "illegal_move" | "pawn_not_promoted"
+                    IrregularityCode::DisplacedPieces
+                        | IrregularityCode::IllegalMove
+                        | IrregularityCode::PawnNotPromoted
                 )
         })
+    }
+
+    /// Replace the games (rebuilt elsewhere, e.g. from a capture) without any event.
+    pub fn restore_games(&mut self, games: &[GameRecord]) {
+        self.games = games.to_vec();
+        self.extras = vec![GameExtra::default(); games.len()];
     }
 
     fn apply(&mut self, seq: u64, ev: &CoreEvent) {
@@ -367,11 +378,7 @@ impl BoardState {
                 self.clock = Some(ClockState {
                     white: *white,
                     black: *black,
-                    running: match *running {
-                        Some("white") => Some(Color::White),
-                        Some("black") => Some(Color::Black),
-                        _ => None,
-                    },
+                    running: *running,
                     t: ev.t,
                 });
             }
@@ -391,9 +398,9 @@ impl BoardState {
                     game: ev.game,
                     t: ev.t as f64 / 1e6,
                     ply: *ply,
-                    code,
+                    code: *code,
                     rule,
-                    player,
+                    player: *player,
                     squares: squares.clone(),
                     detail: detail.clone(),
                     resolved: false,
@@ -421,12 +428,12 @@ impl BoardState {
                 if let Some(x) = self.extras.last_mut()
                     && !x.claims.contains(claim)
                 {
-                    x.claims.push(claim);
+                    x.claims.push(*claim);
                 }
             }
             EventKind::GameEnded { result, reason } => {
                 if let Some(g) = self.game_mut(ev.game) {
-                    g.result = Some((result, *reason));
+                    g.result = Some((*result, *reason));
                 }
             }
         }
@@ -455,7 +462,7 @@ impl BoardState {
         Ok(())
     }
 
-    fn claims(&self) -> &[&'static str] {
+    fn claims(&self) -> &[Claim] {
         self.extras.last().map_or(&[], |x| &x.claims[..])
     }
 }
@@ -556,7 +563,7 @@ fn clock_json(c: &ClockState) -> Value {
     json!({
         "white": c.white,
         "black": c.black,
-        "running": c.running.map(|c| c.fold_wb("white", "black")),
+        "running": c.running.map(crate::core::vocab::color_name),
         "t": c.t as f64 / 1e6,
     })
 }

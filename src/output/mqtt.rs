@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
-use super::hub::{Broadcaster, Msg};
+use super::hub::{Hub, Msg};
 
 /// Where and how to publish.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -142,7 +142,7 @@ impl Topics {
 
 /// Start publishing `hub` to the broker of `cfg`; runs until `stop` turns true.
 pub fn spawn(
-    hub: Broadcaster,
+    hub: Hub,
     cfg: MqttConfig,
     mut stop: watch::Receiver<bool>,
 ) -> (Arc<MqttStats>, tokio::task::JoinHandle<()>) {

@@ -15,7 +15,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::hub::Broadcaster;
+use super::hub::Hub;
 use super::model::RoundState;
 use super::render;
 
@@ -214,7 +214,7 @@ impl RelayWriter {
     }
 
     /// Write every file whose content changed since the last call.
-    pub fn flush(&mut self, hub: &Broadcaster) -> std::io::Result<usize> {
+    pub fn flush(&mut self, hub: &Hub) -> std::io::Result<usize> {
         let files = hub.with_round(files);
         let mut n = 0;
         let mut root = None;
@@ -248,7 +248,7 @@ impl RelayWriter {
     /// write; a final write on stop.
     pub async fn run(
         mut self,
-        hub: Broadcaster,
+        hub: Hub,
         debounce: Duration,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {

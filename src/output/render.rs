@@ -201,11 +201,11 @@ pub fn lcc_index(round: &RoundState) -> Value {
 }
 
 fn lcc_result(g: &GameRecord) -> Value {
-    match pgn::result_of(g) {
-        "1-0" => "WHITEWIN".into(),
-        "0-1" => "BLACKWIN".into(),
-        "1/2-1/2" => "DRAW".into(),
-        _ => Value::Null,
+    use shakmaty::KnownOutcome;
+    match g.result.and_then(|(r, _)| r.known()) {
+        Some(KnownOutcome::Decisive { winner }) => winner.fold_wb("WHITEWIN", "BLACKWIN").into(),
+        Some(KnownOutcome::Draw) => "DRAW".into(),
+        None => Value::Null,
     }
 }
 

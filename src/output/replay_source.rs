@@ -1,6 +1,6 @@
 //! Captures as a live source: records go through the same decoder and board engines as
 //! `eboardd replay`, at the recorded pace (or faster), and every event is published to a
-//! [`Broadcaster`] — a stand-in for the live daemon, for tests, demos and load runs.
+//! [`Hub`] — a stand-in for the live daemon, for tests, demos and load runs.
 //!
 //! Two layouts:
 //! - *sequential* (as `eboardd replay`): captures play one after another, each continuing in
@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::hub::{Broadcaster, Control};
+use super::hub::{Control, Hub};
 use crate::capture::{self, RecordKind};
 use crate::core::engine::EngineConfig;
 use crate::core::event::CoreEvent;
@@ -177,7 +177,7 @@ impl Control for ReplayControl {
 }
 
 struct Runner {
-    hub: Broadcaster,
+    hub: Hub,
     drivers: BTreeMap<String, &'static dyn BoardDriver>,
     devices: BTreeMap<Arc<str>, Device>,
     order: Vec<Arc<str>>,
@@ -255,7 +255,7 @@ impl Runner {
 /// Play `plan` into `hub` on a thread of its own. `speed`: event seconds per wall second
 /// (`None` or 0: as fast as possible). After the last record the engines take their pending
 /// decisions; the thread then keeps serving operator actions until stopped.
-pub fn spawn(hub: Broadcaster, plan: Plan, speed: Option<f64>) -> ReplayHandle {
+pub fn spawn(hub: Hub, plan: Plan, speed: Option<f64>) -> ReplayHandle {
     let (tx, rx) = mpsc::channel::<(String, OperatorAction)>();
     hub.set_control(Arc::new(ReplayControl { tx: Mutex::new(tx) }));
     let stop = Arc::new(AtomicBool::new(false));

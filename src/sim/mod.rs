@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod emulator;
 pub mod hand;
+#[cfg(feature = "test-support")]
 pub mod inject;
 pub mod pgn;
 pub mod pty;

@@ -1,6 +1,12 @@
 //! Test support shared by the test files (`mod support;`): the PGN corpus under
-//! `tests/data/pgn`. Each test file uses only part of it.
+//! `tests/data/pgn` (here), the daemon as a child process with emulated boards and a pty relay
+//! ([`daemon`]), a board-and-clock rig for the core ([`rig`]), readers of the event streams
+//! ([`streams`]). Each test file uses only part of it.
 #![allow(dead_code)]
+
+pub mod daemon;
+pub mod rig;
+pub mod streams;
 
 use std::path::{Path, PathBuf};
 
@@ -47,4 +53,50 @@ pub fn games(sub: &str) -> Vec<ScriptGame> {
         }
     }
     out
+}
+
+/// Every game of one PGN file under `tests/data/pgn` that parses, in file order.
+pub fn corpus_file(rel: &str) -> Vec<ScriptGame> {
+    let p = pgn_dir().join(rel);
+    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    parse_games_bytes(&bytes)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect()
+}
+
+/// Chess960 castling kinds (corpus README): king-only, rook-only, swap, king onto the rook's
+/// square, rook onto the king's square, both to other squares (`"disjoint"`).
+pub fn castle_kind(pos: &shakmaty::Chess, m: &shakmaty::Move) -> Option<&'static str> {
+    let shakmaty::Move::Castle { king, rook } = *m else {
+        return None;
+    };
+    let side = m.castling_side()?;
+    let turn = shakmaty::Position::turn(pos);
+    let (kt, rt) = (side.king_to(turn), side.rook_to(turn));
+    Some(if rook == rt {
+        "king-only"
+    } else if king == kt {
+        "rook-only"
+    } else if kt == rook && rt == king {
+        "swap"
+    } else if kt == rook {
+        "king-onto-rook"
+    } else if rt == king {
+        "rook-onto-king"
+    } else {
+        "disjoint"
+    })
+}
+
+/// `(code, ply)` of every irregularity among `events`.
+pub fn raised(events: &[eboardd::core::event::CoreEvent]) -> Vec<(String, u32)> {
+    use eboardd::core::event::EventKind;
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Irregularity { code, ply, .. } => Some((code.to_string(), *ply)),
+            _ => None,
+        })
+        .collect()
 }

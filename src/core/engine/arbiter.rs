@@ -11,33 +11,13 @@ use super::super::irregular::{
 };
 use super::super::ledger::{NOISE, SAME_SCAN};
 use super::super::observation::{Micros, SpecialPiece};
+use super::super::vocab::{BLACK_WINS, DRAW, IrregularityCode, WHITE_WINS};
 use super::recovery::{Reconciled, Trigger};
 use super::{BoardEngine, Displaced};
 
 /// How long a king may stand on a centre square, the other king not there yet, before the
 /// board counts as displaced rather than a result signal being made.
 const KINGS_SIGNAL_WAIT: Micros = 10_000_000;
-
-/// The article of each irregularity code (`capture-and-events.md` §3).
-pub fn rule_of(code: &str) -> &'static str {
-    match code {
-        "touched_piece_not_moved" => "4.3a",
-        "touched_opponent_not_captured" => "4.3b",
-        "castling_rook_touched_first" => "4.4b",
-        "king_touched_castling_illegal" => "4.4c",
-        "promotion_piece_changed" => "4.4d",
-        "move_changed_after_release" => "4.6",
-        "illegal_move" => "7.5.1",
-        "pawn_not_promoted" => "7.5.2",
-        "clock_pressed_without_move" => "7.8.1",
-        "displaced_pieces" => "7.4 / 7.6",
-        "adjusted_out_of_turn" => "6.2.5",
-        "two_hands_hint" => "7.7.1",
-        "board_reversed" => "7.2.2",
-        "moves_missing" => "8.1",
-        _ => "",
-    }
-}
 
 fn names(squares: &[Square]) -> Vec<String> {
     squares.iter().map(|s| s.to_string()).collect()
@@ -55,7 +35,7 @@ impl BoardEngine {
         t: Micros,
         out: &mut Vec<CoreEvent>,
         ply: u32,
-        code: &'static str,
+        code: IrregularityCode,
         player: Color,
         squares: Vec<Square>,
         detail: String,
@@ -66,9 +46,9 @@ impl BoardEngine {
             EventKind::Irregularity {
                 ply,
                 code,
-                rule: rule_of(code),
-                player: player.fold_wb("white", "black"),
-                squares: names(&squares),
+                rule: code.rule(),
+                player,
+                squares,
                 detail,
             },
         );
@@ -79,8 +59,8 @@ impl BoardEngine {
         &self,
         t: Micros,
         out: &mut Vec<CoreEvent>,
-        code: &'static str,
-        squares: Vec<String>,
+        code: IrregularityCode,
+        squares: Vec<Square>,
     ) {
         self.emit(t, out, EventKind::IrregularityResolved { code, squares });
     }
@@ -90,12 +70,12 @@ impl BoardEngine {
         &self,
         t: Micros,
         out: &mut Vec<CoreEvent>,
-        code: &'static str,
+        code: IrregularityCode,
         player: Color,
         squares: Vec<Square>,
         detail: String,
     ) {
-        let ply = if code == "board_reversed" {
+        let ply = if code == IrregularityCode::BoardReversed {
             0
         } else {
             self.current_turn()
@@ -162,7 +142,7 @@ impl BoardEngine {
             self.irregularity(
                 t,
                 out,
-                "clock_pressed_without_move",
+                IrregularityCode::ClockPressedWithoutMove,
                 to_move,
                 changed,
                 format!(
@@ -183,7 +163,7 @@ impl BoardEngine {
                 t,
                 out,
                 ply,
-                "pawn_not_promoted",
+                IrregularityCode::PawnNotPromoted,
                 to_move,
                 vec![square],
                 format!(
@@ -298,13 +278,13 @@ impl BoardEngine {
                 }
             }
         }
-        self.illegal_open = Some(names(&squares));
+        self.illegal_open = Some(squares.clone());
         self.displaced = None;
         self.relocation = None;
         self.irregularity(
             t,
             out,
-            "illegal_move",
+            IrregularityCode::IllegalMove,
             offender,
             squares,
             format!("An illegal move was completed by a clock press; 7.5.3 gives: {consequence}."),
@@ -322,7 +302,7 @@ impl BoardEngine {
         let pos = game.position_after(ply - 1).clone();
         let (m, made_at) = (record.mv, record.made_at);
         let mover = pos.turn();
-        let mut found: Vec<(&'static str, Color, Vec<Square>, String)> = Vec::new();
+        let mut found: Vec<(IrregularityCode, Color, Vec<Square>, String)> = Vec::new();
         if let Move::Castle { king, rook } = m {
             let k = self.ledger.first_lift(ply, king).map(|x| x.lifted_at);
             let r = self.ledger.first_lift(ply, rook).map(|x| x.lifted_at);
@@ -330,7 +310,7 @@ impl BoardEngine {
                 && r + SAME_SCAN < k
             {
                 found.push((
-                    "castling_rook_touched_first",
+                    IrregularityCode::CastlingRookTouchedFirst,
                     mover,
                     vec![rook, king],
                     format!(
@@ -352,7 +332,7 @@ impl BoardEngine {
             .find(|x| x.piece.color == mover && can_move(&pos, x.square))
         {
             found.push((
-                "touched_piece_not_moved",
+                IrregularityCode::TouchedPieceNotMoved,
                 mover,
                 vec![x.square],
                 format!(
@@ -378,7 +358,7 @@ impl BoardEngine {
             } else if capturable(&pos, x.square) {
                 if captured != Some(x.square) {
                     found.push((
-                        "touched_opponent_not_captured",
+                        IrregularityCode::TouchedOpponentNotCaptured,
                         mover,
                         vec![x.square],
                         format!(
@@ -390,7 +370,7 @@ impl BoardEngine {
                 }
             } else {
                 found.push((
-                    "adjusted_out_of_turn",
+                    IrregularityCode::AdjustedOutOfTurn,
                     !mover,
                     vec![x.square],
                     format!(
@@ -438,7 +418,7 @@ impl BoardEngine {
                 t,
                 out,
                 ply,
-                "promotion_piece_changed",
+                IrregularityCode::PromotionPieceChanged,
                 mover,
                 vec![new.to()],
                 format!(
@@ -467,7 +447,7 @@ impl BoardEngine {
                         t,
                         out,
                         ply,
-                        "displaced_pieces",
+                        IrregularityCode::DisplacedPieces,
                         mover,
                         squares.clone(),
                         format!(
@@ -477,7 +457,7 @@ impl BoardEngine {
                             (t - since) as f64 / 1e6
                         ),
                     );
-                    self.emit_resolved(t, out, "displaced_pieces", names(&squares));
+                    self.emit_resolved(t, out, IrregularityCode::DisplacedPieces, squares.clone());
                 }
             }
             return;
@@ -508,7 +488,7 @@ impl BoardEngine {
             t,
             out,
             ply,
-            "move_changed_after_release",
+            IrregularityCode::MoveChangedAfterRelease,
             mover,
             vec![old.to(), last.to()],
             format!(
@@ -551,7 +531,7 @@ impl BoardEngine {
                 t,
                 out,
                 ply,
-                "move_changed_after_release",
+                IrregularityCode::MoveChangedAfterRelease,
                 mover,
                 vec![old.to(), m.to()],
                 format!(
@@ -689,7 +669,7 @@ impl BoardEngine {
             t,
             out,
             ply,
-            "displaced_pieces",
+            IrregularityCode::DisplacedPieces,
             player,
             squares.clone(),
             format!(
@@ -727,7 +707,7 @@ impl BoardEngine {
             ..
         }) = self.displaced.take()
         {
-            self.emit_resolved(t, out, "displaced_pieces", names(&squares));
+            self.emit_resolved(t, out, IrregularityCode::DisplacedPieces, squares.clone());
         }
     }
 
@@ -747,7 +727,7 @@ impl BoardEngine {
             t,
             out,
             ply,
-            "displaced_pieces",
+            IrregularityCode::DisplacedPieces,
             player,
             squares.clone(),
             format!(
@@ -756,7 +736,7 @@ impl BoardEngine {
                 (t - since) as f64 / 1e6
             ),
         );
-        self.emit_resolved(t, out, "displaced_pieces", names(&squares));
+        self.emit_resolved(t, out, IrregularityCode::DisplacedPieces, squares.clone());
     }
 
     /// The board shows the game position again.
@@ -764,10 +744,10 @@ impl BoardEngine {
         self.clear_displaced(t, out);
         self.close_relocation(t, out);
         if let Some(squares) = self.gap_open.take() {
-            self.emit_resolved(t, out, "moves_missing", squares);
+            self.emit_resolved(t, out, IrregularityCode::MovesMissing, squares);
         }
         if let Some(squares) = self.illegal_open.take() {
-            self.emit_resolved(t, out, "illegal_move", squares);
+            self.emit_resolved(t, out, IrregularityCode::IllegalMove, squares);
         }
     }
 
@@ -784,9 +764,9 @@ impl BoardEngine {
             .specials(self.orientation)
             .first()
             .map(|(_, s)| match s {
-                SpecialPiece::Draw => "1/2-1/2",
-                SpecialPiece::WhiteWins => "1-0",
-                SpecialPiece::BlackWins => "0-1",
+                SpecialPiece::Draw => DRAW,
+                SpecialPiece::WhiteWins => WHITE_WINS,
+                SpecialPiece::BlackWins => BLACK_WINS,
             });
         let Some(result) = special.or_else(|| kings_signal(board)) else {
             return false;

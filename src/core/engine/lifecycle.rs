@@ -8,6 +8,7 @@ use super::super::game::GameRecord;
 use super::super::observation::{ClockReading, ClockSide, Micros, OperatorAction};
 use super::super::sensed::Orientation;
 use super::super::start;
+use super::super::vocab::IrregularityCode;
 use super::{BoardEngine, PendingPress};
 
 /// How long a board must stand still before it counts as a set-up position.
@@ -166,7 +167,7 @@ impl BoardEngine {
             self.irregularity(
                 t,
                 out,
-                "board_reversed",
+                IrregularityCode::BoardReversed,
                 Color::White,
                 Vec::new(),
                 "The board is turned round (h1 where a8 should be); squares are mapped and play continues.".into(),
@@ -185,7 +186,7 @@ impl BoardEngine {
     pub(super) fn end_game(
         &mut self,
         t: Micros,
-        result: &'static str,
+        result: shakmaty::Outcome,
         reason: EndReason,
         out: &mut Vec<CoreEvent>,
     ) {
@@ -244,7 +245,7 @@ impl BoardEngine {
                     EventKind::Clock {
                         white: times.white,
                         black: times.black,
-                        running: running.map(|c| c.fold_wb("white", "black")),
+                        running,
                     },
                 );
             }
@@ -274,10 +275,7 @@ impl BoardEngine {
         let now = self.clock.flags_shown();
         for (i, side) in [ClockSide::Left, ClockSide::Right].into_iter().enumerate() {
             if now[i] && !before[i] {
-                let player = self
-                    .clock
-                    .color_of(side)
-                    .map(|c| c.fold_wb("white", "black"));
+                let player = self.clock.color_of(side);
                 self.emit(t, out, EventKind::FlagShown { player, side });
             }
         }
@@ -309,19 +307,17 @@ impl BoardEngine {
                             .last_mut()
                             .filter(|g| g.result.is_none() && g.ply() > 0)
                         {
-                            g.result = Some(("*", EndReason::Arbiter));
+                            g.result = Some((shakmaty::Outcome::Unknown, EndReason::Arbiter));
                         }
                         self.try_start(t, out);
                     }
                 }
             }
             OperatorAction::SetResult { result } => {
-                let result = match result.as_str() {
-                    "1-0" => "1-0",
-                    "0-1" => "0-1",
-                    "1/2-1/2" => "1/2-1/2",
-                    _ => return,
+                let Ok(known) = result.parse::<shakmaty::KnownOutcome>() else {
+                    return;
                 };
+                let result = shakmaty::Outcome::Known(known);
                 self.end_game(t, result, EndReason::Arbiter, out);
             }
             OperatorAction::SetClockSide { white } => self.clock.fix_white_side(*white),

@@ -21,6 +21,7 @@ use super::game::GameRecord;
 use super::ledger::Ledger;
 use super::observation::{ClockReading, ClockSide, Micros, Observation, SquareReading};
 use super::sensed::{Orientation, SensedBoard};
+use super::vocab::Claim;
 
 /// Tunables of the state machine.
 #[derive(Debug, Clone)]
@@ -106,7 +107,7 @@ pub struct BoardEngine {
     /// Completed illegal moves per player (White, Black) in the current game.
     illegal_moves: [u32; 2],
     /// An illegal move was completed and the position is not restored yet.
-    illegal_open: Option<Vec<String>>,
+    illegal_open: Option<Vec<shakmaty::Square>>,
     displaced: Option<Displaced>,
     /// A single piece off to a square no legal move explains: (since, ply, squares). Judged when
     /// it ends: an illegal move if the clock is pressed, a displaced piece if it is put right.
@@ -126,7 +127,7 @@ pub struct BoardEngine {
     /// when the turn's move is completed (4.6), or a displacement if the move comes back.
     changed: Option<(Move, u32, Micros)>,
     /// Moves are missing from the record (a gap no unique sequence explains): the squares.
-    gap_open: Option<Vec<String>>,
+    gap_open: Option<Vec<shakmaty::Square>>,
     /// Moves being recorded now are recovered from a gap, not seen being made.
     recovering: bool,
     last_change: Micros,
@@ -518,7 +519,13 @@ impl BoardEngine {
         self.changed = None;
         self.taken_back = None;
         if threefold {
-            self.emit(t, out, EventKind::ClaimAvailable { claim: "threefold" });
+            self.emit(
+                t,
+                out,
+                EventKind::ClaimAvailable {
+                    claim: Claim::Threefold,
+                },
+            );
         }
         if fifty && !self.fifty_claimed {
             self.fifty_claimed = true;
@@ -526,7 +533,7 @@ impl BoardEngine {
                 t,
                 out,
                 EventKind::ClaimAvailable {
-                    claim: "fifty_moves",
+                    claim: Claim::FiftyMoves,
                 },
             );
         }

@@ -8,6 +8,7 @@ use super::super::event::CoreEvent;
 use super::super::game::mover_of_ply;
 use super::super::irregular::diff;
 use super::super::observation::Micros;
+use super::super::vocab::IrregularityCode;
 use super::BoardEngine;
 use super::gap::{self, Gap};
 
@@ -133,7 +134,7 @@ impl BoardEngine {
         self.displaced = None;
         self.relocation = None;
         if let Some(squares) = self.gap_open.take() {
-            self.emit_resolved(t, out, "moves_missing", squares);
+            self.emit_resolved(t, out, IrregularityCode::MovesMissing, squares);
         }
     }
 
@@ -149,12 +150,18 @@ impl BoardEngine {
         if self.gap_open.is_some() {
             return Reconciled::Raised;
         }
-        let names: Vec<String> = squares.iter().map(|s| s.to_string()).collect();
-        self.gap_open = Some(names);
+        self.gap_open = Some(squares.clone());
         let player = self
             .active_game()
             .map_or(Color::White, |g| mover_of_ply(g.start(), g.ply() + 1));
-        self.irregularity(t, out, "moves_missing", player, squares, detail);
+        self.irregularity(
+            t,
+            out,
+            IrregularityCode::MovesMissing,
+            player,
+            squares,
+            detail,
+        );
         Reconciled::Raised
     }
 }

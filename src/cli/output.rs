@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{Broadcaster, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use crate::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 /// Where the outputs go, and what the round is called.
 #[derive(Debug, Clone, clap::Args)]
@@ -63,6 +63,10 @@ pub struct OutputArgs {
     /// Client connections at once from one address (default: half of --max-connections).
     #[arg(long, value_name = "N")]
     pub max_connections_per_address: Option<usize>,
+    /// Broadcast delay: public outputs show the round as it stood SECS ago; requests with the
+    /// token see it live (default 0).
+    #[arg(long, value_name = "SECS")]
+    pub delay_secs: Option<u64>,
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
@@ -131,6 +135,9 @@ impl OutputArgs {
             a.livechess_allow_origin
                 .clone_from(&o.livechess_allowed_origins);
         }
+        if a.delay_secs.is_none() {
+            a.delay_secs = o.delay_secs;
+        }
         if a.round.is_none() {
             a.round = cfg
                 .event
@@ -169,11 +176,20 @@ impl OutputArgs {
             }
         };
         for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
-            if !super::ws::valid_origin(o) {
+            if !crate::output::ws::valid_origin(o) {
                 return Err(format!(
                     "{o:?} is not a web origin like https://broadcast.example.org"
                 ));
             }
+        }
+        if self
+            .delay_secs
+            .is_some_and(|d| d > crate::config::MAX_DELAY_SECS)
+        {
+            return Err(format!(
+                "--delay-secs must be at most {} (3 hours)",
+                crate::config::MAX_DELAY_SECS
+            ));
         }
         if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
             return Err("connection caps must be at least 1".into());
@@ -186,7 +202,7 @@ impl OutputArgs {
             max_connections_per_address: self.max_connections_per_address,
             http: parse_addr(
                 "--http",
-                self.http.as_deref().unwrap_or(super::DEFAULT_HTTP),
+                self.http.as_deref().unwrap_or(crate::output::DEFAULT_HTTP),
             )?,
             livechess: match &self.livechess {
                 Some(s) => parse_addr("--livechess", s)?,
@@ -196,6 +212,10 @@ impl OutputArgs {
             relay_dir: self.relay_dir.clone(),
             token,
             relay_debounce_ms: None,
+            delay: self
+                .delay_secs
+                .filter(|&d| d > 0)
+                .map(std::time::Duration::from_secs),
         })
     }
 
@@ -250,7 +270,7 @@ pub struct ServeReplayArgs {
 /// Run `eboardd serve-replay`.
 pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     // Colours only on a terminal, as every subcommand.
-    crate::daemon::args::init_logging("info");
+    super::daemon::init_logging("info");
     let fail = |e: String| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
@@ -266,7 +286,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(e),
     };
-    let plan = match super::replay_source::Plan::load(&args.files, args.boards) {
+    let plan = match crate::output::replay_source::Plan::load(&args.files, args.boards) {
         Ok(p) => p,
         Err(e) => return fail(e.to_string()),
     };
@@ -284,16 +304,16 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     };
     runtime.block_on(async move {
         let boards = info.boards.clone();
-        let hub = Broadcaster::new(info, HubConfig::default());
+        let hub = Hub::new(info, HubConfig::default());
         for b in &boards {
-            let status = super::BoardStatus {
-                state: super::LinkState::Active,
+            let status = crate::output::BoardStatus {
+                state: crate::output::LinkState::Active,
                 source: Some("replay".into()),
                 ..Default::default()
             };
             hub.preset_status(b, status);
         }
-        let outputs = match super::start(hub.clone(), &cfg).await {
+        let outputs = match crate::output::start(hub.clone(), &cfg).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string()),
         };
@@ -301,7 +321,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
             eprintln!("eboardd: serving http://{a}/");
         }
         let speed = (args.speed > 0.0).then_some(args.speed);
-        let mut replay = super::replay_source::spawn(hub.clone(), plan, speed);
+        let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
         let interrupted = tokio::select! {
             _ = replay.wait_done() => false,
             _ = tokio::signal::ctrl_c() => true,
@@ -318,6 +338,88 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         // Let relay files and MQTT catch up before stopping.
         tokio::time::sleep(Duration::from_millis(100)).await;
         replay.stop();
+        outputs.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// Options of `eboardd serve-mqtt`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeMqttArgs {
+    /// The broker the daemons publish to, `mqtt://HOST[:PORT]`.
+    #[arg(long, value_name = "URL")]
+    pub from: String,
+    /// The first topic level the daemons publish under (their `--mqtt-prefix`).
+    #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
+    pub from_prefix: String,
+    /// Outputs.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Run `eboardd serve-mqtt`: until SIGINT or SIGTERM.
+pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
+    super::daemon::init_logging("info");
+    let fail = |e: String| {
+        eprintln!("eboardd: error: {e}");
+        ExitCode::from(2)
+    };
+    if args.out.mqtt.is_some() {
+        return fail(
+            "serve-mqtt reads the round from --from; publishing it again (--mqtt) would feed \
+             it back"
+                .into(),
+        );
+    }
+    let from = match crate::output::MqttConfig::from_url(&args.from) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let cfg = match args.out.output_config() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let info = match args.out.round_info() {
+        Ok(i) => i,
+        Err(e) => return fail(e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("starting the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let hub = Hub::new(info, HubConfig::default());
+        let outputs = match crate::output::start(hub.clone(), &cfg).await {
+            Ok(o) => o,
+            Err(e) => return fail(e.to_string()),
+        };
+        if let Some(a) = outputs.http {
+            eprintln!("eboardd: serving http://{a}/");
+        }
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let source = crate::output::mqtt_source::spawn(
+            hub.clone(),
+            crate::output::mqtt_source::SourceConfig {
+                host: from.host,
+                port: from.port,
+                prefix: args.from_prefix,
+            },
+            stop_rx,
+        );
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("installing signal handlers: {e}")),
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.send_replace(true);
+        let _ = source.await;
         outputs.shutdown().await;
         ExitCode::SUCCESS
     })

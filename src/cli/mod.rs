@@ -1,4 +1,12 @@
-//! Command-line interface.
+//! Command-line interface: every subcommand's arguments and how each is carried out. The
+//! binary (`main.rs`) only parses and calls [`run`].
+//!
+//! - [`daemon`]: `run`, `simulate`, `demo`, and logging set-up;
+//! - [`output`]: the broadcast outputs' flags (shared by `run` and `demo`) and `serve-replay`;
+//! - here: the command tree and `replay`.
+
+pub mod daemon;
+pub mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,11 +26,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve boards: serial ports and USB boards, captures, events (the daemon).
-    Run(Box<crate::daemon::args::RunArgs>),
+    Run(Box<daemon::RunArgs>),
     /// Emulated DGT boards with DGT 3000 clocks on pseudo-terminals, playing PGN games.
-    Simulate(crate::daemon::args::SimulateArgs),
+    Simulate(daemon::SimulateArgs),
     /// The daemon serving simulated boards that play real games; prints the moves.
-    Demo(crate::daemon::args::DemoArgs),
+    Demo(daemon::DemoArgs),
     /// Replay capture files through the same code as the live daemon; print PGN or events.
     Replay {
         /// Capture files (format eboard-capture v1), replayed one after another; or capture
@@ -35,20 +43,24 @@ pub enum Command {
     },
     /// Replay captures at recorded (or faster) pace into the broadcaster and serve every
     /// output: HTTP API, event streams, relay files, MQTT, LiveChess API, arbiter page.
-    ServeReplay(Box<crate::output::cli::ServeReplayArgs>),
+    ServeReplay(Box<output::ServeReplayArgs>),
+    /// Serve the whole round of several daemons from their MQTT broker: every node's boards
+    /// in one API, page, event stream, relay files and LiveChess API.
+    ServeMqtt(Box<output::ServeMqttArgs>),
 }
 
 /// Run the command line; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Run(a) => crate::daemon::args::run(*a),
-        Command::Simulate(a) => crate::daemon::args::simulate(a),
-        Command::Demo(a) => crate::daemon::args::demo(a),
-        Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),
+        Command::Run(a) => daemon::run(*a),
+        Command::Simulate(a) => daemon::simulate(a),
+        Command::Demo(a) => daemon::demo(a),
+        Command::ServeReplay(args) => output::serve_replay(*args),
+        Command::ServeMqtt(args) => output::serve_mqtt(*args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.
-            crate::daemon::args::init_logging("warn");
+            daemon::init_logging("warn");
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut warn = |w: &str| eprintln!("eboardd: warning: {w}");

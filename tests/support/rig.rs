@@ -1,7 +1,6 @@
 //! The board-and-clock rig shared by the core's scenario tests (`mod rig;`): timed
 //! observations fed straight into a [`BoardEngine`], with a DGT 3000 (White on the left, times
 //! frozen) that can be pressed, paused, set and flagged. Each test file uses part of it.
-#![allow(dead_code)]
 
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EndReason, EventKind};
@@ -264,7 +263,7 @@ impl Rig {
         self.events
             .iter()
             .filter_map(|e| match e.kind {
-                EventKind::Irregularity { code, ply, .. } => Some((code, ply)),
+                EventKind::Irregularity { code, ply, .. } => Some((code.as_str(), ply)),
                 _ => None,
             })
             .collect()
@@ -275,7 +274,7 @@ impl Rig {
         self.events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Irregularity { code, detail, .. } if *code == wanted => {
+                EventKind::Irregularity { code, detail, .. } if code.as_str() == wanted => {
                     Some(detail.clone())
                 }
                 _ => None,
@@ -288,7 +287,7 @@ impl Rig {
         self.events
             .iter()
             .filter_map(|e| match e.kind {
-                EventKind::IrregularityResolved { code, .. } => Some(code),
+                EventKind::IrregularityResolved { code, .. } => Some(code.as_str()),
                 _ => None,
             })
             .collect()
@@ -303,7 +302,7 @@ impl Rig {
     /// The first game end, if any.
     pub fn ended(&self) -> Option<(&'static str, EndReason)> {
         self.events.iter().find_map(|e| match e.kind {
-            EventKind::GameEnded { result, reason } => Some((result, reason)),
+            EventKind::GameEnded { result, reason } => Some((result.as_str(), reason)),
             _ => None,
         })
     }

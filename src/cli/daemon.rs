@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::demo::{DemoOptions, SimulateOptions};
-use super::{ConfigSource, Options, Print};
 use crate::config::Overrides;
+use crate::daemon::demo::{DemoOptions, SimulateOptions};
+use crate::daemon::{ConfigSource, Options, Print};
 use crate::sim::Style;
 
 /// `eboardd run`.
@@ -36,7 +36,7 @@ pub struct RunArgs {
     pub events: bool,
     /// The broadcast outputs.
     #[command(flatten)]
-    pub out: crate::output::cli::OutputArgs,
+    pub out: super::output::OutputArgs,
 }
 
 /// Handling styles for the command line.
@@ -130,7 +130,7 @@ pub fn init_logging(default: &str) {
     let _ = result;
 }
 
-fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
+fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -138,6 +138,25 @@ fn exit(result: Result<(), super::DaemonError>) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The outputs of `eboardd run`: the output flags completed from the configuration file,
+/// with the players configured per board (they reach every output, as they reach the
+/// captures).
+fn output_setup(
+    flags: &super::output::OutputArgs,
+    file: Option<&crate::config::Config>,
+) -> Result<crate::daemon::OutputSetup, String> {
+    let out = match file {
+        Some(cfg) => flags.with_file(cfg),
+        None => flags.clone(),
+    };
+    let config = out.output_config()?;
+    let mut round = out.round_info()?;
+    if let Some(cfg) = file {
+        round.pairings.extend(crate::daemon::pairings(cfg));
+    }
+    Ok(crate::daemon::OutputSetup { config, round })
 }
 
 /// Carries out `eboardd run`.
@@ -154,35 +173,22 @@ pub fn run(a: RunArgs) -> ExitCode {
         },
         None => None,
     };
-    let out = match &file {
-        Some(cfg) => a.out.with_file(cfg),
-        None => a.out.clone(),
-    };
-    let outputs = match (out.output_config(), out.round_info()) {
-        (Ok(config), Ok(mut round)) => {
-            // The players configured per board reach every output, as they reach the captures.
-            for b in file.iter().flat_map(|c| &c.boards) {
-                let player = |name: &Option<String>| crate::output::Player {
-                    name: name.clone(),
-                    ..Default::default()
-                };
-                round.pairings.insert(
-                    format!("board-{}", b.number),
-                    crate::output::Pairing {
-                        white: player(&b.white),
-                        black: player(&b.black),
-                    },
-                );
-            }
-            super::OutputSetup { config, round }
-        }
-        (Err(e), _) | (_, Err(e)) => {
+    let outputs = match output_setup(&a.out, file.as_ref()) {
+        Ok(o) => o,
+        Err(e) => {
             eprintln!("eboardd: error: {e}");
             return ExitCode::from(2);
         }
     };
+    // On SIGHUP the same flags are completed from the reloaded file.
+    let flags = a.out.clone();
+    let reload = a
+        .config
+        .is_some()
+        .then(|| crate::daemon::OutputReload::new(move |cfg| output_setup(&flags, Some(cfg))));
     let opts = Options {
         outputs: Some(outputs),
+        reload_outputs: reload,
         config: ConfigSource::File {
             path: a.config,
             overrides: Overrides {
@@ -198,7 +204,7 @@ pub fn run(a: RunArgs) -> ExitCode {
             Print::Nothing
         },
     };
-    exit(super::run(opts))
+    exit(crate::daemon::run(opts))
 }
 
 /// Carries out `eboardd simulate`.
@@ -215,7 +221,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => super::demo::demo_games(),
+        None => crate::daemon::demo::demo_games(),
     };
     if !a.games.is_empty() {
         let all = std::mem::take(&mut games);
@@ -238,7 +244,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         StyleArg::Human => Style::Human,
         StyleArg::Blitz => Style::Blitz,
     };
-    exit(super::demo::simulate(SimulateOptions {
+    exit(crate::daemon::demo::simulate(SimulateOptions {
         games,
         count: a.count,
         speed: a.speed,
@@ -256,16 +262,17 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 /// Carries out `eboardd demo`.
 pub fn demo(a: DemoArgs) -> ExitCode {
     init_logging("warn");
-    let outputs = crate::output::cli::OutputArgs::parse_from_http(&a.http).map(|out| {
-        out.output_config().map(|config| super::OutputSetup {
-            config,
-            round: crate::output::RoundInfo {
-                event: Some("eboardd demo".into()),
-                round: 1,
-                epoch_ms: crate::output::cli::now_ms(),
-                ..Default::default()
-            },
-        })
+    let outputs = super::output::OutputArgs::parse_from_http(&a.http).map(|out| {
+        out.output_config()
+            .map(|config| crate::daemon::OutputSetup {
+                config,
+                round: crate::output::RoundInfo {
+                    event: Some("eboardd demo".into()),
+                    round: 1,
+                    epoch_ms: super::output::now_ms(),
+                    ..Default::default()
+                },
+            })
     });
     let outputs = match outputs {
         Ok(Ok(o)) => o,
@@ -274,7 +281,7 @@ pub fn demo(a: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    exit(super::demo::demo(DemoOptions {
+    exit(crate::daemon::demo::demo(DemoOptions {
         outputs: Some(outputs),
         boards: a.boards,
         speed: a.speed,

@@ -2,8 +2,6 @@
 //! standard output), emulated boards on pseudo-terminals in the test process, and helpers to
 //! compare what came out with the games played. Every wait is on a condition, with a timeout.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,7 +10,7 @@ use std::time::Duration;
 
 use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
-use eboardd::sim::pgn::{ScriptGame, parse_games, parse_games_bytes};
+use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, Style};
 use serde_json::Value;
 use shakmaty::Position;
@@ -32,19 +30,8 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// The demo's games (real rapid games with clock times).
-pub fn games() -> Vec<ScriptGame> {
+pub fn demo_games() -> Vec<ScriptGame> {
     eboardd::daemon::demo::demo_games()
-}
-
-/// Games from a corpus file.
-pub fn corpus(rel: &str) -> Vec<ScriptGame> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/pgn")
-        .join(rel);
-    parse_games_bytes(&std::fs::read(p).unwrap())
-        .into_iter()
-        .filter_map(Result::ok)
-        .collect()
 }
 
 /// An emulated board playing `games` at `speed`, its pty linked at `link`.
@@ -137,7 +124,7 @@ impl Single {
 /// A [`Single`] board for the test `name` with serial `serial`, at `speed`.
 pub fn single(name: &str, index: usize, serial: u32, speed: f64, noise: Option<i64>) -> Single {
     let dir = scratch(name);
-    let game = games().swap_remove(index);
+    let game = demo_games().swap_remove(index);
     let link = dir.join("board");
     let serial = serial.to_string();
     let board = board(
@@ -435,5 +422,78 @@ pub fn assert_replay_exact(dir: &Path, expected: &[(&str, &ScriptGame)]) {
             san(want),
             "{board}: moves differ in the replay"
         );
+    }
+}
+
+/// A relay between the daemon and an emulated board: a fresh pty whose path ([`Relay::port`])
+/// is the daemon's port, its bytes passed to the board's pty at `link` when `up` says so, and
+/// the board's bytes passed back as `down` turns them (what it returns is written, if any).
+pub struct Relay {
+    host: Arc<eboardd::sim::pty::Pty>,
+    up: tokio::task::JoinHandle<()>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    /// Starts both directions (inside a tokio runtime).
+    pub fn start(
+        link: &Path,
+        up: impl Fn(&[u8]) -> bool + Send + 'static,
+        mut down: impl FnMut(&[u8]) -> Vec<u8> + Send + 'static,
+    ) -> Relay {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let host = Arc::new(eboardd::sim::pty::Pty::open().unwrap());
+        let board_rw = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(link)
+            .unwrap();
+        let mut board_r = board_rw.try_clone().unwrap();
+        let mut board_w = board_rw;
+        let stop = Arc::new(AtomicBool::new(false));
+        let h = host.clone();
+        let up = tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                match h.read(&mut buf).await {
+                    Ok(n) if n > 0 => {
+                        if up(&buf[..n]) {
+                            let _ = board_w.write_all(&buf[..n]);
+                        }
+                    }
+                    // No one has the port open (the daemon is reopening it): try again shortly.
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+        });
+        let (h, st) = (host.clone(), stop.clone());
+        // The reader ends when the board's pty goes away (not waited for).
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            while !st.load(Ordering::SeqCst) {
+                match board_r.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        let out = down(&buf[..n]);
+                        if !out.is_empty() {
+                            let _ = h.write_now(&out);
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        });
+        Relay { host, up, stop }
+    }
+
+    /// The daemon's side.
+    pub fn port(&self) -> PathBuf {
+        self.host.path().to_path_buf()
+    }
+
+    /// Stops passing bytes.
+    pub fn stop(self) {
+        self.up.abort();
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }

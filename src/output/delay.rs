@@ -1,0 +1,142 @@
+//! Broadcast delay (FIDE's anti-cheating guidelines ask top events to transmit moves late):
+//! a *public* [`Hub`] that shows the round as it stood `delay` ago.
+//!
+//! The live hub mirrors every change it makes (events, board health, players, acknowledgements,
+//! round information, restored games) into a [`DelayLine`]; a task applies each change to the
+//! public hub once `delay` has passed since it happened, in the order they happened. Every
+//! public output (relay files, LiveChess API, MQTT, unauthenticated HTTP routes and event
+//! streams, the page without a token) reads the public hub, so nothing younger than the delay
+//! can reach them; the arbiter (with the token) reads the live hub.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::hub::Hub;
+use super::model::{BoardStatus, Pairing, RoundInfo};
+use crate::core::event::CoreEvent;
+use crate::core::game::GameRecord;
+
+/// One change of the live hub, to be made on the public hub later.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// A core event of a board.
+    Event {
+        /// Board id.
+        board: String,
+        /// The event.
+        event: Box<CoreEvent>,
+    },
+    /// A board's health changed.
+    Status {
+        /// Board id.
+        board: String,
+        /// Its new health.
+        status: BoardStatus,
+    },
+    /// A board's health, set without a message.
+    Preset {
+        /// Board id.
+        board: String,
+        /// Its health.
+        status: BoardStatus,
+    },
+    /// Games rebuilt from a capture at start.
+    Restore {
+        /// Board id.
+        board: String,
+        /// The games.
+        games: Vec<GameRecord>,
+        /// Its health.
+        status: BoardStatus,
+    },
+    /// A board's players.
+    Pairing {
+        /// Board id.
+        board: String,
+        /// The players.
+        pairing: Pairing,
+    },
+    /// An irregularity acknowledged.
+    Ack {
+        /// Board id.
+        board: String,
+        /// Irregularity id.
+        id: u64,
+    },
+    /// New round information.
+    Info(Box<RoundInfo>),
+}
+
+/// The sending end the live hub mirrors its changes into.
+#[derive(Debug, Clone)]
+pub struct DelayLine {
+    tx: mpsc::UnboundedSender<(Instant, Change)>,
+}
+
+impl DelayLine {
+    /// Queue `change`, made now.
+    pub fn send(&self, change: Change) {
+        // A closed line means the outputs are shutting down: nothing left to show.
+        let _ = self.tx.send((Instant::now(), change));
+    }
+}
+
+/// Make a public hub for `live`, shown `delay` late, and start the task that feeds it. The
+/// task runs as long as the returned line is kept (the live hub keeps it; see
+/// [`Hub::delayed`]), so restarting the outputs on a reload loses nothing of the delay.
+pub fn spawn(live: &Hub, delay: Duration) -> (Hub, DelayLine) {
+    let public = Hub::new(live.with_round(|r| r.info.clone()), live.config().clone());
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Change)>();
+    let target = public.clone();
+    tokio::spawn(async move {
+        let mut queue: VecDeque<(Instant, Change)> = VecDeque::new();
+        loop {
+            let due = queue.front().map(|(at, _)| *at + delay);
+            tokio::select! {
+                got = rx.recv() => match got {
+                    Some(item) => queue.push_back(item),
+                    None => break,
+                },
+                _ = async {
+                    match due {
+                        Some(due) => tokio::time::sleep_until(due).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+            let now = Instant::now();
+            while queue.front().is_some_and(|(at, _)| *at + delay <= now) {
+                if let Some((_, change)) = queue.pop_front() {
+                    apply(&target, change);
+                }
+            }
+        }
+    });
+    (public, DelayLine { tx })
+}
+
+/// Make one mirrored change on the public hub.
+fn apply(public: &Hub, change: Change) {
+    match change {
+        Change::Event { board, event } => {
+            public.publish(&board, &event);
+        }
+        Change::Status { board, status } => public.set_status(&board, status),
+        Change::Preset { board, status } => public.preset_status(&board, status),
+        Change::Restore {
+            board,
+            games,
+            status,
+        } => public.restore(&board, &games, status),
+        Change::Pairing { board, pairing } => {
+            let _ = public.set_pairing(&board, pairing);
+        }
+        Change::Ack { board, id } => {
+            let _ = public.acknowledge(&board, id);
+        }
+        Change::Info(info) => public.update_info(|i| *i = *info),
+    }
+}

@@ -1,0 +1,346 @@
+//! Several daemons, one round: a [`Hub`] fed from an MQTT broker's topics of every node
+//! (`eboardd serve-mqtt`), so the whole round — API, page, event streams, relay files,
+//! LiveChess API — has one source while each hall runs its own daemon.
+//!
+//! Each node publishes (see [`super::mqtt`]) `PREFIX/NODE/status` (retained, its Last Will says
+//! offline), `PREFIX/NODE/board/BOARD/state` (retained snapshot) and
+//! `PREFIX/NODE/board/BOARD/events` (every event). This source subscribes to all three for
+//! every node:
+//! - a board seen for the first time (or again after a broker reconnection) is restored from
+//!   its retained state: current game, players, health;
+//! - events are read back into core events ([`CoreEvent::from_wire`]) and published into the
+//!   hub, so the round model is built exactly as on the node; the node's own messages
+//!   (`board_status`, `players`, `irregularity_acknowledged`) are applied as such;
+//! - a node that goes offline (its Last Will) marks its boards disconnected with a comment
+//!   naming the node; their games stay as they were.
+//!
+//! Board ids are the nodes' ids (give each hall its own board numbers); a board id that two
+//! nodes use is served as `NODE.BOARD` for the second one.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use serde_json::Value;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen};
+use tokio::sync::watch;
+
+use super::hub::Hub;
+use super::model::{BoardStatus, LinkState, Pairing};
+use crate::core::event::{CompletedBy, CoreEvent, EndReason};
+use crate::core::game::GameRecord;
+use crate::core::observation::Micros;
+
+/// Where to read the round from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// Broker host.
+    pub host: String,
+    /// Broker port.
+    pub port: u16,
+    /// First topic level the nodes publish under.
+    pub prefix: String,
+}
+
+/// What one MQTT message is, by its topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topic<'a> {
+    /// `PREFIX/NODE/status`.
+    Status {
+        /// The node.
+        node: &'a str,
+    },
+    /// `PREFIX/NODE/board/BOARD/state`.
+    State {
+        /// The node.
+        node: &'a str,
+        /// The board id on that node.
+        board: &'a str,
+    },
+    /// `PREFIX/NODE/board/BOARD/events`.
+    Events {
+        /// The node.
+        node: &'a str,
+        /// The board id on that node.
+        board: &'a str,
+    },
+}
+
+/// Parse a topic under `prefix` (`None`: not one of ours).
+pub fn parse_topic<'a>(prefix: &str, topic: &'a str) -> Option<Topic<'a>> {
+    let rest = topic.strip_prefix(prefix)?.strip_prefix('/')?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [node, "status"] => Some(Topic::Status { node }),
+        [node, "board", board, "state"] => Some(Topic::State { node, board }),
+        [node, "board", board, "events"] => Some(Topic::Events { node, board }),
+        _ => None,
+    }
+}
+
+/// The round as the source has assembled it so far (the pure part: messages in, hub calls
+/// out).
+#[derive(Debug, Default)]
+pub struct Assembler {
+    /// (node, node's board id) → id served.
+    ids: HashMap<(String, String), String>,
+    /// Ids served, to find collisions.
+    taken: HashSet<String>,
+    /// Boards restored from their retained state since the last broker connection.
+    synced: HashSet<String>,
+    /// (served id, the node's irregularity id) → the hub's irregularity id.
+    irregularities: HashMap<(String, u64), u64>,
+}
+
+impl Assembler {
+    /// The id served for `board` of `node`.
+    fn id(&mut self, node: &str, board: &str) -> String {
+        if let Some(id) = self.ids.get(&(node.to_string(), board.to_string())) {
+            return id.clone();
+        }
+        let id = if self.taken.contains(board) {
+            let id = format!("{node}.{board}");
+            tracing::warn!(
+                node,
+                board,
+                served = %id,
+                "board id already used by another node: served under the node's name"
+            );
+            id
+        } else {
+            board.to_string()
+        };
+        self.taken.insert(id.clone());
+        self.ids
+            .insert((node.to_string(), board.to_string()), id.clone());
+        id
+    }
+
+    /// A new broker connection: retained states are sent again and restore every board.
+    pub fn reconnected(&mut self) {
+        self.synced.clear();
+    }
+
+    /// Apply one message of topic `topic` with payload `payload` to `hub`.
+    pub fn apply(&mut self, hub: &Hub, topic: &Topic<'_>, payload: &[u8]) {
+        let Ok(v) = serde_json::from_slice::<Value>(payload) else {
+            tracing::warn!(?topic, "MQTT payload is not JSON; ignored");
+            return;
+        };
+        match *topic {
+            Topic::Status { node } => self.node_status(hub, node, &v),
+            Topic::State { node, board } => {
+                let id = self.id(node, board);
+                if self.synced.insert(id.clone()) {
+                    restore(hub, &id, &v);
+                }
+            }
+            Topic::Events { node, board } => {
+                let id = self.id(node, board);
+                self.event(hub, &id, &v);
+            }
+        }
+    }
+
+    fn node_status(&mut self, hub: &Hub, node: &str, v: &Value) {
+        if v["online"] != Value::Bool(false) {
+            return;
+        }
+        tracing::warn!(
+            node,
+            "node offline (its Last Will): its boards keep their last state"
+        );
+        let boards: Vec<String> = self
+            .ids
+            .iter()
+            .filter(|((n, _), _)| n == node)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in boards {
+            let mut status = hub
+                .with_round(|r| r.board(&id).map(|b| b.status.clone()))
+                .unwrap_or_default();
+            status.state = LinkState::Disconnected;
+            status.comment = Some(format!("node {node} offline"));
+            hub.set_status(&id, status);
+            // Its next state, when it is back, restores the board again.
+            self.synced.remove(&id);
+        }
+    }
+
+    fn event(&mut self, hub: &Hub, id: &str, v: &Value) {
+        match v["kind"].as_str() {
+            Some("board_status") => {
+                if let Ok(status) = serde_json::from_value::<BoardStatus>(v["status"].clone()) {
+                    hub.set_status(id, status);
+                }
+            }
+            Some("players") => {
+                let pairing = Pairing {
+                    white: serde_json::from_value(v["white"].clone()).unwrap_or_default(),
+                    black: serde_json::from_value(v["black"].clone()).unwrap_or_default(),
+                };
+                let _ = hub.set_pairing(id, pairing);
+            }
+            Some("irregularity_acknowledged") => {
+                let theirs = v["irregularity"].as_u64().unwrap_or(0);
+                if let Some(&ours) = self.irregularities.get(&(id.to_string(), theirs)) {
+                    let _ = hub.acknowledge(id, ours);
+                }
+            }
+            _ => match CoreEvent::from_wire(v) {
+                Ok(ev) => {
+                    let seq = hub.publish(id, &ev);
+                    if v["kind"] == "irregularity"
+                        && let Some(theirs) = v["seq"].as_u64()
+                    {
+                        self.irregularities.insert((id.to_string(), theirs), seq);
+                    }
+                }
+                Err(e) => tracing::debug!(board = id, "MQTT event not understood: {e}"),
+            },
+        }
+    }
+}
+
+/// Restore a board from its retained state: current game, players, health.
+fn restore(hub: &Hub, id: &str, state: &Value) {
+    let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
+    let games: Vec<GameRecord> = game_from_json(&state["game"]).into_iter().collect();
+    hub.restore(id, &games, status);
+    let pairing = Pairing {
+        white: serde_json::from_value(state["white"].clone()).unwrap_or_default(),
+        black: serde_json::from_value(state["black"].clone()).unwrap_or_default(),
+    };
+    if pairing != Pairing::default() {
+        let _ = hub.set_pairing(id, pairing);
+    }
+}
+
+/// A game rebuilt from its JSON (`game` of a board snapshot): the moves are played again
+/// from the start position, with their times, completions and clocks.
+pub fn game_from_json(g: &Value) -> Option<GameRecord> {
+    let fen: Fen = g["start_fen"].as_str()?.parse().ok()?;
+    let chess960 = g["chess960"].as_u64().and_then(|n| u16::try_from(n).ok());
+    let mode = if chess960.is_some() {
+        CastlingMode::Chess960
+    } else {
+        CastlingMode::Standard
+    };
+    let start: Chess = fen.into_position(mode).ok()?;
+    let secs = |v: &Value| (v.as_f64().unwrap_or(0.0) * 1e6).round() as Micros;
+    let number = g["number"].as_u64().and_then(|n| u32::try_from(n).ok())?;
+    let mut game = GameRecord::new(number, start, mode, chess960, secs(&g["t"]));
+    game.reversed = g["reversed"].as_bool().unwrap_or(false);
+    for m in g["moves"].as_array()? {
+        let uci: UciMove = m["uci"].as_str()?.parse().ok()?;
+        let mv = uci.to_move(game.position()).ok()?;
+        game.push(mv, secs(&m["t"]));
+        let completed: Option<CompletedBy> = serde_json::from_value(m["completed"].clone()).ok();
+        let clock = serde_json::from_value(m["clock"].clone()).ok();
+        if let Some(last) = game.moves.last_mut() {
+            last.completed = completed;
+            last.clock = clock;
+        }
+    }
+    let result = g["result"]
+        .as_str()
+        .and_then(|r| Outcome::from_ascii(r.as_bytes()).ok())
+        .filter(|o| *o != Outcome::Unknown);
+    let reason: Option<EndReason> = serde_json::from_value(g["reason"].clone()).ok();
+    if let (Some(result), Some(reason)) = (result, reason) {
+        game.result = Some((result, reason));
+    }
+    Some(game)
+}
+
+/// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff.
+pub fn spawn(
+    hub: Hub,
+    cfg: SourceConfig,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let prefix = super::mqtt::topic_level(&cfg.prefix);
+    let client_id = format!("eboardd-round-{}", std::process::id());
+    let mut opts = MqttOptions::new(client_id, cfg.host.clone(), cfg.port);
+    opts.set_keep_alive(Duration::from_secs(10));
+    opts.set_max_packet_size(4 << 20, 4 << 20);
+    opts.set_clean_session(true);
+    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    tokio::spawn(async move {
+        let mut assembler = Assembler::default();
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                ev = eventloop.poll() => match ev {
+                    Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                        backoff = Duration::from_millis(200);
+                        assembler.reconnected();
+                        tracing::info!(host = %cfg.host, port = cfg.port, prefix = %prefix, "reading the round from the MQTT broker");
+                        for filter in [
+                            format!("{prefix}/+/status"),
+                            format!("{prefix}/+/board/+/state"),
+                            format!("{prefix}/+/board/+/events"),
+                        ] {
+                            let _ = client.try_subscribe(filter, QoS::AtLeastOnce);
+                        }
+                    }
+                    Ok(Event::Incoming(Packet::Publish(p))) => {
+                        if let Some(topic) = parse_topic(&prefix, &p.topic) {
+                            assembler.apply(&hub, &topic, &p.payload);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!("MQTT broker not reachable: {e}");
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = stop.changed() => break,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(10));
+                    }
+                }
+            }
+        }
+        let _ = client.try_disconnect();
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_of_every_node_are_recognised() {
+        assert_eq!(
+            parse_topic("eboardd", "eboardd/hall-1/status"),
+            Some(Topic::Status { node: "hall-1" })
+        );
+        assert_eq!(
+            parse_topic("eboardd", "eboardd/hall-2/board/board-21/events"),
+            Some(Topic::Events {
+                node: "hall-2",
+                board: "board-21"
+            })
+        );
+        assert_eq!(
+            parse_topic("eboardd", "eboardd/h/board/b/state"),
+            Some(Topic::State {
+                node: "h",
+                board: "b"
+            })
+        );
+        assert_eq!(parse_topic("eboardd", "other/h/status"), None);
+        assert_eq!(parse_topic("eboardd", "eboardd/h/board/b/other"), None);
+    }
+
+    #[test]
+    fn a_board_id_used_by_two_nodes_is_served_twice() {
+        let mut a = Assembler::default();
+        assert_eq!(a.id("hall-1", "board-1"), "board-1");
+        assert_eq!(a.id("hall-2", "board-1"), "hall-2.board-1");
+        assert_eq!(a.id("hall-1", "board-1"), "board-1");
+    }
+}
