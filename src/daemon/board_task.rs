@@ -219,6 +219,11 @@ where
         if let (Some(_), Some(s)) = (&version, &serial) {
             break String::clone(s);
         }
+        if version.is_some() && serial.is_none() && !driver.reports_serial() {
+            // A board whose protocol has no serial number: known by its port.
+            serial = Some(port_serial(path));
+            continue;
+        }
         tokio::select! {
             r = rd.read(&mut buf) => match r {
                 Ok(0) => return SessionEnd::Lost("end of file".into()),
@@ -240,9 +245,8 @@ where
             _ = tokio::time::sleep_until(next_try) => {
                 if version.is_some() && serial.is_none() && tries >= 3 {
                     // A board that answers everything but its serial number: known by its port.
-                    let name = path.file_name().map_or("port".into(), |n| n.to_string_lossy());
                     tracing::warn!("{}: no serial number; named after the port", path.display());
-                    serial = Some(format!("port-{}", crate::config::sanitize(&name)));
+                    serial = Some(port_serial(path));
                     continue;
                 }
                 if tries >= tries_max {
@@ -328,6 +332,14 @@ where
     }
     tracing::info!("{id}: disconnected from {} ({line})", path.display());
     end
+}
+
+/// The name of a board that tells no serial number: after its port.
+fn port_serial(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or("port".into(), |n| n.to_string_lossy());
+    format!("port-{}", crate::config::sanitize(&name))
 }
 
 /// Sends `bytes`: captured first, then written.

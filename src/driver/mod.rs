@@ -15,6 +15,7 @@ use crate::core::observation::Observation;
 use crate::driver::dgt::{BatteryStatus, ClockAck, ClockCommand};
 
 pub mod dgt;
+pub mod millennium;
 
 /// Parity of a serial line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +107,11 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn handshake(&self) -> Vec<u8>;
     /// Bytes resent while the board has not answered the handshake.
     fn handshake_retry(&self) -> Vec<u8>;
+    /// Whether the board tells its serial number in the handshake; `false`: its version
+    /// alone completes the handshake and the board is named after its port.
+    fn reports_serial(&self) -> bool {
+        true
+    }
     /// Bytes sent once the board is known: start streaming, and send the whole board.
     fn start(&self) -> Vec<u8>;
     /// A request the board answers, sent after a silence to prove the link alive.
@@ -122,7 +128,7 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
 pub const DEFAULT_DRIVER: &str = dgt::NAME;
 
 /// Every driver the daemon knows: one line per board family.
-pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt];
+pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &millennium::Millennium];
 
 /// The driver called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {
@@ -161,5 +167,6 @@ mod tests {
         let (d, warning) = for_name_or_default(Some("nope"));
         assert_eq!(d.name(), "dgt");
         assert!(warning.is_some());
+        assert_eq!(by_name("millennium").map(|d| d.name()), Some("millennium"));
     }
 }
