@@ -61,7 +61,10 @@ enum SessionEnd {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     /// Configured (file or `--port`): retried forever, even while the node is missing.
-    Configured,
+    Configured {
+        /// The driver to serve it with (`<driver>:<path>`; the default for a plain path).
+        driver: &'static str,
+    },
     /// Found on USB; `generic` ids are probed first. The task ends when the node goes away.
     Discovered {
         /// A shared USB id (FTDI): probe before serving.
@@ -72,13 +75,32 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// The driver to serve the port with (configured ports: the default driver).
+    /// The driver to serve the port with.
     pub fn driver(self) -> &'static dyn BoardDriver {
         match self {
-            Origin::Discovered { driver, .. } => driver::by_name(driver),
-            Origin::Configured => None,
+            Origin::Discovered { driver, .. } | Origin::Configured { driver } => {
+                driver::by_name(driver)
+            }
         }
         .unwrap_or_else(driver::default)
+    }
+
+    /// A configured port: `<driver>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
+    /// any other path is served with the default driver.
+    pub fn configured(spec: &Path) -> (PathBuf, Origin) {
+        let named = spec
+            .to_str()
+            .and_then(|s| s.split_once(':'))
+            .and_then(|(name, path)| Some((driver::by_name(name)?, path)));
+        match named {
+            Some((d, path)) => (PathBuf::from(path), Origin::Configured { driver: d.name() }),
+            None => (
+                spec.to_path_buf(),
+                Origin::Configured {
+                    driver: driver::DEFAULT_DRIVER,
+                },
+            ),
+        }
     }
 }
 
@@ -517,5 +539,20 @@ fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
         };
         live.clock.push(ClockCommand::Ascii { text, beep: 0 });
         live.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_ports_may_name_their_driver() {
+        let (path, origin) = Origin::configured(Path::new("millennium:/dev/ttyUSB0"));
+        assert_eq!(path, Path::new("/dev/ttyUSB0"));
+        assert_eq!(origin.driver().name(), "millennium");
+        let (path, origin) = Origin::configured(Path::new("/dev/ttyACM0"));
+        assert_eq!(path, Path::new("/dev/ttyACM0"));
+        assert_eq!(origin.driver().name(), "dgt");
     }
 }

@@ -493,7 +493,10 @@ pub async fn serve(
         for p in wanted {
             ports
                 .entry(p.clone())
-                .or_insert_with(|| spawn_port(ctx, p, Origin::Configured));
+                .or_insert_with(|| {
+                    let (path, origin) = Origin::configured(&p);
+                    spawn_port(ctx, path, origin)
+                });
         }
         match (cfg.daemon.discovery, discovery.is_some()) {
             (true, false) => {
@@ -702,7 +705,8 @@ mod tests {
         .await;
         assert_eq!(end, PortEnd::Gone);
         let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(board_task::serve_port(ctx, missing, Origin::Configured, rx));
+        let origin = Origin::configured(&missing).1;
+        let task = tokio::spawn(board_task::serve_port(ctx, missing, origin, rx));
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!task.is_finished());
         stop.send(true).unwrap();
