@@ -289,7 +289,7 @@ where
         }
     };
     let (major, minor) = version.unwrap_or_default();
-    let (id, mut meta) = ctx.identify(&serial);
+    let (id, mut meta) = ctx.identify(driver.name(), &serial);
     meta.driver = Some(driver.name());
     let kind = LinkKind::of_path(path);
     let board = match ctx.board(&id, meta, kind) {
