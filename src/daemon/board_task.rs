@@ -356,8 +356,8 @@ where
     end
 }
 
-/// The name of a board that tells no serial number: after its port.
-fn port_serial(path: &Path) -> String {
+/// The name of a board that tells no serial number: after its port (`port-ttyUSB0`).
+pub fn port_serial(path: &Path) -> String {
     let name = path
         .file_name()
         .map_or("port".into(), |n| n.to_string_lossy());
