@@ -103,7 +103,11 @@ pub enum ChessLinkReply {
 /// The odd parity bit of a 7-bit character, in bit 7.
 pub fn with_parity(c: u8) -> u8 {
     let c = c & 0x7F;
-    if c.count_ones() % 2 == 0 { c | 0x80 } else { c }
+    if c.count_ones().is_multiple_of(2) {
+        c | 0x80
+    } else {
+        c
+    }
 }
 
 /// The two hex digits of `n`, upper case.
@@ -313,7 +317,7 @@ impl ChessLinkDecoder {
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<ChessLinkReply>) {
         for &b in bytes {
             self.eight_bit |= b & 0x80 != 0;
-            if self.eight_bit && b.count_ones() % 2 == 0 {
+            if self.eight_bit && b.count_ones().is_multiple_of(2) {
                 self.parity_errors += 1;
                 if !self.chars.is_empty() {
                     self.bad += 1;
@@ -403,7 +407,7 @@ mod tests {
         // 'V' = 0x56: the check is 0x56 → "56"; every byte has odd parity.
         let v = ChessLinkCommand::Version.encode();
         assert_eq!(v.iter().map(|b| b & 0x7F).collect::<Vec<_>>(), b"V56");
-        assert!(v.iter().all(|b| b.count_ones() % 2 == 1));
+        assert!(v.iter().all(|b| b.count_ones() % 2 != 0));
         // 'W' ^ '0' ^ '2' ^ '0' ^ '3' = 0x57 ^ 0x30 ^ 0x32 ^ 0x30 ^ 0x33 = 0x56.
         let w = ChessLinkCommand::Write {
             address: 2,
