@@ -365,3 +365,21 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn board_mixes_keep_the_old_count_and_name_families() {
+        let mix = |s: &str| s.parse::<BoardMix>();
+        assert_eq!(mix("3"), Ok(BoardMix(vec!["dgt"; 3])));
+        assert_eq!(
+            mix("dgt:2,millennium:1"),
+            Ok(BoardMix(vec!["dgt", "dgt", "millennium"]))
+        );
+        assert_eq!(mix("millennium"), Ok(BoardMix(vec!["millennium"])));
+        assert!(mix("certabo:2").is_err());
+        assert!(mix("dgt:x").is_err());
+    }
+}
