@@ -138,3 +138,56 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
     assert!(pgn.contains("[Event \"ChessLink Open\"]"), "{pgn}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn demo_mixes_dgt_and_millennium_boards() {
+    let dir = scratch("millennium-demo");
+    let caps = dir.join("captures");
+    let mut child = std::process::Command::new(bin())
+        .args(["demo", "--boards", "dgt:1,millennium:1", "--speed", "1000"])
+        .args(["--http", "off", "--capture-dir"])
+        .arg(&caps)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let status = wait_timeout(child, WAIT).expect("the demo ends when its games are played");
+    assert!(status.success());
+    let output = reader.join().unwrap();
+    let games = games();
+    // The moves as they happen, then the games as PGN.
+    let pgn = &output[output.find("[Event").expect("games printed")..];
+    let pgn = &pgn[..pgn.find("\nCaptures are in").unwrap_or(pgn.len())];
+    let got = games_by_board(pgn);
+    for (board, want) in [("board-1", &games[0]), ("board-2", &games[1])] {
+        let g = got
+            .iter()
+            .find(|(b, _)| b == board)
+            .unwrap_or_else(|| panic!("{board} missing:\n{output}"));
+        assert_eq!(san(&g.1), san(want), "{board}");
+    }
+    assert!(output.contains("1 Millennium boards"), "{output}");
+    // The Millennium board's capture names its driver and replays to its game.
+    let day = std::fs::read_dir(&caps)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(day.join("board-2.jsonl")).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("\"driver\":\"millennium\"")
+    );
+    assert_replay_exact(&day.join("board-2.jsonl"), &[("board-2", &games[1])]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
