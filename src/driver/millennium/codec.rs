@@ -14,11 +14,18 @@
 //!   `W`+address+value→`w`+address+value; `R`+address→`r`+address+value; `T` resets with no
 //!   reply; E2ROM address 02 selects automatic status reports (`03`: on any change), 01 the
 //!   scan time (default 20 × 2.048 ms: 24.4 scans a second);
-//! - `domschl/python-mchess` (`chess_link_usb.py`, `chess_link_protocol.py`), which has run
-//!   against Millennium ChessGenius Exclusive boards with the ChessLink module and eONE boards:
+//! - `domschl/python-mchess` (`chess_link_usb.py`, `chess_link_protocol.py`, `chess_link.py`),
+//!   which has run against Millennium ChessGenius Exclusive boards with the ChessLink module
+//!   and eONE boards, and its copy in picochess (`JohanSjoblom/picochess`, `eboard/chesslink/`):
 //!   the reply lengths (`v` 7, `s` 67, `l` 3, `x` 3, `w` 7, `r` 7 characters), the parity bit
 //!   set by the host in bit 7 of each byte and masked with 0x7F on receipt, the block check over
-//!   the 7-bit characters, 38400 baud, and that a board answers `V` (its probe of every port).
+//!   the 7-bit characters, 38400 baud, that a board answers `V` (their probe of every port; no
+//!   USB ids are matched), `W02` with 03..07 for reports on change without / with debounce and
+//!   `R02` to read it back, and a real board's bytes in a log (`V56` sent as `D6 B5 B6`, the
+//!   reply `v010374`; a unit test below decodes them). They read the 64 letters in the opposite
+//!   order (index 0 as h1) and then find the board's orientation from the start position; the
+//!   core does the same ([`crate::core::sensed::Orientation`]), so the order only decides which
+//!   way round counts as normal.
 
 use crate::core::observation::{FieldArray, SquareReading};
 use shakmaty::{Color, Piece, Role};
@@ -450,6 +457,16 @@ mod tests {
         ); // e8
         assert_eq!(f[63], rook(Color::White)); // h1
         assert_eq!(f[36], SquareReading::Empty); // e4
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (0, 0));
+    }
+
+    #[test]
+    fn a_real_boards_bytes() {
+        // From a log of a real board in python-mchess (`chess_link.py`): the host's `V` and
+        // the board's version reply 01.03.
+        assert_eq!(ChessLinkCommand::Version.encode(), [0xD6, 0xB5, 0xB6]);
+        let (out, d) = decode_all(b"v\xb01\xb0\xb374");
+        assert_eq!(out, vec![ChessLinkReply::Version { major: 1, minor: 3 }]);
         assert_eq!((d.dropped_bytes(), d.bad_frames()), (0, 0));
     }
 

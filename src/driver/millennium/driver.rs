@@ -22,7 +22,8 @@ use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, Session
 pub const NAME: &str = "millennium";
 
 /// The USB ids tried for ChessLink boards. No driver we could read matches ids: python-mchess
-/// (the driver that has met real boards) opens every serial port and probes it with `V`. The
+/// and picochess (the drivers that have met real boards) open every serial port and probe it
+/// with `V`. The
 /// ChessLink USB module and the eONE reach the host through a USB-serial bridge, so the ids
 /// are those of the common bridge chips, all `generic`: served only after the handshake finds
 /// a ChessLink board behind them (a DGT board behind an FTDI chip is found by the DGT driver's
