@@ -549,6 +549,43 @@ mod tests {
     }
 
     #[test]
+    fn noisy_streams_decode_alike_whatever_the_split() {
+        // Valid replies with noise between them (some bytes with parity errors, some that
+        // start no reply, some that start one and break it), cut at pseudo-random points.
+        let mut x = 99u32;
+        let mut next = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        };
+        let mut s = Vec::new();
+        for _ in 0..40 {
+            s.extend(stream());
+            for _ in 0..next() % 8 {
+                s.push(next());
+            }
+        }
+        let decode = |cuts: &[usize]| {
+            let mut d = ChessLinkDecoder::new();
+            let mut out = Vec::new();
+            let mut from = 0;
+            for &c in cuts.iter().chain([&s.len()]) {
+                d.decode(&s[from..c.max(from)], &mut out);
+                from = c.max(from);
+            }
+            (out, d.dropped_bytes(), d.bad_frames(), d.parity_errors())
+        };
+        let whole = decode(&[]);
+        assert!(whole.0.len() >= 40 * 5, "{}", whole.0.len());
+        let mut cuts: Vec<usize> = (0..200)
+            .map(|_| usize::from(next()) * 13 % s.len())
+            .collect();
+        cuts.sort_unstable();
+        assert_eq!(decode(&cuts), whole);
+        let every: Vec<usize> = (1..s.len()).collect();
+        assert_eq!(decode(&every), whole);
+    }
+
+    #[test]
     fn garbage_is_dropped_and_counted_never_a_panic() {
         let mut s: Vec<u8> = (0..=255u8).collect();
         s.extend(b"s..zz"); // a status start that cannot be one
