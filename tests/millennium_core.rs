@@ -79,20 +79,21 @@ impl Board {
             .collect()
     }
 
-    fn irregularities(&self) -> Vec<String> {
+    /// Field `field` of every event of kind `kind`.
+    fn of(&self, kind: &str, field: &str) -> Vec<String> {
         self.json()
             .iter()
-            .filter(|e| e["kind"] == "irregularity")
-            .map(|e| e["code"].as_str().unwrap_or("").to_string())
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e[field].as_str().unwrap_or("").to_string())
             .collect()
     }
 
+    fn irregularities(&self) -> Vec<String> {
+        self.of("irregularity", "code")
+    }
+
     fn sans(&self) -> Vec<String> {
-        self.json()
-            .iter()
-            .filter(|e| e["kind"] == "move_made")
-            .map(|e| e["san"].as_str().unwrap_or("").to_string())
-            .collect()
+        self.of("move_made", "san")
     }
 }
 

@@ -105,8 +105,10 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn decoder(&self) -> Box<dyn Decoder>;
     /// Bytes sent on opening the port, asking the board who it is.
     fn handshake(&self) -> Vec<u8>;
-    /// Bytes resent while the board has not answered the handshake.
-    fn handshake_retry(&self) -> Vec<u8>;
+    /// Bytes resent while the board has not answered the handshake (by default the handshake).
+    fn handshake_retry(&self) -> Vec<u8> {
+        self.handshake()
+    }
     /// Whether the board tells its serial number in the handshake; `false`: its version
     /// alone completes the handshake and the board is named after its port.
     fn reports_serial(&self) -> bool {
@@ -118,10 +120,15 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn keepalive(&self) -> Vec<u8>;
     /// A request for the whole board.
     fn dump_request(&self) -> Vec<u8>;
-    /// A battery status request, for wireless boards that answer one; `None` otherwise.
-    fn battery_request(&self) -> Option<Vec<u8>>;
-    /// A clock command, for boards that relay a clock; `None` otherwise.
-    fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>>;
+    /// A battery status request, for wireless boards that answer one; `None` (the default)
+    /// otherwise.
+    fn battery_request(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// A clock command, for boards that relay a clock; `None` (the default) otherwise.
+    fn clock(&self, _cmd: &ClockCommand) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// The driver used when a capture names none (captures made before drivers were named).

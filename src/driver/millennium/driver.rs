@@ -15,7 +15,6 @@ use super::codec::{
     AUTO_REPORT_ON_CHANGE, ChessLinkCommand, ChessLinkDecoder, ChessLinkReply, E2_AUTO_REPORT,
 };
 use crate::core::observation::{FieldArray, Observation, SquareReading};
-use crate::driver::dgt::ClockCommand;
 use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
@@ -88,10 +87,6 @@ impl BoardDriver for Millennium {
         ChessLinkCommand::Version.encode()
     }
 
-    fn handshake_retry(&self) -> Vec<u8> {
-        ChessLinkCommand::Version.encode()
-    }
-
     fn reports_serial(&self) -> bool {
         false
     }
@@ -112,14 +107,6 @@ impl BoardDriver for Millennium {
 
     fn dump_request(&self) -> Vec<u8> {
         board_request()
-    }
-
-    fn battery_request(&self) -> Option<Vec<u8>> {
-        None
-    }
-
-    fn clock(&self, _cmd: &ClockCommand) -> Option<Vec<u8>> {
-        None
     }
 }
 
@@ -218,6 +205,8 @@ mod tests {
     #[test]
     fn session_bytes_are_the_documented_commands() {
         assert_eq!(chars(&Millennium.handshake()), b"V56");
+        assert_eq!(chars(&Millennium.handshake_retry()), b"V56");
+        assert!(Millennium.battery_request().is_none());
         assert_eq!(chars(&Millennium.keepalive()), b"V56");
         // R ^ 0 ^ 2 = 0x52 ^ 0x30 ^ 0x32 = 0x50; S = 0x53.
         assert_eq!(chars(&Millennium.dump_request()), b"R0250S53");
