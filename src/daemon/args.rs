@@ -18,7 +18,8 @@ pub struct RunArgs {
     /// Configuration file (TOML; see eboardd.example.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Serve this serial port too (repeatable); it is retried until it appears.
+    /// Serve this serial port too (repeatable); it is retried until it appears. A driver name
+    /// before it picks the board family: `millennium:/dev/ttyUSB0` (default: DGT).
     #[arg(long = "port", value_name = "PATH")]
     pub ports: Vec<PathBuf>,
     /// Write captures here (overrides the file).
