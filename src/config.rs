@@ -350,9 +350,11 @@ impl Config {
                 return bad(format!("board number {} is given twice", b.number));
             }
             let s = b.serial.trim();
-            if s.is_empty() || s.len() > 10 || !s.chars().all(|c| c.is_ascii_alphanumeric()) {
+            let serial_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            if s.is_empty() || s.len() > 24 || !s.chars().all(serial_char) {
                 return bad(format!(
-                    "board {}: serial {:?} must be 1 to 10 letters or digits (DGT boards report 5 digits)",
+                    "board {}: serial {:?} must be 1 to 24 letters, digits, '-' or '_' (DGT boards \
+                     report 5 digits; boards without one are named after their port: port-ttyUSB0)",
                     b.number, b.serial
                 ));
             }
@@ -428,11 +430,17 @@ impl Config {
             })
     }
 
-    /// The device id of a board: `board-<number>` when configured, else `dgt-<serial>`.
+    /// The device id of a DGT board: `board-<number>` when configured, else `dgt-<serial>`.
     pub fn board_id(&self, serial: &str) -> String {
+        self.board_id_of(crate::driver::DEFAULT_DRIVER, serial)
+    }
+
+    /// The device id of a board of `driver`: `board-<number>` when configured, else
+    /// `<driver>-<serial>`.
+    pub fn board_id_of(&self, driver: &str, serial: &str) -> String {
         match self.board_by_serial(serial) {
             Some(b) => format!("board-{}", b.number),
-            None => format!("dgt-{}", sanitize(serial)),
+            None => format!("{driver}-{}", sanitize(serial)),
         }
     }
 }
@@ -638,5 +646,6 @@ mod tests {
         assert_eq!(cfg.board_id("01025"), "board-3");
         assert_eq!(cfg.board_id("1025"), "board-3");
         assert_eq!(cfg.board_id("9/9"), "dgt-9_9");
+        assert_eq!(cfg.board_id_of("millennium", "port-5"), "millennium-port-5");
     }
 }

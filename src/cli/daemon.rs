@@ -18,7 +18,8 @@ pub struct RunArgs {
     /// Configuration file (TOML; see eboardd.example.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Serve this serial port too (repeatable); it is retried until it appears.
+    /// Serve this serial port too (repeatable); it is retried until it appears. A driver name
+    /// before it picks the board family: `millennium:/dev/ttyUSB0` (default: DGT).
     #[arg(long = "port", value_name = "PATH")]
     pub ports: Vec<PathBuf>,
     /// Write captures here (overrides the file).
@@ -89,14 +90,18 @@ pub struct SimulateArgs {
     /// Exit when every game has been played.
     #[arg(long)]
     pub exit_when_done: bool,
+    /// The board family to emulate: dgt, or millennium (ChessLink, no clock).
+    #[arg(long, default_value = "dgt", value_parser = ["dgt", "millennium"])]
+    pub driver: String,
 }
 
 /// `eboardd demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Number of simulated boards.
-    #[arg(long, default_value_t = 4)]
-    pub boards: usize,
+    /// Simulated boards: a number of DGT boards (4), or families with counts
+    /// (dgt:2,millennium:1).
+    #[arg(long, default_value = "4")]
+    pub boards: crate::daemon::demo::BoardMix,
     /// Pace: 1 = real time.
     #[arg(long, default_value_t = 10.0)]
     pub speed: f64,
@@ -256,6 +261,8 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         noise_every: a.noise_every,
         start_now: a.start_now,
         exit_when_done: a.exit_when_done,
+        driver: crate::driver::by_name(&a.driver)
+            .map_or(crate::driver::DEFAULT_DRIVER, |d| d.name()),
     }))
 }
 

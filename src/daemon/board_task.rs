@@ -61,7 +61,10 @@ enum SessionEnd {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     /// Configured (file or `--port`): retried forever, even while the node is missing.
-    Configured,
+    Configured {
+        /// The driver to serve it with (`<driver>:<path>`; the default for a plain path).
+        driver: &'static str,
+    },
     /// Found on USB; `generic` ids are probed first. The task ends when the node goes away.
     Discovered {
         /// A shared USB id (FTDI): probe before serving.
@@ -72,13 +75,32 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// The driver to serve the port with (configured ports: the default driver).
+    /// The driver to serve the port with.
     pub fn driver(self) -> &'static dyn BoardDriver {
         match self {
-            Origin::Discovered { driver, .. } => driver::by_name(driver),
-            Origin::Configured => None,
+            Origin::Discovered { driver, .. } | Origin::Configured { driver } => {
+                driver::by_name(driver)
+            }
         }
         .unwrap_or_else(driver::default)
+    }
+
+    /// A configured port: `<driver>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
+    /// any other path is served with the default driver.
+    pub fn configured(spec: &Path) -> (PathBuf, Origin) {
+        let named = spec
+            .to_str()
+            .and_then(|s| s.split_once(':'))
+            .and_then(|(name, path)| Some((driver::by_name(name)?, path)));
+        match named {
+            Some((d, path)) => (PathBuf::from(path), Origin::Configured { driver: d.name() }),
+            None => (
+                spec.to_path_buf(),
+                Origin::Configured {
+                    driver: driver::DEFAULT_DRIVER,
+                },
+            ),
+        }
     }
 }
 
@@ -219,6 +241,11 @@ where
         if let (Some(_), Some(s)) = (&version, &serial) {
             break String::clone(s);
         }
+        if version.is_some() && serial.is_none() && !driver.reports_serial() {
+            // A board whose protocol has no serial number: known by its port.
+            serial = Some(port_serial(path));
+            continue;
+        }
         tokio::select! {
             r = rd.read(&mut buf) => match r {
                 Ok(0) => return SessionEnd::Lost("end of file".into()),
@@ -240,9 +267,8 @@ where
             _ = tokio::time::sleep_until(next_try) => {
                 if version.is_some() && serial.is_none() && tries >= 3 {
                     // A board that answers everything but its serial number: known by its port.
-                    let name = path.file_name().map_or("port".into(), |n| n.to_string_lossy());
                     tracing::warn!("{}: no serial number; named after the port", path.display());
-                    serial = Some(format!("port-{}", crate::config::sanitize(&name)));
+                    serial = Some(port_serial(path));
                     continue;
                 }
                 if tries >= tries_max {
@@ -263,7 +289,7 @@ where
         }
     };
     let (major, minor) = version.unwrap_or_default();
-    let (id, mut meta) = ctx.identify(&serial);
+    let (id, mut meta) = ctx.identify(driver.name(), &serial);
     meta.driver = Some(driver.name());
     let kind = LinkKind::of_path(path);
     let board = match ctx.board(&id, meta, kind) {
@@ -328,6 +354,14 @@ where
     }
     tracing::info!("{id}: disconnected from {} ({line})", path.display());
     end
+}
+
+/// The name of a board that tells no serial number: after its port (`port-ttyUSB0`).
+pub fn port_serial(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or("port".into(), |n| n.to_string_lossy());
+    format!("port-{}", crate::config::sanitize(&name))
 }
 
 /// Sends `bytes`: captured first, then written.
@@ -505,5 +539,20 @@ fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
         };
         live.clock.push(ClockCommand::Ascii { text, beep: 0 });
         live.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_ports_may_name_their_driver() {
+        let (path, origin) = Origin::configured(Path::new("millennium:/dev/ttyUSB0"));
+        assert_eq!(path, Path::new("/dev/ttyUSB0"));
+        assert_eq!(origin.driver().name(), "millennium");
+        let (path, origin) = Origin::configured(Path::new("/dev/ttyACM0"));
+        assert_eq!(path, Path::new("/dev/ttyACM0"));
+        assert_eq!(origin.driver().name(), "dgt");
     }
 }

@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
+use crate::driver::{dgt, millennium};
 use crate::output::Msg;
-use crate::sim::emulator::runner::{self, RunnerConfig};
+use crate::sim::emulator::millennium::MillenniumEmulator;
+use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
 use crate::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
 use crate::sim::pgn::{ScriptGame, parse_games_bytes};
 use crate::sim::{SimConfig, Style};
@@ -106,6 +108,38 @@ pub struct SimulateOptions {
     pub start_now: bool,
     /// Exit when every board has played its games.
     pub exit_when_done: bool,
+    /// The board family emulated ([`dgt::NAME`] or [`millennium::NAME`]).
+    pub driver: &'static str,
+}
+
+/// The boards of a demo, one driver name each: `4` (four DGT boards, as before) or
+/// `dgt:2,millennium:1` (a family alone means one board of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardMix(pub Vec<&'static str>);
+
+impl std::str::FromStr for BoardMix {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<BoardMix, String> {
+        if let Ok(n) = s.trim().parse::<usize>() {
+            return Ok(BoardMix(vec![dgt::NAME; n]));
+        }
+        let mut boards = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            let (name, n) = part.split_once(':').unwrap_or((part, "1"));
+            let driver = crate::driver::by_name(name.trim())
+                .filter(|d| [dgt::NAME, millennium::NAME].contains(&d.name()))
+                .ok_or_else(|| {
+                    format!("{name:?}: no emulated board of that kind (dgt, millennium)")
+                })?;
+            let n: usize = n
+                .trim()
+                .parse()
+                .map_err(|_| format!("{part:?}: the count after ':' must be a number"))?;
+            boards.extend(std::iter::repeat_n(driver.name(), n));
+        }
+        Ok(BoardMix(boards))
+    }
 }
 
 fn emulator_for(o: &SimulateOptions, i: usize) -> Emulator {
@@ -131,6 +165,17 @@ fn emulator_for(o: &SimulateOptions, i: usize) -> Emulator {
     )
 }
 
+/// Starts board `i` of `o` on a new pty: a DGT board, or a Millennium board (no clock) playing
+/// the same script.
+fn spawn_board(o: &SimulateOptions, i: usize, rc: RunnerConfig) -> std::io::Result<Handle> {
+    let em = emulator_for(o, i);
+    if o.driver == millennium::NAME {
+        runner::spawn(MillenniumEmulator::new(em, (1, 4)), rc)
+    } else {
+        runner::spawn(em, rc)
+    }
+}
+
 /// `eboardd simulate`: emulated boards on ptys until Ctrl-C (or until done).
 pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
     let rt = super::runtime()?;
@@ -146,19 +191,19 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
                 }
                 (None, _) => None,
             };
-            let em = emulator_for(&o, i);
-            let serial = em.config().serial.clone();
-            let h = runner::spawn(
-                em,
-                RunnerConfig {
-                    speed: o.speed,
-                    link: link.clone(),
-                    wait_for_host: !o.start_now,
-                },
-            )
-            .map_err(io_err("opening a pseudo-terminal"))?;
+            let serial = emulator_for(&o, i).config().serial.clone();
+            let rc = RunnerConfig {
+                speed: o.speed,
+                link: link.clone(),
+                wait_for_host: !o.start_now,
+            };
+            let h = spawn_board(&o, i, rc).map_err(io_err("opening a pseudo-terminal"))?;
             let path = link.unwrap_or_else(|| h.status().path);
-            println!("board {} serial {serial}: {}", i + 1, path.display());
+            if o.driver == millennium::NAME {
+                println!("board {} millennium (no serial): {}", i + 1, path.display());
+            } else {
+                println!("board {} serial {serial}: {}", i + 1, path.display());
+            }
             handles.push(h);
         }
         use std::io::Write;
@@ -188,8 +233,8 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
 /// Options of `eboardd demo`.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
-    /// Number of simulated boards.
-    pub boards: usize,
+    /// The simulated boards, by family.
+    pub boards: BoardMix,
     /// Script time per real time.
     pub speed: f64,
     /// Where the captures go (default: a new directory under the system's temporary one).
@@ -203,7 +248,12 @@ pub struct DemoOptions {
 /// `eboardd demo`: the daemon with simulated boards playing the embedded games.
 pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     let games = demo_games();
-    let n = o.boards.clamp(1, 64);
+    let mut kinds = o.boards.0.clone();
+    kinds.truncate(64);
+    if kinds.is_empty() {
+        kinds.push(dgt::NAME);
+    }
+    let n = kinds.len();
     let dir = o.capture_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("eboardd-demo-{}", std::process::id()))
     });
@@ -211,7 +261,8 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     rt.block_on(async {
         let mut handles = Vec::new();
         let mut boards = Vec::new();
-        for i in 0..n {
+        let mut ports = Vec::new();
+        for (i, driver) in kinds.iter().copied().enumerate() {
             let game = games[i % games.len()].clone();
             let sim = SimulateOptions {
                 games: vec![game.clone()],
@@ -225,37 +276,47 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
                 noise_every: None,
                 start_now: false,
                 exit_when_done: true,
+                driver,
             };
-            let em = emulator_for(&sim, 0);
+            let rc = RunnerConfig {
+                speed: o.speed,
+                link: None,
+                wait_for_host: true,
+            };
+            let h = spawn_board(&sim, 0, rc).map_err(io_err("opening a pseudo-terminal"))?;
+            let path = h.status().path;
             boards.push(BoardConfig {
                 number: i as u32 + 1,
-                serial: em.config().serial.clone(),
+                // A Millennium board has no serial number: the daemon names it after its port.
+                serial: if driver == millennium::NAME {
+                    super::board_task::port_serial(&path)
+                } else {
+                    emulator_for(&sim, 0).config().serial.clone()
+                },
                 white: game.tag("White").map(str::to_string),
                 black: game.tag("Black").map(str::to_string),
                 white_clock: None,
             });
-            let h = runner::spawn(
-                em,
-                RunnerConfig {
-                    speed: o.speed,
-                    link: None,
-                    wait_for_host: true,
-                },
-            )
-            .map_err(io_err("opening a pseudo-terminal"))?;
+            ports.push(match driver {
+                dgt::NAME => path,
+                _ => PathBuf::from(format!("{driver}:{}", path.display())),
+            });
             handles.push(h);
         }
         let mut cfg = Config::default();
         cfg.event.name = Some("eboardd demo".into());
         cfg.event.site = Some("simulated boards".into());
         cfg.event.round = Some("1".into());
-        cfg.daemon.ports = handles.iter().map(|h| h.status().path).collect();
+        cfg.daemon.ports = ports;
         cfg.daemon.capture_dir = Some(dir.clone());
         cfg.daemon.discovery = false;
         cfg.clock.show_moves = true;
         cfg.boards = boards;
+        let mill = kinds.iter().filter(|k| **k == millennium::NAME).count();
         println!(
-            "eboardd demo: {n} simulated DGT boards with DGT 3000 clocks at {}x speed; Ctrl-C to stop",
+            "eboardd demo: {} simulated DGT boards with DGT 3000 clocks and {mill} Millennium \
+             boards (no clock) at {}x speed; Ctrl-C to stop",
+            n - mill,
             o.speed
         );
         for (b, h) in cfg.boards.iter().zip(&handles) {
@@ -310,4 +371,22 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         );
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn board_mixes_keep_the_old_count_and_name_families() {
+        let mix = |s: &str| s.parse::<BoardMix>();
+        assert_eq!(mix("3"), Ok(BoardMix(vec!["dgt"; 3])));
+        assert_eq!(
+            mix("dgt:2,millennium:1"),
+            Ok(BoardMix(vec!["dgt", "dgt", "millennium"]))
+        );
+        assert_eq!(mix("millennium"), Ok(BoardMix(vec!["millennium"])));
+        assert!(mix("certabo:2").is_err());
+        assert!(mix("dgt:x").is_err());
+    }
 }

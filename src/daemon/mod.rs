@@ -219,10 +219,13 @@ impl Ctx {
         }
     }
 
-    /// The device id and metadata of the board with this serial number.
-    pub fn identify(&self, serial: &str) -> (String, BoardMeta) {
+    /// The device id and metadata of the board of `driver` with this serial number.
+    pub fn identify(&self, driver: &str, serial: &str) -> (String, BoardMeta) {
         let cfg = self.config();
-        (cfg.board_id(serial), Ctx::meta(&cfg, Some(serial), None))
+        (
+            cfg.board_id_of(driver, serial),
+            Ctx::meta(&cfg, Some(serial), None),
+        )
     }
 
     /// Metadata of a board known only by its id (from a capture file name).
@@ -231,7 +234,9 @@ impl Ctx {
         if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
             return Ctx::meta(&cfg, None, Some(n));
         }
-        let serial = id.strip_prefix("dgt-");
+        let serial = crate::driver::DRIVERS
+            .iter()
+            .find_map(|d| id.strip_prefix(d.name())?.strip_prefix('-'));
         Ctx::meta(&cfg, serial, None)
     }
 
@@ -537,9 +542,10 @@ pub async fn serve(
             }
         }
         for p in wanted {
-            ports
-                .entry(p.clone())
-                .or_insert_with(|| spawn_port(ctx, p, Origin::Configured));
+            ports.entry(p.clone()).or_insert_with(|| {
+                let (path, origin) = Origin::configured(&p);
+                spawn_port(ctx, path, origin)
+            });
         }
         match (cfg.daemon.discovery, discovery.is_some()) {
             (true, false) => {
@@ -829,7 +835,8 @@ mod tests {
         .await;
         assert_eq!(end, PortEnd::Gone);
         let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(board_task::serve_port(ctx, missing, Origin::Configured, rx));
+        let origin = Origin::configured(&missing).1;
+        let task = tokio::spawn(board_task::serve_port(ctx, missing, origin, rx));
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!task.is_finished());
         stop.send(true).unwrap();

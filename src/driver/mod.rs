@@ -15,6 +15,7 @@ use crate::core::observation::Observation;
 use crate::driver::dgt::{BatteryStatus, ClockAck, ClockCommand};
 
 pub mod dgt;
+pub mod millennium;
 
 /// Parity of a serial line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,25 +105,37 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn decoder(&self) -> Box<dyn Decoder>;
     /// Bytes sent on opening the port, asking the board who it is.
     fn handshake(&self) -> Vec<u8>;
-    /// Bytes resent while the board has not answered the handshake.
-    fn handshake_retry(&self) -> Vec<u8>;
+    /// Bytes resent while the board has not answered the handshake (by default the handshake).
+    fn handshake_retry(&self) -> Vec<u8> {
+        self.handshake()
+    }
+    /// Whether the board tells its serial number in the handshake; `false`: its version
+    /// alone completes the handshake and the board is named after its port.
+    fn reports_serial(&self) -> bool {
+        true
+    }
     /// Bytes sent once the board is known: start streaming, and send the whole board.
     fn start(&self) -> Vec<u8>;
     /// A request the board answers, sent after a silence to prove the link alive.
     fn keepalive(&self) -> Vec<u8>;
     /// A request for the whole board.
     fn dump_request(&self) -> Vec<u8>;
-    /// A battery status request, for wireless boards that answer one; `None` otherwise.
-    fn battery_request(&self) -> Option<Vec<u8>>;
-    /// A clock command, for boards that relay a clock; `None` otherwise.
-    fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>>;
+    /// A battery status request, for wireless boards that answer one; `None` (the default)
+    /// otherwise.
+    fn battery_request(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// A clock command, for boards that relay a clock; `None` (the default) otherwise.
+    fn clock(&self, _cmd: &ClockCommand) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// The driver used when a capture names none (captures made before drivers were named).
 pub const DEFAULT_DRIVER: &str = dgt::NAME;
 
 /// Every driver the daemon knows: one line per board family.
-pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt];
+pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &millennium::Millennium];
 
 /// The driver called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {
@@ -161,5 +174,6 @@ mod tests {
         let (d, warning) = for_name_or_default(Some("nope"));
         assert_eq!(d.name(), "dgt");
         assert!(warning.is_some());
+        assert_eq!(by_name("millennium").map(|d| d.name()), Some("millennium"));
     }
 }

@@ -18,6 +18,81 @@ use super::Emulator;
 use crate::core::observation::Micros;
 use crate::sim::pty::{Pty, Written, relink};
 
+/// A sans-IO emulated board the runner can pace: the DGT [`Emulator`] or another family's
+/// emulator (e.g. [`super::millennium::MillenniumEmulator`]). Script time is the players' time,
+/// link time the electronics' (real pace).
+pub trait EmulatedBoard: Send + 'static {
+    /// Script time of the next thing the board will do by itself, if any.
+    fn next_due(&self) -> Option<Micros>;
+    /// Link time of the next thing the electronics will do (a clock ack), if any.
+    fn next_link_due(&self) -> Option<Micros>;
+    /// Link time is now `now`; what is due goes to `out`.
+    fn link_time(&mut self, now: Micros, out: &mut Vec<u8>);
+    /// Bytes from the host; answers go to `out`. Whether the host switched reporting on (the
+    /// players wait for that before they start).
+    fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool;
+    /// Plays the script up to `now`; what the board reports goes to `out`.
+    fn advance(&mut self, now: Micros, out: &mut Vec<u8>);
+    /// The board was unplugged (or powered off and on).
+    fn unplugged(&mut self);
+    /// The board reset with its port open: it reports nothing until told again.
+    fn reset(&mut self);
+    /// Script time after `k` more plies from `t`.
+    fn after_plies(&self, t: Micros, k: usize) -> Micros;
+    /// Plies whose first hand action is at or before `t`.
+    fn plies_started(&self, t: Micros) -> usize;
+    /// Plies settled at or before `t`.
+    fn plies_settled(&self, t: Micros) -> usize;
+    /// Whether every step of the script has been played.
+    fn finished(&self) -> bool;
+    /// Texts the host showed on the clock.
+    fn texts(&self) -> &[String];
+    /// Clock commands taken, lost and acknowledged.
+    fn clock_commands(&self) -> super::ClockCommandStats;
+}
+
+impl EmulatedBoard for Emulator {
+    fn next_due(&self) -> Option<Micros> {
+        Emulator::next_due(self)
+    }
+    fn next_link_due(&self) -> Option<Micros> {
+        Emulator::next_link_due(self)
+    }
+    fn link_time(&mut self, now: Micros, out: &mut Vec<u8>) {
+        Emulator::link_time(self, now, out)
+    }
+    fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+        Emulator::host_input(self, bytes, out)
+    }
+    fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
+        Emulator::advance(self, now, out)
+    }
+    fn unplugged(&mut self) {
+        Emulator::unplugged(self)
+    }
+    fn reset(&mut self) {
+        Emulator::reset(self)
+    }
+    fn after_plies(&self, t: Micros, k: usize) -> Micros {
+        Emulator::after_plies(self, t, k)
+    }
+    fn plies_started(&self, t: Micros) -> usize {
+        Emulator::plies_started(self, t)
+    }
+    fn plies_settled(&self, t: Micros) -> usize {
+        Emulator::plies_settled(self, t)
+    }
+    fn finished(&self) -> bool {
+        Emulator::finished(self)
+    }
+    fn texts(&self) -> &[String] {
+        &self.texts
+    }
+    fn clock_commands(&self) -> super::ClockCommandStats {
+        self.clock_commands
+    }
+}
+
 /// Something to do to the running board.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
@@ -174,7 +249,7 @@ fn plug(link: &Option<PathBuf>) -> io::Result<Pty> {
 }
 
 /// Opens a pty and runs `em` on it in a new task. Must be called inside a tokio runtime.
-pub fn spawn(em: Emulator, cfg: RunnerConfig) -> io::Result<Handle> {
+pub fn spawn<E: EmulatedBoard>(em: E, cfg: RunnerConfig) -> io::Result<Handle> {
     let pty = plug(&cfg.link)?;
     let status = Status {
         path: pty.path().to_path_buf(),
@@ -193,8 +268,8 @@ pub fn spawn(em: Emulator, cfg: RunnerConfig) -> io::Result<Handle> {
     })
 }
 
-async fn run(
-    mut em: Emulator,
+async fn run<E: EmulatedBoard>(
+    mut em: E,
     cfg: RunnerConfig,
     pty: Pty,
     mut control: mpsc::UnboundedReceiver<Control>,
@@ -324,14 +399,14 @@ async fn run(
             s.waiting = !clock.running;
             set(&mut changed, s.finished != em.finished());
             s.finished = em.finished();
-            if s.texts.len() != em.texts.len() {
-                s.texts = em.texts.clone();
+            if s.texts.len() != em.texts().len() {
+                s.texts = em.texts().to_vec();
                 changed = true;
             }
             set(&mut changed, s.dropped != dropped);
             s.dropped = dropped;
-            set(&mut changed, s.clock_commands != em.clock_commands);
-            s.clock_commands = em.clock_commands;
+            set(&mut changed, s.clock_commands != em.clock_commands());
+            s.clock_commands = em.clock_commands();
             set(&mut changed, s.modes_set != modes_set);
             s.modes_set = modes_set;
             changed
