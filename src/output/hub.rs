@@ -427,6 +427,7 @@ pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
         K::IrregularityResolved { .. } => "irregularity_resolved",
         K::ClaimAvailable { .. } => "claim_available",
         K::GameEnded { .. } => "game_ended",
+        K::Correction { .. } => "correction",
     }
 }
 
