@@ -12,6 +12,7 @@ pub mod board;
 pub mod board_task;
 pub mod captures;
 pub mod clock;
+mod control;
 pub mod demo;
 pub mod discovery;
 pub mod hub;
@@ -461,14 +462,14 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
+    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let outputs = match &opts.outputs {
         Some(setup) => {
             // `eboardd run` merged the file's [outputs] into the setup already.
-            Some(start_outputs(setup, &hub).await?)
+            Some(start_outputs(setup, &hub, &ctx).await?)
         }
         None => None,
     };
-    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
     let mut operator = hub.operator_requests();
@@ -617,19 +618,14 @@ pub async fn serve(
 async fn start_outputs(
     setup: &OutputSetup,
     hub: &Arc<Hub>,
+    ctx: &Arc<Ctx>,
 ) -> Result<crate::output::Outputs, DaemonError> {
     let broadcaster =
         crate::output::Broadcaster::new(setup.round.clone(), crate::output::HubConfig::default());
-    let control_hub = hub.clone();
-    broadcaster.set_control(Arc::new(
-        move |board: &str, action: crate::core::observation::OperatorAction| {
-            if control_hub.request_operator(board, action) {
-                Ok(())
-            } else {
-                Err("the daemon is not taking operator actions".to_string())
-            }
-        },
-    ));
+    // Carried out at once on the board, so that a refused correction is answered.
+    broadcaster.set_control(Arc::new(control::DaemonControl {
+        ctx: Arc::downgrade(ctx),
+    }));
     let outputs = crate::output::start(broadcaster.clone(), &setup.config).await?;
     if let Some(addr) = outputs.http {
         tracing::info!("serving http://{addr}/");

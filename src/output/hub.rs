@@ -76,6 +76,17 @@ impl Default for HubConfig {
 pub trait Control: Send + Sync {
     /// Carry out `action` on `board`; a human sentence on refusal.
     fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String>;
+
+    /// Check `action` on `board` and carry it out, or say why not (an arbiter's correction:
+    /// refused ones change nothing). By default the same as [`Control::operator`].
+    fn correct(
+        &self,
+        board: &str,
+        action: OperatorAction,
+    ) -> Result<(), super::corrections::ControlError> {
+        self.operator(board, action)
+            .map_err(super::corrections::ControlError::Unavailable)
+    }
 }
 
 /// Any `Fn(board, action) -> Result<(), String>` is a [`Control`].
@@ -327,6 +338,26 @@ impl Broadcaster {
         match control {
             Some(c) => c.operator(board, action),
             None => Err("this server cannot change games (no board engines attached)".into()),
+        }
+    }
+
+    /// Forward an arbiter's correction to the installed [`Control`], with its typed refusal.
+    pub fn correct(
+        &self,
+        board: &str,
+        action: OperatorAction,
+    ) -> Result<(), super::corrections::ControlError> {
+        let control = self
+            .inner
+            .control
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match control {
+            Some(c) => c.correct(board, action),
+            None => Err(super::corrections::ControlError::Unavailable(
+                "this server cannot change games (no board engines attached)".into(),
+            )),
         }
     }
 

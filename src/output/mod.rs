@@ -10,6 +10,7 @@
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
 pub mod cli;
+pub mod corrections;
 pub mod http;
 pub mod hub;
 pub mod livechess;
