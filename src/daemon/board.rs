@@ -326,8 +326,8 @@ impl BoardState {
     }
 
     fn operator_quiet(&mut self, action: OperatorAction) -> Result<(), ControlError> {
-        let value = serde_json::to_value(&action)
-            .map_err(|e| ControlError::Unavailable(e.to_string()))?;
+        let value =
+            serde_json::to_value(&action).map_err(|e| ControlError::Unavailable(e.to_string()))?;
         let t = self.capture.now();
         // The check sees the game as replay will when it reaches this record: with every
         // decision due by then taken.
