@@ -194,6 +194,19 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
         |ev| of(ev, &one.id, "correction").len() >= 3,
     )
     .await;
+    {
+        let ev = d.events.lock().unwrap();
+        let corrections = of(&ev, &one.id, "correction");
+        let take_back = corrections
+            .iter()
+            .find(|e| e["op"]["action"] == "take_back")
+            .expect("a correction event for the take back");
+        assert_eq!(take_back["op"]["ply"], k);
+        assert_eq!(take_back["ply"], k);
+        assert_eq!(take_back["result"], "*");
+        let retracted = of(&ev, &one.id, "move_retracted").len();
+        assert!(retracted >= played.len() - k, "{retracted} plies retracted");
+    }
     d.terminate();
     one.board.send(runner::Control::Stop);
 

@@ -693,6 +693,9 @@ pub fn parse_bodies_for_fuzzing(hub: &Broadcaster, board: &str, body: &[u8]) -> 
             let _ = render::valid_fen(fen);
         }
     }
+    if parse_body::<OperatorAction>(body).is_ok() {
+        accepted += 1;
+    }
     if let Ok(p) = parse_body::<Pairing>(body)
         && hub.set_pairing(board, p).is_ok()
     {
