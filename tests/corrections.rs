@@ -137,7 +137,34 @@ fn words(s: &str) -> Vec<String> {
 
 /// The engine's state that a refused correction must leave alone.
 fn state(rig: &Rig) -> String {
-    format!("{:?}", rig.engine.games())
+    let games: Vec<String> = rig
+        .engine
+        .games()
+        .iter()
+        .map(|g| {
+            let moves: Vec<String> = g
+                .moves
+                .iter()
+                .map(|m| format!("{} {:?} {:?}", m.san, m.completed, m.clock))
+                .collect();
+            format!(
+                "game {} from {} result {:?}: {}",
+                g.number,
+                g.start_fen(),
+                g.result,
+                moves.join(", ")
+            )
+        })
+        .collect();
+    games.join("\n")
+}
+
+impl Rig {
+    /// Let the decisions due take place (a game ending by rule after the settle time).
+    fn settle(&mut self) {
+        self.t += 1_000_000;
+        self.engine.tick(self.t, &mut self.events);
+    }
 }
 
 #[test]
@@ -477,11 +504,20 @@ fn a_checkmate_cannot_be_reopened_without_a_take_back() {
 /// again: the game recorded is the game played.
 #[test]
 fn corpus_games_taken_back_to_random_plies_replay_to_the_same_game() {
-    let games = support::games("standard");
+    take_back_corpus("standard", 25);
+}
+
+#[test]
+fn chess960_games_taken_back_to_random_plies_replay_to_the_same_game() {
+    take_back_corpus("chess960", 25);
+}
+
+fn take_back_corpus(sub: &str, n: usize) {
+    let games = support::games(sub);
     assert!(!games.is_empty());
     let mut seed: u64 = 0x5eed_c0de;
     let mut checked = 0;
-    for game in games.iter().filter(|g| g.moves.len() >= 2).take(25) {
+    for game in games.iter().filter(|g| g.moves.len() >= 2).take(n) {
         let start = game.start.clone();
         let mut pos = start.clone();
         let sans: Vec<String> = game
@@ -513,4 +549,75 @@ fn corpus_games_taken_back_to_random_plies_replay_to_the_same_game() {
         checked += 1;
     }
     assert!(checked >= 10, "{checked} games");
+}
+
+/// Corpus games: a move replaced by another and then put back gives the game played; when the
+/// replacement breaks a later move it is refused and the game is unchanged.
+#[test]
+fn replacing_a_move_and_putting_it_back_gives_the_game_played() {
+    let games = support::games("standard");
+    let mut seed: u64 = 0xdead_beef;
+    let (mut replaced, mut refused) = (0, 0);
+    for game in games.iter().filter(|g| g.moves.len() >= 4).take(25) {
+        let mut rig = Rig::from(game.start.clone());
+        let mut positions = vec![game.start.clone()];
+        for m in &game.moves {
+            let mut p = positions.last().unwrap().clone();
+            p.play_unchecked(*m);
+            rig.set_board(p.clone());
+            positions.push(p);
+        }
+        let played = rig.sans();
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // Near the end (few later moves to keep) or anywhere, in turn.
+        let n = game.moves.len();
+        let k = if replaced + refused < 12 {
+            n - (seed >> 33) as usize % 4
+        } else {
+            1 + (seed >> 33) as usize % n
+        };
+        let before = &positions[k - 1];
+        let legal = before.legal_moves();
+        let Some(other) = legal
+            .iter()
+            .copied()
+            .nth((seed >> 20) as usize % legal.len())
+            .filter(|m| *m != game.moves[k - 1])
+        else {
+            continue;
+        };
+        let uci = |m| shakmaty::uci::UciMove::from_move(m, CastlingMode::Standard).to_string();
+        rig.settle();
+        let snapshot = state(&rig);
+        let (ok, _) = rig.op(OperatorAction::ReplaceMove {
+            ply: k as u32,
+            uci: Some(uci(other)),
+            san: None,
+        });
+        match ok {
+            Ok(()) => {
+                assert_eq!(rig.sans().len(), played.len());
+                assert_ne!(rig.sans(), played);
+                let (ok, _) = rig.op(OperatorAction::ReplaceMove {
+                    ply: k as u32,
+                    uci: Some(uci(game.moves[k - 1])),
+                    san: None,
+                });
+                assert_eq!(ok, Ok(()));
+                assert_eq!(rig.sans(), played, "replaced at {k} and put back");
+                replaced += 1;
+            }
+            Err(CorrectionError::LaterMoveIllegal { .. }) => {
+                assert_eq!(state(&rig), snapshot);
+                refused += 1;
+            }
+            Err(e) => panic!("ply {k}: {e}"),
+        }
+    }
+    assert!(
+        replaced >= 3 && refused >= 3,
+        "{replaced} replaced, {refused} refused"
+    );
 }

@@ -228,11 +228,10 @@ impl BoardEngine {
             }
             Plan::TakeBack(ply) => {
                 self.reset_transient(t, out);
-                let old = self.unwind(t, ply, out);
+                self.unwind(t, ply, out);
                 if let Some(g) = self.games.last_mut() {
                     g.result = None;
                 }
-                drop(old);
                 self.settle_corrected(t, action, out);
             }
             Plan::Replace(ply, moves) => {
