@@ -230,6 +230,17 @@ async fn arbiter_page_in_headless_chromium() {
     assert!(dom.contains("last move:<br><b>"));
     assert!(dom.contains("data-clk=\"white\""));
     assert!(dom.contains("Chess960 #"));
+    // The arbiter's corrections: a panel per board, its moves clickable to take back to.
+    assert_eq!(
+        dom.matches("<details class=\"fix\"").count(),
+        6,
+        "a corrections panel per board"
+    );
+    assert!(
+        dom.matches("data-takeback=").count() > 6 * 10,
+        "every move (and the start) can be taken back to"
+    );
+    assert!(dom.contains("data-fixact=\"replace\"") && dom.contains("data-fixact=\"position\""));
     assert!(
         dom.contains("class=\"up\">live<"),
         "the WebSocket connected"

@@ -108,9 +108,34 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
             }),
             14 => Some(Observation::Operator(OperatorAction::NewGame { fen: None })),
             _ => {
-                let result = ["1-0", "0-1", "1/2-1/2", "2-0"][next(&mut i) as usize % 4];
-                Some(Observation::Operator(OperatorAction::SetResult {
-                    result: result.to_owned(),
+                let kind = next(&mut i);
+                Some(Observation::Operator(match kind % 8 {
+                    // Arbiter corrections: in range or not, legal or not.
+                    4 => OperatorAction::TakeBack {
+                        ply: u32::from(next(&mut i) % 64),
+                    },
+                    5 => {
+                        let (a, b) = (next(&mut i) % 64, next(&mut i) % 64);
+                        let sq = |n: u8| Square::new(u32::from(n)).to_string();
+                        OperatorAction::ReplaceMove {
+                            ply: u32::from(next(&mut i) % 64),
+                            uci: Some(format!("{}{}", sq(a), sq(b))),
+                            san: None,
+                        }
+                    }
+                    6 => OperatorAction::SetPosition {
+                        fen: [
+                            "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1",
+                            "1r2k1r1/pppppppp/8/8/8/8/PPPPPPPP/1R2K1R1 b GBgb - 0 1",
+                            "not a fen",
+                            "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+                        ][next(&mut i) as usize % 4]
+                            .to_owned(),
+                    },
+                    _ => OperatorAction::SetResult {
+                        result: ["1-0", "0-1", "1/2-1/2", "2-0", "*"][next(&mut i) as usize % 5]
+                            .to_owned(),
+                    },
                 }))
             }
         };

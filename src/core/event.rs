@@ -170,6 +170,30 @@ pub enum EventKind {
         /// `"threefold"` or `"fifty_moves"`.
         claim: Claim,
     },
+    /// An arbiter's correction (an `op` record: take back, replace a move, set a position,
+    /// change or reopen a result) was applied. The standard events it implies (`move_retracted`,
+    /// `move_made`, `move_completed`, `game_started`, `game_ended`) come before it; this one
+    /// says what was done and the state it left.
+    Correction {
+        /// The operator action, as in the capture's `op` record.
+        op: super::observation::OperatorAction,
+        /// The game's ply after the correction.
+        ply: u32,
+        /// The position after the correction.
+        fen: String,
+        /// The game's result after it (`"*"` while it runs).
+        #[serde(serialize_with = "ser_outcome", deserialize_with = "de_outcome")]
+        result: Outcome,
+        /// The board does not show the corrected position yet: the squares that differ
+        /// (`displaced_pieces` follows them until the board is set right).
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            serialize_with = "ser_squares",
+            deserialize_with = "de_squares"
+        )]
+        squares: Vec<Square>,
+    },
     /// The game ended.
     GameEnded {
         /// `"1-0"`, `"0-1"` or `"1/2-1/2"`.

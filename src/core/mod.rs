@@ -1,6 +1,7 @@
 //! The pure core: observations with timestamps in, events out. No I/O, no clock reads.
 
 pub mod clock;
+pub mod correction;
 pub mod engine;
 pub mod event;
 pub mod game;

@@ -109,6 +109,31 @@ pub enum OperatorAction {
         /// The physical side White uses.
         white: ClockSide,
     },
+    /// Take the current game back to the position after `ply` plies (0 = its start position):
+    /// later moves are dropped and the game goes on from there (a result is cleared).
+    TakeBack {
+        /// The ply to go back to, 0..=the game's ply.
+        ply: u32,
+    },
+    /// Replace the move at `ply` by another legal move (UCI or SAN, exactly one of them). The
+    /// later moves are kept; the correction is refused if one of them is no longer legal.
+    ReplaceMove {
+        /// The ply of the move to replace, 1..=the game's ply.
+        ply: u32,
+        /// The new move in UCI (`"g1f3"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uci: Option<String>,
+        /// The new move in SAN (`"Nf3"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        san: Option<String>,
+    },
+    /// The current game goes on from this position (FEN with side to move; Chess960 castling
+    /// rights accepted): same game number, its moves so far dropped. Without a game, the first
+    /// game starts from it.
+    SetPosition {
+        /// The position.
+        fen: String,
+    },
 }
 
 /// Everything the core can be told.

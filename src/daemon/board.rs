@@ -18,6 +18,7 @@ use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
 use crate::device::{Applied, Device, apply_record};
+use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
 
 /// What the configuration says about a board (PGN tags, clock side).
@@ -202,7 +203,8 @@ impl BoardState {
             && self.side_written != Some(white)
         {
             self.side_written = Some(white);
-            self.operator_quiet(OperatorAction::SetClockSide { white })?;
+            self.operator_quiet(OperatorAction::SetClockSide { white })
+                .map_err(|e| io::Error::other(e.to_string()))?;
         }
         Ok(())
     }
@@ -291,16 +293,42 @@ impl BoardState {
         Ok(())
     }
 
-    /// An operator action: captured, then handled; its events are published.
+    /// An operator action: checked, captured, then handled; its events are published. A
+    /// refused action is not captured (an error).
     pub fn operator(&mut self, action: OperatorAction, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
-        self.operator_quiet(action)?;
-        self.flush(hub)
+        self.correct(action, hub)
+            .map_err(|e| io::Error::other(e.to_string()))
     }
 
-    fn operator_quiet(&mut self, action: OperatorAction) -> io::Result<()> {
-        let value = serde_json::to_value(&action).map_err(io::Error::other)?;
+    /// An operator action (an arbiter's correction): checked against the game first, so that a
+    /// refused one changes nothing and writes nothing; else captured as an `op` record, then
+    /// handled, and its events published.
+    pub fn correct(
+        &mut self,
+        action: OperatorAction,
+        hub: &Hub,
+    ) -> Result<Vec<CoreEvent>, ControlError> {
+        let quiet = self.operator_quiet(action);
+        // Decisions the check had to take first (a press whose deadline passed) are published
+        // whatever the answer.
+        let events = self
+            .flush(hub)
+            .map_err(|e| ControlError::Unavailable(format!("capture: {e}")))?;
+        quiet.map(|()| events)
+    }
+
+    fn operator_quiet(&mut self, action: OperatorAction) -> Result<(), ControlError> {
+        let value =
+            serde_json::to_value(&action).map_err(|e| ControlError::Unavailable(e.to_string()))?;
         let t = self.capture.now();
-        let t = self.capture.write(t, &self.id, RecordKind::Op(value))?;
+        // The check sees the game as replay will when it reaches this record: with every
+        // decision due by then taken.
+        self.device.engine.tick(t, &mut self.events);
+        self.device.engine.check_operator(&action)?;
+        let t = self
+            .capture
+            .write(t, &self.id, RecordKind::Op(value))
+            .map_err(|e| ControlError::Unavailable(format!("capture: {e}")))?;
         self.device
             .engine
             .handle(t, &Observation::Operator(action), &mut self.events);

@@ -77,6 +77,12 @@ impl Describer {
                 s("result"),
                 s("reason").replace('_', " ")
             ),
+            "correction" => format!(
+                "arbiter's correction ({}): game at ply {}, result {}",
+                v["op"]["action"].as_str().unwrap_or("?").replace('_', " "),
+                n("ply"),
+                s("result")
+            ),
             _ => return None,
         };
         Some(format!("{:<9} {what}", line.board))

@@ -11,6 +11,7 @@ pub mod board;
 pub mod board_task;
 pub mod captures;
 pub mod clock;
+mod control;
 pub mod demo;
 pub mod discovery;
 pub mod link;
@@ -29,7 +30,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError, Overrides};
-use crate::core::observation::OperatorAction;
 use crate::output::{Hub, LinkState};
 use board::{BoardMeta, BoardState};
 use board_task::{Origin, PortEnd};
@@ -511,6 +511,12 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
+    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
+    // Operator actions and corrections from the outputs are carried out at once on the board
+    // (checked, captured, applied), so that a refused one is answered.
+    hub.set_control(Arc::new(control::DaemonControl {
+        ctx: Arc::downgrade(&ctx),
+    }));
     let mut outputs = match &opts.outputs {
         Some(setup) => {
             // `eboardd run` merged the file's [outputs] into the setup already.
@@ -519,10 +525,8 @@ pub async fn serve(
         None => None,
     };
     let mut setup = opts.outputs.clone();
-    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     let printer = print_events(&hub, opts.print);
     ctx.recover();
-    let mut operator = operator_requests(&hub);
 
     let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
     let mut discovery: Option<Task<()>> = None;
@@ -611,18 +615,6 @@ pub async fn serve(
                     status(&ctx);
                 }
             },
-            Some(req) = operator.recv() => {
-                let board = ctx.boards.lock().unwrap_or_else(|e| e.into_inner()).get(&req.board).cloned();
-                match board {
-                    Some(b) => {
-                        let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
-                        if let Err(e) = s.operator(req.action, &ctx.hub) {
-                            tracing::error!("{}: capture: {e}", req.board);
-                        }
-                    }
-                    None => tracing::warn!("operator action for unknown board {}", req.board),
-                }
-            }
             _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
             _ = status_tick.tick() => status(&ctx),
             _ = async {
@@ -671,29 +663,6 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
     }
     Ok(())
-}
-
-/// An operator action asked for by an output (e.g. an arbiter's console), for one board.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OperatorRequest {
-    /// The board.
-    pub board: String,
-    /// What to do.
-    pub action: OperatorAction,
-}
-
-/// Installs the hub's [`crate::output::Control`]: operator actions from the outputs (arbiter
-/// page, API) come to the daemon's loop, so they are captured like any other input.
-fn operator_requests(hub: &Hub) -> tokio::sync::mpsc::UnboundedReceiver<OperatorRequest> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    hub.set_control(Arc::new(move |board: &str, action: OperatorAction| {
-        tx.send(OperatorRequest {
-            board: board.to_string(),
-            action,
-        })
-        .map_err(|_| "the daemon is not taking operator actions".to_string())
-    }));
-    rx
 }
 
 /// The players configured per board, by board id, as the outputs show them (they reach the

@@ -116,6 +116,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         .route("/api/v1/boards/{board}/result", post(set_result))
         .route("/api/v1/boards/{board}/players", post(set_players))
         .route("/api/v1/boards/{board}/new-game", post(new_game))
+        .route("/api/v1/boards/{board}/correct", post(correct))
         .route(
             "/api/v1/boards/{board}/irregularities/{id}/ack",
             post(acknowledge),
@@ -748,6 +749,9 @@ pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
             let _ = render::valid_fen(fen);
         }
     }
+    if parse_body::<OperatorAction>(body).is_ok() {
+        accepted += 1;
+    }
     if let Ok(p) = parse_body::<Pairing>(body)
         && hub.set_pairing(board, p).is_ok()
     {
@@ -853,6 +857,24 @@ async fn new_game(
     {
         Ok(()) => ok(),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// An arbiter's correction: the body is an operator action (`{"action":"take_back","ply":4}`,
+/// see [`OperatorAction`]); 400 with the reason when it is impossible (nothing changed).
+async fn correct(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let action: OperatorAction = match authorised_body(&app, &id, &headers, body).await {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    match app.hub.correct(&id, action) {
+        Ok(()) => ok(),
+        Err(e) => error(e.status(), e.to_string()),
     }
 }
 

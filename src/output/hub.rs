@@ -81,6 +81,17 @@ impl Default for HubConfig {
 pub trait Control: Send + Sync {
     /// Carry out `action` on `board`; a human sentence on refusal.
     fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String>;
+
+    /// Check `action` on `board` and carry it out, or say why not (an arbiter's correction:
+    /// refused ones change nothing). By default the same as [`Control::operator`].
+    fn correct(
+        &self,
+        board: &str,
+        action: OperatorAction,
+    ) -> Result<(), super::corrections::ControlError> {
+        self.operator(board, action)
+            .map_err(super::corrections::ControlError::Unavailable)
+    }
 }
 
 /// Any `Fn(board, action) -> Result<(), String>` is a [`Control`].
@@ -433,6 +444,26 @@ impl Hub {
         }
     }
 
+    /// Forward an arbiter's correction to the installed [`Control`], with its typed refusal.
+    pub fn correct(
+        &self,
+        board: &str,
+        action: OperatorAction,
+    ) -> Result<(), super::corrections::ControlError> {
+        let control = self
+            .inner
+            .control
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match control {
+            Some(c) => c.correct(board, action),
+            None => Err(super::corrections::ControlError::Unavailable(
+                "this server cannot change games (no board engines attached)".into(),
+            )),
+        }
+    }
+
     /// Subscribe to live messages after `since` (`None`: start with a snapshot). Messages in
     /// the backlog after `since` come first; if `since` is older than the backlog, a snapshot
     /// does. The receiver continues exactly after what `Start` covers.
@@ -531,6 +562,7 @@ pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
         K::IrregularityResolved { .. } => "irregularity_resolved",
         K::ClaimAvailable { .. } => "claim_available",
         K::GameEnded { .. } => "game_ended",
+        K::Correction { .. } => "correction",
     }
 }
 

@@ -9,6 +9,7 @@
 //! - [`Hub::set_control`] once, with the handler of game-changing operator actions;
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
+pub mod corrections;
 pub mod delay;
 pub mod http;
 pub mod hub;

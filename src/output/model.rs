@@ -436,6 +436,17 @@ impl BoardState {
                     g.result = Some((*result, *reason));
                 }
             }
+            // The moves and results it changed came as standard events before it; a result
+            // reopened (`*`) is only said here.
+            EventKind::Correction {
+                result: shakmaty::Outcome::Unknown,
+                ..
+            } => {
+                if let Some(g) = self.game_mut(ev.game) {
+                    g.result = None;
+                }
+            }
+            EventKind::Correction { .. } => {}
         }
     }
 

@@ -149,6 +149,7 @@ impl BoardEngine {
         self.taken_back = None;
         self.changed = None;
         self.gap_open = None;
+        self.correcting = None;
         self.moves_since_press = 0;
         self.in_phase_from = None;
         self.clock.new_game();
@@ -225,7 +226,10 @@ impl BoardEngine {
             }
             return;
         }
-        if let ClockChange::Press { side } = change {
+        if let ClockChange::Press { side } = change
+            && self.correcting.is_none()
+        {
+            // While the board is being set to a corrected position a press is not judged.
             if self.pending_press.is_some() {
                 self.resolve_press(t, out);
             }
@@ -287,40 +291,25 @@ impl BoardEngine {
         action: &OperatorAction,
         out: &mut Vec<CoreEvent>,
     ) {
+        // A refused correction changes nothing (the daemon does not record one; an older
+        // capture's is refused identically on replay).
+        let Ok(plan) = self.plan(action) else {
+            return;
+        };
         match action {
-            OperatorAction::NewGame { fen } => {
-                let start = fen.as_deref().and_then(|f| {
-                    let fen: shakmaty::fen::Fen = f.parse().ok()?;
-                    let mode = CastlingMode::Chess960;
-                    let pos: Chess = fen.into_position(mode).ok()?;
-                    Some(start::StartPosition {
-                        position: pos,
-                        mode,
-                        chess960: None,
-                    })
-                });
-                match start {
-                    Some(s) => self.start_game(t, s, self.orientation, out),
-                    None => {
-                        if let Some(g) = self
-                            .games
-                            .last_mut()
-                            .filter(|g| g.result.is_none() && g.ply() > 0)
-                        {
-                            g.result = Some((shakmaty::Outcome::Unknown, EndReason::Arbiter));
-                        }
-                        self.try_start(t, out);
-                    }
+            OperatorAction::NewGame { fen: None } => {
+                if let Some(g) = self
+                    .games
+                    .last_mut()
+                    .filter(|g| g.result.is_none() && g.ply() > 0)
+                {
+                    g.result = Some((shakmaty::Outcome::Unknown, EndReason::Arbiter));
                 }
-            }
-            OperatorAction::SetResult { result } => {
-                let Ok(known) = result.parse::<shakmaty::KnownOutcome>() else {
-                    return;
-                };
-                let result = shakmaty::Outcome::Known(known);
-                self.end_game(t, result, EndReason::Arbiter, out);
+                self.correcting = None;
+                self.try_start(t, out);
             }
             OperatorAction::SetClockSide { white } => self.clock.fix_white_side(*white),
+            _ => self.apply_plan(t, action, plan, out),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! observation past it or by [`BoardEngine::tick`] / [`BoardEngine::finish`].
 
 mod arbiter;
+mod correction;
 pub mod gap;
 mod lifecycle;
 mod recovery;
@@ -130,6 +131,9 @@ pub struct BoardEngine {
     gap_open: Option<Vec<shakmaty::Square>>,
     /// Moves being recorded now are recovered from a gap, not seen being made.
     recovering: bool,
+    /// After an arbiter's correction, the board does not show the corrected position yet: the
+    /// squares that differed. Nothing is inferred until it does.
+    correcting: Option<Vec<Square>>,
     last_change: Micros,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
@@ -292,6 +296,9 @@ impl BoardEngine {
             return;
         };
         let ply = game.ply();
+        if self.await_corrected(t, out) {
+            return;
+        }
         let board = self.sensed.board(self.orientation);
         if self.result_signal(t, &board, out) {
             return;

@@ -48,7 +48,7 @@ impl BoardEngine {
         // A made move not yet completed is still being revised (a slide, a knock on the way):
         // only a dump can show a gap behind it.
         let revising = game.uncompleted_last().is_some() && trigger == Trigger::Stable;
-        if self.illegal_open.is_some() || game.over() || revising {
+        if self.illegal_open.is_some() || game.over() || revising || self.correcting.is_some() {
             return Reconciled::No;
         }
         let board = self.sensed.board(self.orientation);

@@ -1,0 +1,37 @@
+//! Operator actions from the outputs (arbiter page, API), carried out at once on the board so
+//! that the caller hears whether they were refused: checked, captured as `op` records, applied.
+
+use std::sync::Weak;
+
+use super::Ctx;
+use crate::core::observation::OperatorAction;
+use crate::output::corrections::ControlError;
+
+/// The daemon's [`crate::output::Control`]: holds the daemon's context weakly (the outputs must
+/// not keep it alive).
+pub(super) struct DaemonControl {
+    /// The daemon's boards and hub.
+    pub(super) ctx: Weak<Ctx>,
+}
+
+impl crate::output::Control for DaemonControl {
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+        self.correct(board, action).map_err(|e| e.to_string())
+    }
+
+    fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
+        let ctx = self
+            .ctx
+            .upgrade()
+            .ok_or_else(|| ControlError::Unavailable("the daemon is stopping".into()))?;
+        let state = ctx
+            .boards
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(board)
+            .cloned()
+            .ok_or_else(|| ControlError::UnknownBoard(board.to_string()))?;
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.correct(action, &ctx.hub).map(|_| ())
+    }
+}
