@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use crate::config::Overrides;
 use crate::daemon::demo::{DemoOptions, SimulateOptions};
 use crate::daemon::{ConfigSource, Options, Print};
-use crate::config::Overrides;
 use crate::sim::Style;
 
 /// `eboardd run`.
@@ -247,15 +247,16 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 pub fn demo(a: DemoArgs) -> ExitCode {
     init_logging("warn");
     let outputs = super::output::OutputArgs::parse_from_http(&a.http).map(|out| {
-        out.output_config().map(|config| crate::daemon::OutputSetup {
-            config,
-            round: crate::output::RoundInfo {
-                event: Some("eboardd demo".into()),
-                round: 1,
-                epoch_ms: super::output::now_ms(),
-                ..Default::default()
-            },
-        })
+        out.output_config()
+            .map(|config| crate::daemon::OutputSetup {
+                config,
+                round: crate::output::RoundInfo {
+                    event: Some("eboardd demo".into()),
+                    round: 1,
+                    epoch_ms: super::output::now_ms(),
+                    ..Default::default()
+                },
+            })
     });
     let outputs = match outputs {
         Ok(Ok(o)) => o,
