@@ -37,6 +37,7 @@ use captures::CaptureStore;
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DaemonError {
     /// The configuration is not usable.
     #[error(transparent)]
@@ -312,7 +313,7 @@ impl Ctx {
             let old = s.meta().clone();
             let meta = Ctx::meta(&cfg, old.serial.as_deref(), old.number);
             if let Err(e) = s.set_meta(meta) {
-                tracing::error!("{}: capture: {e}", s.id);
+                tracing::error!(board = %s.id, error = %e, "capture write failed");
             }
             self.hub.set_status(&s.id, s.status());
         }
@@ -425,7 +426,7 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
             let msg = match rx.recv().await {
                 Ok(m) => m,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("printer lagged: {n} events not printed");
+                    tracing::warn!(skipped = n, "printer lagged: events not printed");
                     continue;
                 }
                 Err(_) => break,
@@ -572,10 +573,10 @@ pub async fn serve(
                     Some(b) => {
                         let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
                         if let Err(e) = s.operator(req.action, &ctx.hub) {
-                            tracing::error!("{}: capture: {e}", req.board);
+                            tracing::error!(board = %req.board, error = %e, "capture write failed");
                         }
                     }
-                    None => tracing::warn!("operator action for unknown board {}", req.board),
+                    None => tracing::warn!(board = %req.board, "operator action for an unknown board"),
                 }
             }
             _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
@@ -646,7 +647,7 @@ fn operator_requests(hub: &Hub) -> tokio::sync::mpsc::UnboundedReceiver<Operator
             board: board.to_string(),
             action,
         })
-        .map_err(|_| "the daemon is not taking operator actions".to_string())
+        .map_err(|_| crate::output::ControlError::Stopped("the daemon"))
     }));
     rx
 }
