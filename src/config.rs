@@ -14,6 +14,7 @@ use crate::core::observation::ClockSide;
 
 /// Why a configuration could not be used. Displays as one line naming the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("{path}: {source}")]

@@ -17,6 +17,7 @@ pub use crate::device::{Device, SET_TAGS};
 
 /// Why a replay failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// A capture could not be read.
     #[error(transparent)]

@@ -96,6 +96,7 @@ pub struct Capture {
 
 /// Why a capture could not be read. Displays as one line, `FILE:LINE: reason`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CaptureError {
     /// A line is not acceptable.
     #[error("{file}:{line}: {reason}")]

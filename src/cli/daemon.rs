@@ -151,7 +151,7 @@ fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
 fn output_setup(
     flags: &super::output::OutputArgs,
     file: Option<&crate::config::Config>,
-) -> Result<crate::daemon::OutputSetup, String> {
+) -> Result<crate::daemon::OutputSetup, super::output::ArgError> {
     let out = match file {
         Some(cfg) => flags.with_file(cfg),
         None => flags.clone(),

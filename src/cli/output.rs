@@ -8,6 +8,30 @@ use std::time::Duration;
 
 use crate::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
+/// A command-line value the outputs cannot use: the reason, for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgError {
+    /// A flag's value is not valid.
+    #[error("{0}")]
+    Invalid(String),
+    /// The MQTT address is not valid.
+    #[error(transparent)]
+    Mqtt(#[from] crate::output::mqtt::MqttUrlError),
+}
+
+impl From<String> for ArgError {
+    fn from(reason: String) -> Self {
+        ArgError::Invalid(reason)
+    }
+}
+
+impl From<&str> for ArgError {
+    fn from(reason: &str) -> Self {
+        ArgError::Invalid(reason.to_string())
+    }
+}
+
 /// Where the outputs go, and what the round is called.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
@@ -69,24 +93,26 @@ pub struct OutputArgs {
     pub delay_secs: Option<u64>,
 }
 
-fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, String> {
+fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, ArgError> {
     if s.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
     let s = s
         .strip_prefix("localhost:")
         .map_or(s.to_string(), |p| format!("127.0.0.1:{p}"));
-    s.parse()
-        .map(Some)
-        .map_err(|_| format!("{what}: {s:?} is not an address like 127.0.0.1:8080"))
+    s.parse().map(Some).map_err(|_| {
+        ArgError::from(format!(
+            "{what}: {s:?} is not an address like 127.0.0.1:8080"
+        ))
+    })
 }
 
-fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
+fn check_text(what: &str, v: &Option<String>) -> Result<(), ArgError> {
     match v {
         Some(s) if s.chars().any(crate::pgn::unsafe_char) || s.chars().count() > 200 => {
-            Err(format!(
+            Err(ArgError::from(format!(
                 "{what} must be at most 200 characters without control or direction characters"
-            ))
+            )))
         }
         _ => Ok(()),
     }
@@ -95,13 +121,13 @@ fn check_text(what: &str, v: &Option<String>) -> Result<(), String> {
 impl OutputArgs {
     /// The defaults, with only the HTTP address given (for commands that offer no other output
     /// option, like `eboardd demo`).
-    pub fn parse_from_http(http: &str) -> Result<OutputArgs, String> {
+    pub fn parse_from_http(http: &str) -> Result<OutputArgs, ArgError> {
         <OutputArgs as clap::FromArgMatches>::from_arg_matches(
             &<OutputArgs as clap::Args>::augment_args(clap::Command::new("outputs"))
                 .try_get_matches_from(["outputs", "--http", http])
                 .map_err(|e| e.to_string())?,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| ArgError::from(e.to_string()))
     }
 
     /// These options completed from the configuration file: every output option not given on
@@ -149,9 +175,11 @@ impl OutputArgs {
     }
 
     /// The output configuration these options describe.
-    pub fn output_config(&self) -> Result<OutputConfig, String> {
+    pub fn output_config(&self) -> Result<OutputConfig, ArgError> {
         let token = match (&self.token, &self.token_file) {
-            (Some(_), Some(_)) => return Err("give --token or --token-file, not both".into()),
+            (Some(_), Some(_)) => {
+                return Err(ArgError::from("give --token or --token-file, not both"));
+            }
             (Some(t), None) => Some(t.clone()),
             (None, Some(f)) => Some(
                 std::fs::read_to_string(f)
@@ -162,7 +190,9 @@ impl OutputArgs {
             (None, None) => None,
         };
         if token.as_ref().is_some_and(|t| t.len() < 8) {
-            return Err("the access token must have at least 8 characters".into());
+            return Err(ArgError::from(
+                "the access token must have at least 8 characters",
+            ));
         }
         let mqtt = match &self.mqtt {
             None => None,
@@ -177,22 +207,22 @@ impl OutputArgs {
         };
         for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
             if !crate::output::ws::valid_origin(o) {
-                return Err(format!(
+                return Err(ArgError::from(format!(
                     "{o:?} is not a web origin like https://broadcast.example.org"
-                ));
+                )));
             }
         }
         if self
             .delay_secs
             .is_some_and(|d| d > crate::config::MAX_DELAY_SECS)
         {
-            return Err(format!(
+            return Err(ArgError::Invalid(format!(
                 "--delay-secs must be at most {} (3 hours)",
                 crate::config::MAX_DELAY_SECS
-            ));
+            )));
         }
         if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
-            return Err("connection caps must be at least 1".into());
+            return Err(ArgError::from("connection caps must be at least 1"));
         }
         Ok(OutputConfig {
             allowed_origins: self.allow_origin.clone(),
@@ -220,13 +250,13 @@ impl OutputArgs {
     }
 
     /// The round information these options describe.
-    pub fn round_info(&self) -> Result<RoundInfo, String> {
+    pub fn round_info(&self) -> Result<RoundInfo, ArgError> {
         check_text("--event", &self.event)?;
         check_text("--site", &self.site)?;
         check_text("--time-control", &self.time_control)?;
         let round = self.round.unwrap_or(1);
         if round == 0 || round > 999 {
-            return Err("--round must be from 1 to 999".into());
+            return Err(ArgError::from("--round must be from 1 to 999"));
         }
         Ok(RoundInfo {
             event: self.event.clone(),
@@ -271,24 +301,24 @@ pub struct ServeReplayArgs {
 pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     // Colours only on a terminal, as every subcommand.
     super::daemon::init_logging("info");
-    let fail = |e: String| {
+    let fail = |e: &dyn std::fmt::Display| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
     };
     if !(args.speed >= 0.0 && args.speed.is_finite()) {
-        return fail(format!("--speed must be 0 or more, not {}", args.speed));
+        return fail(&format!("--speed must be 0 or more, not {}", args.speed));
     }
     let cfg = match args.out.output_config() {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     let mut info = match args.out.round_info() {
         Ok(i) => i,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     let plan = match crate::output::replay_source::Plan::load(&args.files, args.boards) {
         Ok(p) => p,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(&e),
     };
     for w in &plan.warnings {
         eprintln!("eboardd: warning: {w}");
@@ -300,7 +330,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         .build()
     {
         Ok(r) => r,
-        Err(e) => return fail(format!("starting the runtime: {e}")),
+        Err(e) => return fail(&format!("starting the runtime: {e}")),
     };
     runtime.block_on(async move {
         let boards = info.boards.clone();
@@ -315,7 +345,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         }
         let outputs = match crate::output::start(hub.clone(), &cfg).await {
             Ok(o) => o,
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(&e),
         };
         if let Some(a) = outputs.http {
             eprintln!("eboardd: serving http://{a}/");
@@ -373,15 +403,15 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
     }
     let from = match crate::output::MqttConfig::from_url(&args.from) {
         Ok(m) => m,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let cfg = match args.out.output_config() {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let info = match args.out.round_info() {
         Ok(i) => i,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -15,8 +15,8 @@ pub(super) struct DaemonControl {
 }
 
 impl crate::output::Control for DaemonControl {
-    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
-        self.correct(board, action).map_err(|e| e.to_string())
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
+        self.correct(board, action)
     }
 
     fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {

@@ -37,6 +37,7 @@ use captures::CaptureStore;
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DaemonError {
     /// The configuration is not usable.
     #[error(transparent)]
@@ -114,16 +115,20 @@ pub struct Options {
 pub struct OutputReload(Arc<MakeSetup>);
 
 /// The function behind [`OutputReload`].
-type MakeSetup = dyn Fn(&Config) -> Result<OutputSetup, String> + Send + Sync;
+type MakeSetup = dyn Fn(&Config) -> Result<OutputSetup, Box<dyn std::error::Error>> + Send + Sync;
 
 impl OutputReload {
     /// Wraps the function that makes the setup.
-    pub fn new(f: impl Fn(&Config) -> Result<OutputSetup, String> + Send + Sync + 'static) -> Self {
-        OutputReload(Arc::new(f))
+    pub fn new<E: std::error::Error + 'static>(
+        f: impl Fn(&Config) -> Result<OutputSetup, E> + Send + Sync + 'static,
+    ) -> Self {
+        OutputReload(Arc::new(move |cfg: &Config| {
+            f(cfg).map_err(|e| Box::new(e) as Box<dyn std::error::Error>)
+        }))
     }
 
     /// The setup for `cfg`.
-    pub fn setup(&self, cfg: &Config) -> Result<OutputSetup, String> {
+    pub fn setup(&self, cfg: &Config) -> Result<OutputSetup, Box<dyn std::error::Error>> {
         (self.0)(cfg)
     }
 }
@@ -345,7 +350,7 @@ impl Ctx {
             let old = s.meta().clone();
             let meta = Ctx::meta(&cfg, old.serial.as_deref(), old.number);
             if let Err(e) = s.set_meta(meta) {
-                tracing::error!("{}: capture: {e}", s.id);
+                tracing::error!(board = %s.id, error = %e, "capture write failed");
             }
             self.hub.set_status(&s.id, s.status());
         }
@@ -458,7 +463,7 @@ fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
             let msg = match rx.recv().await {
                 Ok(m) => m,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("printer lagged: {n} events not printed");
+                    tracing::warn!(skipped = n, "printer lagged: events not printed");
                     continue;
                 }
                 Err(_) => break,

@@ -8,7 +8,11 @@ use crate::core::correction::CorrectionError;
 
 /// Why an operator action was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ControlError {
+    /// The owner of the board engines (named) has stopped.
+    #[error("{0} is not taking operator actions")]
+    Stopped(&'static str),
     /// The correction is impossible now (nothing changed, nothing was recorded).
     #[error(transparent)]
     Refused(#[from] CorrectionError),
@@ -28,7 +32,9 @@ impl ControlError {
         match self {
             ControlError::Refused(_) => StatusCode::BAD_REQUEST,
             ControlError::UnknownBoard(_) => StatusCode::NOT_FOUND,
-            ControlError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ControlError::Unavailable(_) | ControlError::Stopped(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 }

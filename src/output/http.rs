@@ -822,7 +822,7 @@ async fn set_result(
         .operator(&id, OperatorAction::SetResult { result: b.result })
     {
         Ok(()) => ok(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
@@ -856,7 +856,7 @@ async fn new_game(
         .operator(&id, OperatorAction::NewGame { fen: b.fen })
     {
         Ok(()) => ok(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
@@ -890,7 +890,7 @@ async fn set_players(
     };
     match app.hub.set_pairing(&id, p) {
         Ok(()) => ok(),
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
+        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
 
@@ -907,6 +907,6 @@ async fn acknowledge(
     };
     match app.hub.acknowledge(&id, irr) {
         Ok(()) => ok(),
-        Err(e) => error(StatusCode::NOT_FOUND, e),
+        Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
     }
 }

@@ -16,6 +16,7 @@ use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+pub use super::corrections::ControlError;
 use super::delay::{Change, DelayLine};
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
@@ -76,32 +77,53 @@ impl Default for HubConfig {
     }
 }
 
-/// Operator actions the broadcaster cannot carry out itself (they change a game), forwarded to
+/// Operator actions the hub cannot carry out itself (they change a game), forwarded to
 /// whoever owns the board engines: the live daemon, or the replay driver.
 pub trait Control: Send + Sync {
-    /// Carry out `action` on `board`; a human sentence on refusal.
-    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String>;
+    /// Carry out `action` on `board`.
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), ControlError>;
 
     /// Check `action` on `board` and carry it out, or say why not (an arbiter's correction:
     /// refused ones change nothing). By default the same as [`Control::operator`].
-    fn correct(
-        &self,
-        board: &str,
-        action: OperatorAction,
-    ) -> Result<(), super::corrections::ControlError> {
+    fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         self.operator(board, action)
-            .map_err(super::corrections::ControlError::Unavailable)
     }
 }
 
-/// Any `Fn(board, action) -> Result<(), String>` is a [`Control`].
+/// Any `Fn(board, action) -> Result<(), ControlError>` is a [`Control`].
 impl<F> Control for F
 where
-    F: Fn(&str, OperatorAction) -> Result<(), String> + Send + Sync,
+    F: Fn(&str, OperatorAction) -> Result<(), ControlError> + Send + Sync,
 {
-    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         self(board, action)
     }
+}
+
+/// Why the hub refused a change asked for by an output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// No such board.
+    #[error("no board {0:?}")]
+    NoBoard(String),
+    /// The board has no irregularity with that id.
+    #[error("board {board:?} has no irregularity {id}")]
+    NoIrregularity {
+        /// The board.
+        board: String,
+        /// The id asked for.
+        id: u64,
+    },
+    /// A player's details are not valid.
+    #[error(transparent)]
+    Player(#[from] super::model::PlayerError),
+    /// No board engines are attached (a server without a daemon or replay behind it).
+    #[error("this server cannot change games (no board engines attached)")]
+    NoControl,
+    /// The board engines did not take the action.
+    #[error(transparent)]
+    Control(#[from] ControlError),
 }
 
 struct State {
@@ -386,7 +408,7 @@ impl Hub {
     }
 
     /// Set the players of a board. Publishes a `players` message.
-    pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), String> {
+    pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), HubError> {
         pairing.white.validate()?;
         pairing.black.validate()?;
         let mut st = self.lock();
@@ -405,14 +427,17 @@ impl Hub {
     }
 
     /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.
-    pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), String> {
+    pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), HubError> {
         let mut st = self.lock();
         let b = st
             .round
             .board(board)
-            .ok_or_else(|| format!("no board {board:?}"))?;
+            .ok_or_else(|| HubError::NoBoard(board.to_string()))?;
         let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
-            return Err(format!("board {board:?} has no irregularity {id}"));
+            return Err(HubError::NoIrregularity {
+                board: board.to_string(),
+                id,
+            });
         };
         let irr = &mut st.round.board_mut(board).irregularities[i];
         irr.acknowledged = true;
@@ -431,7 +456,7 @@ impl Hub {
     }
 
     /// Forward an operator action to the installed [`Control`].
-    pub fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+    pub fn operator(&self, board: &str, action: OperatorAction) -> Result<(), HubError> {
         let control = self
             .inner
             .control
@@ -439,17 +464,13 @@ impl Hub {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         match control {
-            Some(c) => c.operator(board, action),
-            None => Err("this server cannot change games (no board engines attached)".into()),
+            Some(c) => Ok(c.operator(board, action)?),
+            None => Err(HubError::NoControl),
         }
     }
 
     /// Forward an arbiter's correction to the installed [`Control`], with its typed refusal.
-    pub fn correct(
-        &self,
-        board: &str,
-        action: OperatorAction,
-    ) -> Result<(), super::corrections::ControlError> {
+    pub fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         let control = self
             .inner
             .control
@@ -458,7 +479,7 @@ impl Hub {
             .clone();
         match control {
             Some(c) => c.correct(board, action),
-            None => Err(super::corrections::ControlError::Unavailable(
+            None => Err(ControlError::Unavailable(
                 "this server cannot change games (no board engines attached)".into(),
             )),
         }

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use hub::{Control, Hub, HubConfig, Msg, Start};
-pub use model::{BoardStatus, LinkState, Pairing, Player, RoundInfo, RoundState};
+pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Msg, Start};
+pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
 pub use mqtt::MqttConfig;
 
 /// Default address of the HTTP API and page.
@@ -69,6 +69,7 @@ pub struct OutputConfig {
 
 /// Why outputs could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OutputError {
     /// A listening address could not be bound.
     #[error("cannot listen on {addr} ({what}): {source}{hint}")]

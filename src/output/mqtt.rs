@@ -77,18 +77,29 @@ pub fn topic_level(s: &str) -> String {
         .collect()
 }
 
+/// An MQTT address that is not `mqtt://HOST[:PORT]`: the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MqttUrlError(String);
+
+impl From<String> for MqttUrlError {
+    fn from(reason: String) -> Self {
+        MqttUrlError(reason)
+    }
+}
+
 impl MqttConfig {
     /// Parse `mqtt://HOST[:PORT]` (port 1883 by default).
-    pub fn from_url(url: &str) -> Result<Self, String> {
+    pub fn from_url(url: &str) -> Result<Self, MqttUrlError> {
         let rest = url
             .strip_prefix("mqtt://")
             .or_else(|| url.strip_prefix("tcp://"))
             .ok_or_else(|| format!("MQTT address must look like mqtt://HOST:PORT, not {url:?}"))?;
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') || rest.contains('@') {
-            return Err(format!(
+            return Err(MqttUrlError::from(format!(
                 "MQTT address must be mqtt://HOST:PORT, not {url:?}"
-            ));
+            )));
         }
         let (host, port) = match rest.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
@@ -99,7 +110,9 @@ impl MqttConfig {
             _ => (rest, 1883),
         };
         if host.is_empty() {
-            return Err(format!("MQTT address {url:?} has no host"));
+            return Err(MqttUrlError::from(format!(
+                "MQTT address {url:?} has no host"
+            )));
         }
         Ok(MqttConfig {
             host: host.to_string(),

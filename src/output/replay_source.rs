@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::hub::{Control, Hub};
+use super::hub::{Control, ControlError, Hub};
 use crate::capture::{self, RecordKind};
 use crate::core::engine::EngineConfig;
 use crate::core::event::CoreEvent;
@@ -167,12 +167,12 @@ struct ReplayControl {
 }
 
 impl Control for ReplayControl {
-    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), String> {
+    fn operator(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         self.tx
             .lock()
-            .map_err(|_| "replay stopped".to_string())?
+            .map_err(|_| ControlError::Stopped("the replay"))?
             .send((board.to_string(), action))
-            .map_err(|_| "replay stopped".to_string())
+            .map_err(|_| ControlError::Stopped("the replay"))
     }
 }
 

@@ -126,15 +126,7 @@ impl Dgt3000 {
 
     /// What the clock reports at `t`.
     pub fn reading(&self, t: Micros) -> ClockReading {
-        let face = |side| {
-            let us = self.remaining_us(side, t);
-            // The display shows whole seconds, rounded down.
-            ClockFace {
-                millis: (us / 1_000_000 * 1000) as u32,
-                flag: us == 0,
-                flag_shown: false,
-            }
-        };
+        let face = |side| face_of(self.remaining_us(side, t));
         ClockReading {
             left: face(ClockSide::Left),
             right: face(ClockSide::Right),
@@ -144,6 +136,16 @@ impl Dgt3000 {
             right_turn: self.running == Some(ClockSide::Right),
             battery_low: false,
         }
+    }
+}
+
+/// A clock face showing `us` microseconds left: whole seconds, rounded down, as the display
+/// shows them; the flag when none is left.
+pub(crate) fn face_of(us: Micros) -> ClockFace {
+    ClockFace {
+        millis: (us / 1_000_000 * 1000) as u32,
+        flag: us == 0,
+        flag_shown: false,
     }
 }
 

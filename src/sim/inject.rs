@@ -48,7 +48,7 @@ use super::scan::{self, Glitch, PhysEvent, ScanTiming};
 use super::timeline::{self, PlyTrace};
 use super::{SimConfig, Style, field_index};
 use crate::capture::Record;
-use crate::core::observation::{ClockFace, ClockReading, ClockSide, Micros, SquareReading};
+use crate::core::observation::{ClockReading, ClockSide, Micros, SquareReading};
 use crate::driver::dgt::DgtMessage;
 
 const MS: Micros = 1000;
@@ -495,6 +495,21 @@ fn ends_game(pos: &Chess) -> bool {
     pos.is_game_over()
 }
 
+/// A touch of one of `squares` that passes `ok`, chosen at random.
+fn touch_one(
+    board: &Board,
+    squares: Bitboard,
+    ok: impl Fn(Square) -> bool,
+    rng: &mut Rng,
+) -> Option<Spec> {
+    let candidates: Vec<Square> = squares.into_iter().filter(|&s| ok(s)).collect();
+    let square = choose(&candidates, rng)?;
+    Some(Spec::Touch {
+        square,
+        piece: board.piece_at(square)?,
+    })
+}
+
 fn choose<T: Copy>(items: &[T], rng: &mut Rng) -> Option<T> {
     (!items.is_empty()).then(|| items[rng.below(items.len() as u64) as usize])
 }
@@ -540,26 +555,18 @@ fn fit(kind: Kind, pos: &Chess, m: &Move, trace: &PlyTrace, rng: &mut Rng) -> Op
     };
     match kind {
         Kind::TouchedPieceNotMoved => {
-            let own: Vec<Square> = (board.by_color(us) & !touched)
-                .into_iter()
-                .filter(|&s| can_move(pos, s))
-                .collect();
-            let square = choose(&own, rng)?;
-            Some(Spec::Touch {
-                square,
-                piece: board.piece_at(square)?,
-            })
+            let own = board.by_color(us) & !touched;
+            touch_one(board, own, |s| can_move(pos, s), rng)
         }
         Kind::TouchedOpponentNotCaptured => {
-            let theirs: Vec<Square> = (board.by_color(!us) & !touched)
-                .into_iter()
-                .filter(|&s| capturable(pos, s) && captured_square(m) != Some(s))
-                .collect();
-            let square = choose(&theirs, rng)?;
-            Some(Spec::Touch {
-                square,
-                piece: board.piece_at(square)?,
-            })
+            let theirs = board.by_color(!us) & !touched;
+            let victim = captured_square(m);
+            touch_one(
+                board,
+                theirs,
+                |s| capturable(pos, s) && victim != Some(s),
+                rng,
+            )
         }
         Kind::CastlingRookTouchedFirst => {
             if !m.is_castle() {
@@ -767,6 +774,20 @@ fn plan(
 // ---------------------------------------------------------------------------------------------
 // Carrying the injections out
 
+/// The piece, origin, captured piece and destination of a normal move.
+fn normal_move(m: &Move) -> Option<(Role, Square, Option<Role>, Square)> {
+    match *m {
+        Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            ..
+        } => Some((role, from, capture, to)),
+        _ => None,
+    }
+}
+
 /// The leading lifts of a move's hand order (the pieces taken off before any placement).
 fn removals(order: &[HandAction]) -> Vec<HandAction> {
     order
@@ -826,14 +847,7 @@ fn apply(
             world.rebuild(i, &actions);
         }
         Spec::MoveChanged { via } => {
-            let Move::Normal {
-                role,
-                from,
-                capture,
-                to,
-                ..
-            } = *m
-            else {
+            let Some((role, from, capture, to)) = normal_move(m) else {
                 return;
             };
             let mut actions = vec![
@@ -848,14 +862,7 @@ fn apply(
             world.rebuild(i, &actions);
         }
         Spec::OffTarget { via } => {
-            let Move::Normal {
-                role,
-                from,
-                capture,
-                to,
-                ..
-            } = *m
-            else {
+            let Some((role, from, capture, to)) = normal_move(m) else {
                 return;
             };
             let victim_first = capture.is_some() && rng.chance(0.5);
@@ -1023,11 +1030,7 @@ impl Clock {
             };
             let running = self.running && self.turn == side;
             let us = (stored - if running { (t - self.since).max(0) } else { 0 }).max(0);
-            ClockFace {
-                millis: (us / 1_000_000 * 1000) as u32,
-                flag: us == 0,
-                flag_shown: false,
-            }
+            super::clock::face_of(us)
         };
         ClockReading {
             left: face(ClockSide::Left),

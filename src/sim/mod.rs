@@ -164,14 +164,7 @@ pub fn field_index(sq: Square, reversed: bool) -> u8 {
 
 /// The capture of `game` played on a DGT board with a DGT 3000 clock.
 pub fn synthesize(game: &ScriptGame, cfg: &SimConfig) -> Vec<Record> {
-    simulate(
-        &game.start,
-        &game.moves,
-        &game.clocks,
-        game.time_control(),
-        cfg,
-    )
-    .records
+    synthesize_game(game, cfg).records
 }
 
 /// The capture of `moves` played from `start` (random think times). `mode` is the castling

@@ -47,13 +47,24 @@ impl ScriptGame {
 }
 
 /// Parses every game of `pgn`. Games without moves are skipped; a game whose start position or
+/// Why a game of a PGN text could not be read (which game, which ply, what was wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PgnError(String);
+
+impl From<String> for PgnError {
+    fn from(reason: String) -> Self {
+        PgnError(reason)
+    }
+}
+
 /// moves cannot be read gives an `Err` with the reason (and the game number, from 1).
-pub fn parse_games(pgn: &str) -> Vec<Result<ScriptGame, String>> {
+pub fn parse_games(pgn: &str) -> Vec<Result<ScriptGame, PgnError>> {
     parse_games_bytes(pgn.as_bytes())
 }
 
 /// [`parse_games`] for PGN bytes that may not be UTF-8 (tags are decoded lossily).
-pub fn parse_games_bytes(pgn: &[u8]) -> Vec<Result<ScriptGame, String>> {
+pub fn parse_games_bytes(pgn: &[u8]) -> Vec<Result<ScriptGame, PgnError>> {
     let mut reader = Reader::new(Cursor::new(pgn));
     let mut visitor = GameVisitor { games: 0 };
     let mut out = Vec::new();
@@ -63,7 +74,10 @@ pub fn parse_games_bytes(pgn: &[u8]) -> Vec<Result<ScriptGame, String>> {
             Ok(Some(None)) => {}
             Ok(None) => break,
             Err(e) => {
-                out.push(Err(format!("read error after game {}: {e}", visitor.games)));
+                out.push(Err(PgnError::from(format!(
+                    "read error after game {}: {e}",
+                    visitor.games
+                ))));
                 break;
             }
         }
@@ -140,14 +154,14 @@ struct GameVisitor {
 }
 
 struct Movetext {
-    game: Result<ScriptGame, String>,
+    game: Result<ScriptGame, PgnError>,
     pos: Chess,
 }
 
 impl Visitor for GameVisitor {
     type Tags = Vec<(String, String)>;
     type Movetext = Movetext;
-    type Output = Option<Result<ScriptGame, String>>;
+    type Output = Option<Result<ScriptGame, PgnError>>;
 
     fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
         self.games += 1;
@@ -197,7 +211,10 @@ impl Visitor for GameVisitor {
                 };
                 (Ok(game), pos)
             }
-            Err(e) => (Err(format!("game {game_no}: {e}")), Chess::default()),
+            Err(e) => (
+                Err(PgnError::from(format!("game {game_no}: {e}"))),
+                Chess::default(),
+            ),
         };
         ControlFlow::Continue(Movetext { game, pos })
     }
@@ -214,7 +231,10 @@ impl Visitor for GameVisitor {
             }
             Err(e) => {
                 let ply = game.moves.len() + 1;
-                mt.game = Err(format!("game {}: ply {ply} {san_plus}: {e}", self.games));
+                mt.game = Err(PgnError::from(format!(
+                    "game {}: ply {ply} {san_plus}: {e}",
+                    self.games
+                )));
             }
         }
         ControlFlow::Continue(())
