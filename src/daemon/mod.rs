@@ -463,8 +463,11 @@ pub async fn serve(
     )))?;
     let outputs = match &opts.outputs {
         Some(setup) => {
-            // `eboardd run` merged the file's [outputs] into the setup already.
-            Some(start_outputs(setup, &hub).await?)
+            // `eboardd run` merged the file's [outputs] into the setup already. A round loaded
+            // over the API is kept next to the captures.
+            let mut setup = setup.clone();
+            (setup.config.round_file).get_or_insert(dir.join(crate::output::rounds::ROUND_FILE));
+            Some(start_outputs(&setup, &hub).await?)
         }
         None => None,
     };
@@ -620,6 +623,13 @@ async fn start_outputs(
 ) -> Result<crate::output::Outputs, DaemonError> {
     let broadcaster =
         crate::output::Broadcaster::new(setup.round.clone(), crate::output::HubConfig::default());
+    if let Some(path) = &setup.config.round_file {
+        match crate::output::rounds::restore(&broadcaster, path) {
+            Ok(true) => tracing::info!("round restored from {}", path.display()),
+            Ok(false) => {}
+            Err(e) => tracing::warn!("saved round not restored: {e}"),
+        }
+    }
     let control_hub = hub.clone();
     broadcaster.set_control(Arc::new(
         move |board: &str, action: crate::core::observation::OperatorAction| {

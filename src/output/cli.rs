@@ -196,6 +196,7 @@ impl OutputArgs {
             relay_dir: self.relay_dir.clone(),
             token,
             relay_debounce_ms: None,
+            round_file: None,
         })
     }
 

@@ -16,6 +16,7 @@ pub mod livechess;
 pub mod model;
 pub mod mqtt;
 pub mod relay;
+pub mod rounds;
 pub mod render;
 pub mod replay_source;
 pub mod server;
@@ -60,6 +61,9 @@ pub struct OutputConfig {
     pub max_connections: Option<usize>,
     /// Client connections at once from one address (`None`: half of `max_connections`).
     pub max_connections_per_address: Option<usize>,
+    /// Where a round loaded over the API is saved, to be restored on restart (`None`: not
+    /// saved; the daemon uses `round.json` next to the captures).
+    pub round_file: Option<PathBuf>,
 }
 
 /// Why outputs could not start.
@@ -192,6 +196,7 @@ pub async fn start(hub: Broadcaster, cfg: &OutputConfig) -> Result<Outputs, Outp
             stop: stop_rx.clone(),
             allowed_origins: cfg.allowed_origins.clone(),
             body_timeout: limiter.limits().body_timeout,
+            round_file: cfg.round_file.clone(),
         });
         server::warn_if_exposed("the HTTP API", &addr);
         tasks.push(server::serve(
