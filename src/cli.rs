@@ -36,6 +36,9 @@ pub enum Command {
     /// Replay captures at recorded (or faster) pace into the broadcaster and serve every
     /// output: HTTP API, event streams, relay files, MQTT, LiveChess API, arbiter page.
     ServeReplay(Box<crate::output::cli::ServeReplayArgs>),
+    /// Rounds of the running daemon: `eboardd round load FILE --round R` sends a round's
+    /// pairings (FIDE TRF or CSV) to its API with the token.
+    Round(crate::round::cli::RoundArgs),
 }
 
 /// Run the command line; returns the process exit code.
@@ -45,6 +48,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Simulate(a) => crate::daemon::args::simulate(a),
         Command::Demo(a) => crate::daemon::args::demo(a),
         Command::ServeReplay(args) => crate::output::cli::serve_replay(*args),
+        Command::Round(args) => crate::round::cli::run(args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.

@@ -885,7 +885,10 @@ async fn load_round(
             if let Some(path) = &app.round_file
                 && let Err(e) = super::rounds::save(&app.hub, path)
             {
-                tracing::warn!("round {round} loaded but not saved to {}: {e}", path.display());
+                tracing::warn!(
+                    "round {round} loaded but not saved to {}: {e}",
+                    path.display()
+                );
             }
             tracing::info!("round {round} loaded");
             (

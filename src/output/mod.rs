@@ -13,12 +13,13 @@ pub mod cli;
 pub mod http;
 pub mod hub;
 pub mod livechess;
+pub mod livechess_rounds;
 pub mod model;
 pub mod mqtt;
 pub mod relay;
-pub mod rounds;
 pub mod render;
 pub mod replay_source;
+pub mod rounds;
 pub mod server;
 pub mod ws;
 

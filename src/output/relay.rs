@@ -32,7 +32,11 @@ fn pretty(v: serde_json::Value) -> String {
 
 /// The `round-R/` folder of round `r` (the current one or an earlier one of this run).
 fn round_files(round: &RoundState, r: u32, out: &mut Vec<(String, &'static str, String)>) {
-    out.push((format!("round-{r}/games.pgn"), PGN, render::round_pgn_of(round, r)));
+    out.push((
+        format!("round-{r}/games.pgn"),
+        PGN,
+        render::round_pgn_of(round, r),
+    ));
     out.push((
         format!("round-{r}/index.json"),
         JSON,
@@ -61,7 +65,11 @@ pub fn files(round: &RoundState) -> Vec<(String, &'static str, String)> {
     let mut out = vec![
         ("games.pgn".to_string(), PGN, all.clone()),
         ("live.pgn".to_string(), PGN, all.clone()),
-        ("tournament.json".to_string(), JSON, pretty(render::lcc_tournament(round))),
+        (
+            "tournament.json".to_string(),
+            JSON,
+            pretty(render::lcc_tournament(round)),
+        ),
     ];
     for r in round.round_numbers() {
         round_files(round, r, &mut out);

@@ -135,7 +135,9 @@ fn split_name(name: Option<&str>) -> (Value, Value, Value) {
     }
 }
 
-fn lcc_player(p: &Player) -> Value {
+/// An LCC / LiveChess player object (`fname`, `mname`, `lname`, `title`, `federation`,
+/// `gender`, `fideid`).
+pub fn lcc_player(p: &Player) -> Value {
     let (fname, mname, lname) = split_name(p.name.as_deref());
     json!({
         "fname": fname,

@@ -72,7 +72,9 @@ pub fn load(
     let loaded = round::parse(format, bytes, round)?;
     let info = hub.with_round(|r| info_for(r, &loaded));
     hub.start_round(info).map_err(LoadError::Refused)?;
-    Ok(hub.with_round(|r| round_json(r, round)).unwrap_or(Value::Null))
+    Ok(hub
+        .with_round(|r| round_json(r, round))
+        .unwrap_or(Value::Null))
 }
 
 fn pairing_json(p: &Pairing) -> Value {
@@ -232,15 +234,30 @@ mod tests {
             },
             HubConfig::default(),
         );
-        load(&hub, Format::Csv, 1, b"board,white,black\n1,\"A, B\",\"C, D\"\n").unwrap();
-        load(&hub, Format::Csv, 2, b"board,white,black\n1,\"E, F\",\"G, H\"\n").unwrap();
+        load(
+            &hub,
+            Format::Csv,
+            1,
+            b"board,white,black\n1,\"A, B\",\"C, D\"\n",
+        )
+        .unwrap();
+        load(
+            &hub,
+            Format::Csv,
+            2,
+            b"board,white,black\n1,\"E, F\",\"G, H\"\n",
+        )
+        .unwrap();
         save(&hub, &path).unwrap();
         let fresh = Broadcaster::new(RoundInfo::default(), HubConfig::default());
         assert!(restore(&fresh, &path).unwrap());
         fresh.with_round(|r| {
             assert_eq!(r.info.round, 2);
             assert_eq!(r.pairing("board-1").white.name.as_deref(), Some("E, F"));
-            assert_eq!(r.pairing_in(1, "board-1").black.name.as_deref(), Some("C, D"));
+            assert_eq!(
+                r.pairing_in(1, "board-1").black.name.as_deref(),
+                Some("C, D")
+            );
         });
         std::fs::write(&path, "{\"round\": 0}").unwrap();
         let other = Broadcaster::new(RoundInfo::default(), HubConfig::default());

@@ -1,7 +1,9 @@
 //! Pairings of a round from the files pairing programs write: FIDE TRF ([`trf`]) and a plain
 //! CSV ([`csv`]). Pure parsers: bytes in, a [`LoadedRound`] or one [`PairingError`] out (no
-//! file, clock or network access), so a bad file changes nothing.
+//! file, clock or network access), so a bad file changes nothing. [`cli`] is the
+//! `eboardd round load` command that sends a file to the running daemon.
 
+pub mod cli;
 pub mod csv;
 pub mod trf;
 
