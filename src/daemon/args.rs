@@ -160,8 +160,16 @@ pub fn run(a: RunArgs) -> ExitCode {
     };
     let outputs = match (out.output_config(), out.round_info()) {
         (Ok(config), Ok(mut round)) => {
-            // The players configured per board reach every output, as they reach the captures.
-            for b in file.iter().flat_map(|c| &c.boards) {
+            // The players configured per board reach every output, as they reach the captures;
+            // the configured boards are listed in number order with their serial numbers.
+            let mut configured: Vec<_> = file.iter().flat_map(|c| &c.boards).collect();
+            configured.sort_by_key(|b| b.number);
+            for b in &configured {
+                let id = format!("board-{}", b.number);
+                round.serials.insert(id.clone(), b.serial.clone());
+                round.boards.push(id);
+            }
+            for b in configured {
                 let player = |name: &Option<String>| crate::output::Player {
                     name: name.clone(),
                     ..Default::default()

@@ -162,3 +162,39 @@ pub fn call(state: &RoundState, call: &str, param: &Value) -> Option<Result<Valu
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{Broadcaster, HubConfig, RoundInfo};
+
+    #[test]
+    fn a_configured_serial_is_the_serialnr_before_the_board_connects() {
+        let info = RoundInfo {
+            boards: vec!["board-1".into(), "board-2".into()],
+            serials: [("board-1".to_string(), "41002".to_string())].into(),
+            ..Default::default()
+        };
+        let hub = Broadcaster::new(info, HubConfig::default());
+        let id = hub.with_round(tournament_id);
+        let t = hub.with_round(|r| tournament(r, &id)).unwrap();
+        assert_eq!(t["eboards"], json!(["41002", "board-2"]));
+        let eboards = hub.with_round(|r| {
+            r.boards()
+                .iter()
+                .map(|b| render::eboard_object(r, b)["serialnr"].clone())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(eboards, vec![json!("41002"), json!("board-2")]);
+        assert!(
+            call(
+                &hub.with_round(|r| r.clone()),
+                "round",
+                &json!({"uuid": id, "nr": 1})
+            )
+            .unwrap()
+            .is_ok()
+        );
+        assert!(call(&hub.with_round(|r| r.clone()), "eboards", &Value::Null).is_none());
+    }
+}

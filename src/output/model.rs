@@ -105,6 +105,9 @@ pub struct RoundInfo {
     pub boards: Vec<String>,
     /// Players per board id.
     pub pairings: HashMap<String, Pairing>,
+    /// Serial numbers of configured boards by board id, shown (e.g. as LiveChess `serialnr`)
+    /// until a board reports its own.
+    pub serials: HashMap<String, String>,
     /// Wall-clock epoch milliseconds at event time `t = 0` (for LCC/LiveChess `time` fields).
     pub epoch_ms: i64,
 }
@@ -119,6 +122,7 @@ impl Default for RoundInfo {
             time_control: None,
             boards: Vec::new(),
             pairings: HashMap::new(),
+            serials: HashMap::new(),
             epoch_ms: 0,
         }
     }
@@ -561,6 +565,7 @@ impl RoundState {
             None => {
                 let mut b = BoardState::new(id);
                 b.round = self.info.round;
+                b.serial = self.info.serials.get(id).cloned();
                 self.boards.push(b);
                 self.index.insert(id.to_string(), self.boards.len() - 1);
                 self.boards.len() - 1
