@@ -1,7 +1,9 @@
 //! A DGT LiveChess-compatible EBoards API (`broadcast.md` §4) on `ws://HOST:1982/api/v1.0`:
 //! the `eboards` call, `subscribe` to the `eboardevent` feed, and the `setup` / `flip` /
 //! `unsubscribe` methods on a feed, with LiveChess's JSON shapes, so tools written for LiveChess
-//! work unchanged. `GET /api/v1.0/eboards` answers the same list over plain HTTP.
+//! work unchanged. `GET /api/v1.0/eboards` answers the same list over plain HTTP. The tournament
+//! calls (`tournaments`, `tournament`, `round`, `game`) are answered by
+//! [`super::livechess_rounds`], over HTTP and as WebSocket calls.
 //!
 //! `setup` and `flip` only change what this client's feed shows (the start position the SAN
 //! list is counted from, the orientation flag); they never change a game.

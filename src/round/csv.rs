@@ -123,7 +123,7 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
         let Some(&known) = COLUMNS.iter().find(|c| **c == name) else {
             return Err(PairingError::new(
                 *hline,
-                h.trim(),
+                crate::pgn::clean_tag(h),
                 format!("unknown column; the columns are {}", COLUMNS.join(", ")),
             ));
         };

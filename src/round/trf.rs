@@ -137,6 +137,9 @@ fn header(text: &str) -> Option<String> {
 
 /// The pairings of round `round` in a TRF.
 pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
+    if round == 0 {
+        return Err(PairingError::new(0, "round", "rounds are numbered from 1"));
+    }
     let mut event = None;
     let mut site = None;
     let mut players: Vec<Entry> = Vec::new();
@@ -355,6 +358,25 @@ mod tests {
         // A round nobody is paired in.
         let e = super::super::parse(super::super::Format::Trf, SAMPLE.as_bytes(), 9).unwrap_err();
         assert_eq!(e.field, "pairings");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_input_panics(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+            at in 0usize..2000,
+            with in proptest::num::u8::ANY,
+            round in 0u32..6,
+        ) {
+            let _ = super::super::parse(super::super::Format::Trf, &bytes, round.max(1));
+            let _ = parse(&String::from_utf8_lossy(&bytes), round);
+            // One byte of a good file changed: an answer, never a panic.
+            let mut sample = SAMPLE.as_bytes().to_vec();
+            let i = at % sample.len();
+            sample[i] = with;
+            let _ = super::super::parse(super::super::Format::Trf, &sample, round.max(1));
+            let _ = super::super::parse(super::super::Format::Csv, &sample, round.max(1));
+        }
     }
 
     #[test]
