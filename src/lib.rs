@@ -15,4 +15,5 @@ pub mod output;
 pub mod pgn;
 pub mod protocol;
 pub mod replay;
+pub mod round;
 pub mod sim;

@@ -47,6 +47,9 @@ pub enum Command {
     /// Serve the whole round of several daemons from their MQTT broker: every node's boards
     /// in one API, page, event stream, relay files and LiveChess API.
     ServeMqtt(Box<output::ServeMqttArgs>),
+    /// Rounds of the running daemon: `eboardd round load FILE --round R` sends a round's
+    /// pairings (FIDE TRF or CSV) to its API with the token.
+    Round(crate::round::cli::RoundArgs),
 }
 
 /// Run the command line; returns the process exit code.
@@ -57,6 +60,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(a) => daemon::demo(a),
         Command::ServeReplay(args) => output::serve_replay(*args),
         Command::ServeMqtt(args) => output::serve_mqtt(*args),
+        Command::Round(args) => crate::round::cli::run(args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.

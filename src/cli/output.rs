@@ -246,6 +246,7 @@ impl OutputArgs {
                 .delay_secs
                 .filter(|&d| d > 0)
                 .map(std::time::Duration::from_secs),
+            round_file: None,
         })
     }
 

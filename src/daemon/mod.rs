@@ -522,14 +522,27 @@ pub async fn serve(
     hub.set_control(Arc::new(control::DaemonControl {
         ctx: Arc::downgrade(&ctx),
     }));
-    let mut outputs = match &opts.outputs {
-        Some(setup) => {
-            // `eboardd run` merged the file's [outputs] into the setup already.
-            Some(start_outputs(setup, &hub).await?)
+    // `eboardd run` merged the file's [outputs] into the setup already. A round loaded over
+    // the API is kept next to the captures, and restored from there.
+    let round_file = dir.join(crate::output::rounds::ROUND_FILE);
+    let with_round_file = |mut s: OutputSetup| {
+        s.config
+            .round_file
+            .get_or_insert_with(|| round_file.clone());
+        s
+    };
+    let mut setup = opts.outputs.clone().map(with_round_file);
+    if let Some(path) = setup.as_ref().and_then(|s| s.config.round_file.as_ref()) {
+        match crate::output::rounds::restore(&hub, path) {
+            Ok(true) => tracing::info!(file = %path.display(), "round restored"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!("saved round not restored: {e}"),
         }
+    }
+    let mut outputs = match &setup {
+        Some(setup) => Some(start_outputs(setup, &hub).await?),
         None => None,
     };
-    let mut setup = opts.outputs.clone();
     let printer = print_events(&hub, opts.print);
     ctx.recover();
 
@@ -602,7 +615,7 @@ pub async fn serve(
                         Ok(cfg) => {
                             tracing::info!("configuration reloaded");
                             if let (Some(reload), Some(current)) = (&opts.reload_outputs, setup.as_mut()) {
-                                match reload.setup(&cfg) {
+                                match reload.setup(&cfg).map(with_round_file) {
                                     Ok(new) => {
                                         outputs = reload_outputs(&hub, current, new, outputs).await;
                                     }

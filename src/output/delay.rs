@@ -68,6 +68,8 @@ pub enum Change {
     },
     /// New round information.
     Info(Box<RoundInfo>),
+    /// A new round started (the previous one keeps its games).
+    StartRound(Box<RoundInfo>),
 }
 
 /// The sending end the live hub mirrors its changes into.
@@ -138,5 +140,8 @@ fn apply(public: &Hub, change: Change) {
             let _ = public.acknowledge(&board, id);
         }
         Change::Info(info) => public.update_info(|i| *i = *info),
+        Change::StartRound(info) => {
+            let _ = public.start_round(*info);
+        }
     }
 }

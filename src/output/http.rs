@@ -62,6 +62,7 @@ struct App {
     stop: tokio::sync::watch::Receiver<bool>,
     allowed_origins: Arc<[String]>,
     body_timeout: Duration,
+    round_file: Option<Arc<std::path::Path>>,
 }
 
 /// What the HTTP API is built from.
@@ -79,6 +80,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Time a request body has to arrive in full.
     pub body_timeout: Duration,
+    /// Where a loaded round is saved (`None`: not saved).
+    pub round_file: Option<std::path::PathBuf>,
 }
 
 /// The router of the HTTP API with default limits and no foreign origin allowed.
@@ -90,6 +93,7 @@ pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receive
         stop,
         allowed_origins: Vec::new(),
         body_timeout: Duration::from_secs(10),
+        round_file: None,
     })
 }
 
@@ -102,6 +106,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         stop: o.stop,
         allowed_origins: o.allowed_origins.into(),
         body_timeout: o.body_timeout,
+        round_file: o.round_file.map(Arc::from),
     };
     Router::new()
         .route("/", get(index))
@@ -121,6 +126,10 @@ pub fn router_with(o: HttpOptions) -> Router {
             "/api/v1/boards/{board}/irregularities/{id}/ack",
             post(acknowledge),
         )
+        .route("/api/v1/round", post(load_round))
+        .route("/api/v1/rounds", get(rounds))
+        .route("/api/v1/rounds/{round}", get(round_view))
+        .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
         .route("/relay/{*path}", get(relay_file))
         .fallback(not_found)
         .with_state(app)
@@ -909,4 +918,105 @@ async fn acknowledge(
         Ok(()) => ok(),
         Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
     }
+}
+
+// --- Rounds --------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+struct LoadRoundQuery {
+    round: Option<String>,
+    format: Option<String>,
+}
+
+/// `POST /api/v1/round?round=R[&format=trf|csv]` with a pairings file as the body: the token
+/// is checked before a byte of the body is read; a bad file changes nothing.
+async fn load_round(
+    State(app): State<App>,
+    Query(q): Query<LoadRoundQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(r) = authorised(&app, &headers) {
+        return *r;
+    }
+    let round = match q.round.as_deref().map(|r| r.trim().parse::<u32>()) {
+        Some(Ok(r)) if (1..=999).contains(&r) => r,
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "give the round number: ?round=R (1 to 999)",
+            );
+        }
+    };
+    let format = match q.format.as_deref().map(str::parse::<crate::round::Format>) {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e),
+        Some(Ok(f)) => Some(f),
+        None => None,
+    };
+    let bytes = match read_body(&app, &headers, body, MAX_PAIRINGS_BODY).await {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let format = format.unwrap_or_else(|| crate::round::Format::guess(&bytes));
+    match super::rounds::load(&app.hub, format, round, &bytes) {
+        Ok(v) => {
+            if let Some(path) = &app.round_file
+                && let Err(e) = super::rounds::save(&app.hub, path)
+            {
+                tracing::warn!(
+                    "round {round} loaded but not saved to {}: {e}",
+                    path.display()
+                );
+            }
+            tracing::info!("round {round} loaded");
+            (
+                [(header::CONTENT_TYPE, JSON_TYPE)],
+                json!({"ok": true, "round": v}).to_string(),
+            )
+                .into_response()
+        }
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+    }
+}
+
+async fn rounds(State(app): State<App>, headers: HeaderMap) -> Response {
+    let hub = app.view(&headers, None);
+    json_response(&headers, &hub.with_round(super::rounds::rounds_json))
+}
+
+fn round_number(hub: &Hub, raw: &str) -> Result<u32, Reject> {
+    raw.parse::<u32>()
+        .ok()
+        .filter(|n| hub.with_round(|r| r.round_numbers().contains(n)))
+        .ok_or_else(|| reject(StatusCode::NOT_FOUND, format!("no round {raw:?}")))
+}
+
+async fn round_view(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let hub = app.view(&headers, None);
+    let n = match round_number(hub, &raw) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    match hub.with_round(|r| super::rounds::round_json(r, n)) {
+        Some(v) => json_response(&headers, &v),
+        None => error(StatusCode::NOT_FOUND, format!("no round {n}")),
+    }
+}
+
+async fn round_games_pgn(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let hub = app.view(&headers, None);
+    let n = match round_number(hub, &raw) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    let body = hub.with_round(|r| render::round_pgn_of(r, n));
+    cached(&headers, PGN_TYPE, body)
 }

@@ -426,6 +426,31 @@ impl Hub {
         Ok(())
     }
 
+    /// Start a round ([`RoundState::start_round`]): the round it replaces keeps its games.
+    /// Every player is checked first (nothing changes on a refusal); then each board gets a
+    /// `players` message with the new round number.
+    pub fn start_round(&self, info: RoundInfo) -> Result<(), super::model::PlayerError> {
+        for p in info.pairings.values() {
+            p.white.validate()?;
+            p.black.validate()?;
+        }
+        let mut st = self.lock();
+        st.rev += 1;
+        let round = info.round;
+        self.mirror(|| Change::StartRound(Box::new(info.clone())));
+        st.round.start_round(info);
+        let ids: Vec<String> = st.round.boards().iter().map(|b| b.id.clone()).collect();
+        for id in ids {
+            let p = st.round.pairing(&id);
+            let fields = json!({ "white": p.white, "black": p.black, "round": round });
+            self.publish_own(&mut st, &id, "players", fields);
+        }
+        let seq = st.next_seq - 1;
+        drop(st);
+        self.inner.changed.send_replace(seq);
+        Ok(())
+    }
+
     /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.
     pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), HubError> {
         let mut st = self.lock();

@@ -1,7 +1,9 @@
 //! A DGT LiveChess-compatible EBoards API (`broadcast.md` §4) on `ws://HOST:1982/api/v1.0`:
 //! the `eboards` call, `subscribe` to the `eboardevent` feed, and the `setup` / `flip` /
 //! `unsubscribe` methods on a feed, with LiveChess's JSON shapes, so tools written for LiveChess
-//! work unchanged. `GET /api/v1.0/eboards` answers the same list over plain HTTP.
+//! work unchanged. `GET /api/v1.0/eboards` answers the same list over plain HTTP. The tournament
+//! calls (`tournaments`, `tournament`, `round`, `game`) are answered by
+//! [`super::livechess_rounds`], over HTTP and as WebSocket calls.
 //!
 //! `setup` and `flip` only change what this client's feed shows (the start position the SAN
 //! list is counted from, the orientation flag); they never change a game.
@@ -17,8 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -59,6 +61,10 @@ pub fn router_with(
         .route("/api/v1.0", get(ws))
         .route("/api/v1.0/", get(ws))
         .route("/api/v1.0/eboards", get(eboards_http))
+        .route("/api/v1.0/tournaments", get(tournaments_http))
+        .route("/api/v1.0/tournament/{id}", get(tournament_http))
+        .route("/api/v1.0/round/{id}/{nr}", get(round_http))
+        .route("/api/v1.0/game/{id}", get(game_http))
         .fallback(|| async {
             (
                 StatusCode::NOT_FOUND,
@@ -99,6 +105,52 @@ async fn eboards_http(State(app): State<App>) -> Response {
         eboards(&app.hub).to_string(),
     )
         .into_response()
+}
+
+/// A JSON answer, or a 404 with the LiveChess-style error object.
+fn found(v: Option<Value>, what: &str) -> Response {
+    match v {
+        Some(v) => (
+            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            v.to_string(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            json!({ "error": format!("no such {what}") }).to_string(),
+        )
+            .into_response(),
+    }
+}
+
+async fn tournaments_http(State(app): State<App>) -> Response {
+    found(
+        Some(app.hub.with_round(super::livechess_rounds::tournaments)),
+        "tournament",
+    )
+}
+
+async fn tournament_http(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let v = app
+        .hub
+        .with_round(|r| super::livechess_rounds::tournament(r, &id));
+    found(v, "tournament")
+}
+
+async fn round_http(State(app): State<App>, Path((id, nr)): Path<(String, String)>) -> Response {
+    let v = nr.parse::<u32>().ok().and_then(|nr| {
+        app.hub
+            .with_round(|r| super::livechess_rounds::round(r, &id, nr))
+    });
+    found(v, "round")
+}
+
+async fn game_http(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let v = app
+        .hub
+        .with_round(|r| super::livechess_rounds::game(r, &id));
+    found(v, "game")
 }
 
 fn origin_ok(app: &App, headers: &HeaderMap) -> bool {
@@ -379,7 +431,16 @@ impl Session {
                     None => out.push(call_error(id, "no such feed")),
                 }
             }
-            Some(other) => out.push(call_error(id, format!("unknown call {other:?}"))),
+            Some(other) => {
+                let answer = self
+                    .hub
+                    .with_round(|r| super::livechess_rounds::call(r, other, &param));
+                match answer {
+                    Some(Ok(v)) => out.push(frame("call", id, v)),
+                    Some(Err(e)) => out.push(call_error(id, e)),
+                    None => out.push(call_error(id, format!("unknown call {other:?}"))),
+                }
+            }
             None => out.push(call_error(id, "a request needs a \"call\" name")),
         }
     }

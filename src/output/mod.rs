@@ -14,12 +14,14 @@ pub mod delay;
 pub mod http;
 pub mod hub;
 pub mod livechess;
+pub mod livechess_rounds;
 pub mod model;
 pub mod mqtt;
 pub mod mqtt_source;
 pub mod relay;
 pub mod render;
 pub mod replay_source;
+pub mod rounds;
 pub mod server;
 pub mod ws;
 
@@ -65,6 +67,9 @@ pub struct OutputConfig {
     /// Broadcast delay: every public output shows the round as it stood this long ago; the
     /// token holder sees it live (`None` or zero: no delay).
     pub delay: Option<Duration>,
+    /// Where a round loaded over the API is saved, to be restored on restart (`None`: not
+    /// saved; the daemon uses `round.json` next to the captures).
+    pub round_file: Option<PathBuf>,
 }
 
 /// Why outputs could not start.
@@ -220,6 +225,7 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
             stop: stop_rx.clone(),
             allowed_origins: cfg.allowed_origins.clone(),
             body_timeout: limiter.limits().body_timeout,
+            round_file: cfg.round_file.clone(),
         });
         server::warn_if_exposed("the HTTP API", &addr);
         tasks.push(server::serve(

@@ -125,6 +125,9 @@ pub struct RoundInfo {
     pub boards: Vec<String>,
     /// Players per board id.
     pub pairings: HashMap<String, Pairing>,
+    /// Serial numbers of configured boards by board id, shown (e.g. as LiveChess `serialnr`)
+    /// until a board reports its own.
+    pub serials: HashMap<String, String>,
     /// Wall-clock epoch milliseconds at event time `t = 0` (for LCC/LiveChess `time` fields).
     pub epoch_ms: i64,
 }
@@ -139,6 +142,7 @@ impl Default for RoundInfo {
             time_control: None,
             boards: Vec::new(),
             pairings: HashMap::new(),
+            serials: HashMap::new(),
             epoch_ms: 0,
         }
     }
@@ -228,6 +232,8 @@ pub struct Irregularity {
 #[derive(Debug, Clone, Default)]
 struct GameExtra {
     claims: Vec<Claim>,
+    /// The round the game was started in.
+    round: u32,
 }
 
 /// Everything known about one board.
@@ -257,6 +263,8 @@ pub struct BoardState {
     /// An event could not be applied to the model (e.g. a SAN that does not parse): the
     /// reason, for the status display. The stream itself is unaffected.
     pub model_error: Option<String>,
+    /// The round in progress (games started now belong to it).
+    round: u32,
 }
 
 impl BoardState {
@@ -274,12 +282,36 @@ impl BoardState {
             last_seq: 0,
             last_t: 0,
             model_error: None,
+            round: 1,
         }
     }
 
-    /// The current (last started) game.
+    /// The current game: the last started, unless it belongs to an earlier round and ended
+    /// (a board shows no game between rounds; a game still running when the next round was
+    /// loaded stays shown until it ends).
     pub fn game(&self) -> Option<&GameRecord> {
-        self.games.last()
+        let g = self.games.last()?;
+        let this_round = self.extras.last().is_none_or(|x| x.round == self.round);
+        (this_round || !g.ended()).then_some(g)
+    }
+
+    /// The last game started in round `round`.
+    pub fn game_in(&self, round: u32) -> Option<&GameRecord> {
+        self.games
+            .iter()
+            .zip(&self.extras)
+            .rev()
+            .find(|(_, x)| x.round == round)
+            .map(|(g, _)| g)
+    }
+
+    /// The round a game of this board was started in.
+    pub fn round_of(&self, game: &GameRecord) -> u32 {
+        self.games
+            .iter()
+            .position(|g| std::ptr::eq(g, game))
+            .and_then(|i| self.extras.get(i))
+            .map_or(self.round, |x| x.round)
     }
 
     /// Serial number: the daemon's, else the connect event's.
@@ -363,7 +395,10 @@ impl BoardState {
                         self.extras.pop();
                     }
                     self.games.push(game);
-                    self.extras.push(GameExtra::default());
+                    self.extras.push(GameExtra {
+                        claims: Vec::new(),
+                        round: self.round,
+                    });
                     self.model_error = None;
                 }
                 Err(e) => self.model_error = Some(e),
@@ -521,6 +556,9 @@ fn start_game(ev: &CoreEvent, fen: &str, chess960: Option<u16>) -> Result<GameRe
 pub struct RoundState {
     /// Names and numbers from configuration.
     pub info: RoundInfo,
+    /// Earlier rounds of this run (loaded before the current one), by number: their games stay
+    /// with the boards, tagged with their round.
+    pub previous: std::collections::BTreeMap<u32, RoundInfo>,
     boards: Vec<BoardState>,
     index: HashMap<String, usize>,
     /// Seq of the last event applied.
@@ -562,7 +600,10 @@ impl RoundState {
         let i = match self.index.get(id) {
             Some(&i) => i,
             None => {
-                self.boards.push(BoardState::new(id));
+                let mut b = BoardState::new(id);
+                b.round = self.info.round;
+                b.serial = self.info.serials.get(id).cloned();
+                self.boards.push(b);
                 self.index.insert(id.to_string(), self.boards.len() - 1);
                 self.boards.len() - 1
             }
@@ -580,6 +621,52 @@ impl RoundState {
     /// The players of a board.
     pub fn pairing(&self, board: &str) -> Pairing {
         self.info.pairings.get(board).cloned().unwrap_or_default()
+    }
+
+    /// The information of round `round`: the current one's, an earlier one's, else the
+    /// current one's.
+    pub fn info_of(&self, round: u32) -> &RoundInfo {
+        match self.previous.get(&round) {
+            Some(i) if round != self.info.round => i,
+            _ => &self.info,
+        }
+    }
+
+    /// The players of a board in round `round`.
+    pub fn pairing_in(&self, round: u32, board: &str) -> Pairing {
+        self.info_of(round)
+            .pairings
+            .get(board)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every round number known, ascending: the earlier ones and the current one.
+    pub fn round_numbers(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.previous.keys().copied().collect();
+        if !v.contains(&self.info.round) {
+            v.push(self.info.round);
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// Make `info` the current round: the round it replaces becomes an earlier round (its games
+    /// keep their round and players); boards it lists are created. Loading the current round
+    /// again only replaces its information.
+    pub fn start_round(&mut self, info: RoundInfo) {
+        let old = std::mem::replace(&mut self.info, info);
+        self.previous.remove(&self.info.round);
+        if old.round != self.info.round {
+            self.previous.insert(old.round, old);
+        }
+        let round = self.info.round;
+        for b in &mut self.boards {
+            b.round = round;
+        }
+        for id in self.info.boards.clone() {
+            self.board_mut(&id);
+        }
     }
 
     /// Epoch milliseconds of event time `t`.

@@ -24,15 +24,44 @@ const JSON: &str = super::http::JSON_TYPE;
 /// Content type of the PGN files.
 const PGN: &str = super::http::PGN_TYPE;
 
-/// Every relay file of the current round: (relative path, content type, content).
+fn pretty(v: serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The `round-R/` folder of round `r` (the current one or an earlier one of this run).
+fn round_files(round: &RoundState, r: u32, out: &mut Vec<(String, &'static str, String)>) {
+    out.push((
+        format!("round-{r}/games.pgn"),
+        PGN,
+        render::round_pgn_of(round, r),
+    ));
+    out.push((
+        format!("round-{r}/index.json"),
+        JSON,
+        pretty(render::lcc_index_of(round, r)),
+    ));
+    for (i, b) in round.boards().iter().enumerate() {
+        let g = i + 1;
+        let pgn = render::game_for(round, b, r).map_or_else(String::new, |game| {
+            let mut s = String::new();
+            render::write_game_pgn(round, b, game, &mut s);
+            s
+        });
+        out.push((format!("round-{r}/game-{g}.pgn"), PGN, pgn));
+        out.push((
+            format!("round-{r}/game-{g}.json"),
+            JSON,
+            pretty(render::lcc_game_of(round, b, r)),
+        ));
+    }
+}
+
+/// Every relay file: the current round's, and the `round-R/` folders of the earlier rounds
+/// of this run: (relative path, content type, content).
 pub fn files(round: &RoundState) -> Vec<(String, &'static str, String)> {
-    let r = round.info.round;
     let all = render::round_pgn(round);
-    let pretty = |v: serde_json::Value| {
-        let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
-        s.push('\n');
-        s
-    };
     let mut out = vec![
         ("games.pgn".to_string(), PGN, all.clone()),
         ("live.pgn".to_string(), PGN, all.clone()),
@@ -41,32 +70,15 @@ pub fn files(round: &RoundState) -> Vec<(String, &'static str, String)> {
             JSON,
             pretty(render::lcc_tournament(round)),
         ),
-        (format!("round-{r}/games.pgn"), PGN, all),
-        (
-            format!("round-{r}/index.json"),
-            JSON,
-            pretty(render::lcc_index(round)),
-        ),
     ];
-    for (i, b) in round.boards().iter().enumerate() {
-        let g = i + 1;
-        out.push((
-            format!("round-{r}/game-{g}.pgn"),
-            PGN,
-            render::board_pgn(round, b),
-        ));
-        out.push((
-            format!("round-{r}/game-{g}.json"),
-            JSON,
-            pretty(render::lcc_game(round, b)),
-        ));
+    for r in round.round_numbers() {
+        round_files(round, r, &mut out);
     }
     out
 }
 
 /// One relay file by its path under `/relay/`, rendered now.
 pub fn render_path(round: &RoundState, path: &str) -> Option<(&'static str, String)> {
-    let r = round.info.round;
     let rest = path.trim_start_matches('/');
     match rest {
         "games.pgn" | "live.pgn" => return Some((PGN, render::round_pgn(round))),
@@ -74,12 +86,16 @@ pub fn render_path(round: &RoundState, path: &str) -> Option<(&'static str, Stri
         _ => {}
     }
     let (dir, file) = rest.split_once('/')?;
-    if dir != format!("round-{r}") {
-        return None;
-    }
+    let r = dir
+        .strip_prefix("round-")
+        .filter(|n| !n.is_empty() && n.len() <= 3 && n.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|r| round.round_numbers().contains(r))?;
     match file {
-        "games.pgn" => return Some((PGN, render::round_pgn(round))),
-        "index.json" | "round.json" => return Some((JSON, render::lcc_index(round).to_string())),
+        "games.pgn" => return Some((PGN, render::round_pgn_of(round, r))),
+        "index.json" | "round.json" => {
+            return Some((JSON, render::lcc_index_of(round, r).to_string()));
+        }
         _ => {}
     }
     let stem = file.strip_prefix("game-")?;
@@ -90,8 +106,15 @@ pub fn render_path(round: &RoundState, path: &str) -> Option<(&'static str, Stri
     let n: usize = n.parse().ok()?;
     let b = round.boards().get(n.checked_sub(1)?)?;
     match ext {
-        "pgn" => Some((PGN, render::board_pgn(round, b))),
-        "json" => Some((JSON, render::lcc_game(round, b).to_string())),
+        "pgn" => Some((
+            PGN,
+            render::game_for(round, b, r).map_or_else(String::new, |g| {
+                let mut s = String::new();
+                render::write_game_pgn(round, b, g, &mut s);
+                s
+            }),
+        )),
+        "json" => Some((JSON, render::lcc_game_of(round, b, r).to_string())),
         _ => None,
     }
 }

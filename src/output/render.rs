@@ -9,21 +9,35 @@ use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::pgn::{self, GameTags};
 
-/// `Round "R.B"` of a board.
+/// `Round "R.B"` of a board in the current round.
 pub fn round_tag(round: &RoundState, board: &BoardState) -> String {
     let number = round.board_number(&board.id).unwrap_or(0);
     format!("{}.{}", round.info.round, number)
 }
 
-/// Append one game as PGN: the same writer as `eboardd replay`, with the round's stable tags
-/// (Event, Site, Round `R.B`, players) and extra tags (FIDE ids, titles, ratings, TimeControl).
+/// The game of board `b` shown for round `r`: the current game for the current round, else
+/// the last game started in round `r`.
+pub fn game_for<'a>(round: &RoundState, b: &'a BoardState, r: u32) -> Option<&'a GameRecord> {
+    if r == round.info.round {
+        b.game()
+    } else {
+        b.game_in(r)
+    }
+}
+
+/// Append one game as PGN: the same writer as `eboardd replay`, with the stable tags of the
+/// round the game was played in (Event, Site, Round `R.B`, players) and extra tags (FIDE ids,
+/// titles, ratings, TimeControl).
 pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord, out: &mut String) {
-    let pairing = round.pairing(&board.id);
+    let r = board.round_of(game);
+    let info = round.info_of(r);
+    let pairing = round.pairing_in(r, &board.id);
+    let number = round.board_number(&board.id).unwrap_or(0);
     let tags = GameTags {
-        event: round.info.event.clone(),
-        site: round.info.site.clone(),
-        date: round.info.date.clone(),
-        round: Some(round_tag(round, board)),
+        event: info.event.clone(),
+        site: info.site.clone(),
+        date: info.date.clone(),
+        round: Some(format!("{r}.{number}")),
         white: pairing.white.name.clone(),
         black: pairing.black.name.clone(),
         board: Some(board.id.clone()),
@@ -46,7 +60,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
             tag(&format!("{side}Fed"), v.clone());
         }
     }
-    if let Some(tc) = &round.info.time_control {
+    if let Some(tc) = &info.time_control {
         tag("TimeControl", tc.clone());
     }
     // The tag section ends at the first empty line.
@@ -71,9 +85,14 @@ pub fn board_pgn(round: &RoundState, board: &BoardState) -> String {
 
 /// The round's `games.pgn`: the current game of every board, in board order.
 pub fn round_pgn(round: &RoundState) -> String {
+    round_pgn_of(round, round.info.round)
+}
+
+/// `games.pgn` of round `r` (the current or an earlier one): each board's game, in board order.
+pub fn round_pgn_of(round: &RoundState, r: u32) -> String {
     let mut out = String::new();
     for b in round.boards() {
-        if let Some(g) = b.game() {
+        if let Some(g) = game_for(round, b, r) {
             write_game_pgn(round, b, g, &mut out);
         }
     }
@@ -116,7 +135,9 @@ fn split_name(name: Option<&str>) -> (Value, Value, Value) {
     }
 }
 
-fn lcc_player(p: &Player) -> Value {
+/// An LCC / LiveChess player object (`fname`, `mname`, `lname`, `title`, `federation`,
+/// `gender`, `fideid`).
+pub fn lcc_player(p: &Player) -> Value {
     let (fname, mname, lname) = split_name(p.name.as_deref());
     json!({
         "fname": fname,
@@ -139,7 +160,9 @@ pub fn lcc_tournament(round: &RoundState) -> Value {
             if r == round.info.round {
                 json!({"count": count, "live": live})
             } else {
-                json!({"count": 0, "live": 0})
+                let games = round.boards().iter().filter_map(|b| b.game_in(r));
+                let (n, l) = games.fold((0, 0), |(n, l), g| (n + 1, l + usize::from(!g.ended())));
+                json!({"count": n, "live": l})
             }
         })
         .collect();
@@ -181,21 +204,27 @@ fn iso_date(date: Option<&str>) -> Option<String> {
 /// LCC `round-R/index.json`: one pairing per board (in board order, so `game-G.json` is board
 /// G), results in PGN form.
 pub fn lcc_index(round: &RoundState) -> Value {
+    lcc_index_of(round, round.info.round)
+}
+
+/// LCC `round-R/index.json` of round `r` (the current or an earlier one).
+pub fn lcc_index_of(round: &RoundState, r: u32) -> Value {
     let pairings: Vec<Value> = round
         .boards()
         .iter()
         .map(|b| {
-            let p = round.pairing(&b.id);
+            let p = round.pairing_in(r, &b.id);
+            let g = game_for(round, b, r);
             json!({
                 "white": lcc_player(&p.white),
                 "black": lcc_player(&p.black),
-                "result": b.game().map_or("*", pgn::result_of),
-                "live": b.live(),
+                "result": g.map_or("*", pgn::result_of),
+                "live": g.is_some_and(|g| !g.ended()) && b.live(),
             })
         })
         .collect();
     json!({
-        "date": iso_date(round.info.date.as_deref()),
+        "date": iso_date(round.info_of(r).date.as_deref()),
         "pairings": pairings,
     })
 }
@@ -246,7 +275,12 @@ pub fn clock_object(round: &RoundState, c: &ClockState) -> Value {
 
 /// LCC `round-R/game-G.json` of one board's current game.
 pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
-    let Some(g) = b.game() else {
+    lcc_game_of(round, b, round.info.round)
+}
+
+/// LCC `round-R/game-G.json` of one board's game in round `r`.
+pub fn lcc_game_of(round: &RoundState, b: &BoardState, r: u32) -> Value {
+    let Some(g) = game_for(round, b, r) else {
         return json!({
             "live": false, "serialNr": b.serial().unwrap_or(&b.id), "firstMove": null,
             "chess960": 518, "result": null, "comment": null, "clock": null, "moves": [],
@@ -257,7 +291,7 @@ pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
         shakmaty::CastlingMode::Standard => 518.into(),
     };
     json!({
-        "live": b.live(),
+        "live": !g.ended() && b.live(),
         "serialNr": b.serial().unwrap_or(&b.id),
         "firstMove": g.moves.first().map(|m| round.epoch_ms(m.made_at)),
         "chess960": chess960,

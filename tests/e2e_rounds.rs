@@ -1,0 +1,134 @@
+//! End to end: `eboardd run --config FILE` serving an emulated board; the configured players and
+//! serial number reach the API and LiveChess; `eboardd round load` starts round 2 while round 1's
+//! game stays served; a restart of the daemon keeps round 2 and its players (`round.json` next
+//! to the captures).
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::daemon::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A plain HTTP/1.0 GET: (status code, body); `None` while nothing listens.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let code = head.split(' ').nth(1)?.parse().ok()?;
+    Some((code, body.to_string()))
+}
+
+/// GET, waiting (up to 20 s) for the server to listen; the JSON body of a 200.
+async fn json(port: u16, path: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((code, body)) = get(port, path) {
+            assert_eq!(code, 200, "{path}: {body}");
+            return serde_json::from_str(&body).expect("json");
+        }
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
+    let one = single("e2e-rounds", 3, 41007, 1000.0, None);
+    let (http, livechess) = (free_port(), free_port());
+    let token = one.dir.join("token");
+    std::fs::write(&token, "e2e-round-token\n").unwrap();
+    let config = one.dir.join("eboardd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[event]\nname = \"Rounds Open\"\nround = \"1\"\n\n\
+             [[board]]\nnumber = 1\nserial = \"41007\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
+             [outputs]\nhttp = \"127.0.0.1:{http}\"\nlivechess = \"127.0.0.1:{livechess}\"\n\
+             token_file = \"{}\"\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    let cfg = config.to_string_lossy().to_string();
+    let mut d = Daemon::start(
+        std::slice::from_ref(&one.link),
+        &one.caps,
+        &["--config", &cfg],
+    );
+    one.wait_done(&mut d, "board-1").await;
+
+    // The configured players and serial number reach the API and LiveChess.
+    let boards = json(http, "/api/v1/boards").await;
+    assert_eq!(boards["boards"][0]["white"]["name"], "Alpha, Ann");
+    let eboards = json(livechess, "/api/v1.0/eboards").await;
+    assert_eq!(eboards[0]["serialnr"], "41007");
+
+    // Round 2 from the command line.
+    let csv = one.dir.join("round2.csv");
+    std::fs::write(
+        &csv,
+        "board,white,black,white_rating\n1,\"Gamma, Gus\",\"Delta, Dan\",2100\n",
+    )
+    .unwrap();
+    let out = tokio::task::spawn_blocking({
+        let (csv, cfg) = (csv.clone(), cfg.clone());
+        move || {
+            std::process::Command::new(bin())
+                .args(["round", "load"])
+                .arg(&csv)
+                .args(["--round", "2", "--config", &cfg])
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let boards = json(http, "/api/v1/boards").await;
+    assert_eq!(boards["round"], 2);
+    assert_eq!(boards["boards"][0]["white"]["name"], "Gamma, Gus");
+    let (code, old) = get(http, "/api/v1/rounds/1/games.pgn").unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        old.contains("[Round \"1.1\"]") && old.contains("[White \"Alpha, Ann\"]"),
+        "{old}"
+    );
+    assert!(old.contains(san(&one.game)[0].as_str()), "{old}");
+    let ts = json(livechess, "/api/v1.0/tournaments").await;
+    let id = ts[0]["uuid"].as_str().unwrap().to_string();
+    let t = json(livechess, &format!("/api/v1.0/tournament/{id}")).await;
+    assert_eq!(t["eboards"][0], "41007");
+    let r2 = json(livechess, &format!("/api/v1.0/round/{id}/2")).await;
+    assert_eq!(r2["pairings"][0]["white"]["lname"], "Gamma");
+
+    // A restart keeps round 2 and its players.
+    d.terminate();
+    assert!(one.caps.join("round.json").exists());
+    let d = Daemon::start(
+        std::slice::from_ref(&one.link),
+        &one.caps,
+        &["--config", &cfg],
+    );
+    let boards = json(http, "/api/v1/boards").await;
+    assert_eq!(boards["round"], 2);
+    assert_eq!(boards["boards"][0]["white"]["name"], "Gamma, Gus");
+    assert_eq!(boards["boards"][0]["white"]["elo"], 2100);
+    one.finish(d, "board-1");
+}
