@@ -1,4 +1,4 @@
-//! The daemon's configuration file (TOML): only what the sensors cannot know (design rule 7).
+//! The daemon's configuration file (TOML): only what the sensors cannot know (`docs/README.md`, design rule 7).
 //!
 //! Every section and key is optional; command-line flags override the file, so a board can be
 //! served with no file at all (`eboardd run --port /dev/ttyACM0`). Unknown keys are errors, so a

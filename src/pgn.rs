@@ -1,4 +1,4 @@
-//! PGN export (`capture-and-events.md` §4): Seven Tag Roster, SAN, `[%clk]`, Chess960 tags, a
+//! PGN export (`docs/events.md` §7): Seven Tag Roster, SAN, `[%clk]`, Chess960 tags, a
 //! `{made}` comment on a made but not completed move.
 
 use std::fmt::Write as _;

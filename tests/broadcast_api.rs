@@ -366,7 +366,7 @@ async fn relay_files_lcc_json_and_operator_actions() {
     assert_eq!(pgn.matches("[Event ").count(), 3);
     assert!(pgn.contains("{[%clk "));
 
-    // tournament.json (broadcast.md §1.2).
+    // tournament.json (`docs/broadcast.md` §1.2).
     let (status, h, body) = get(s.http, "/relay/tournament.json");
     assert_eq!(status, 200);
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Capture files, format `eboard-capture` version 1 (`capture-and-events.md` §1).
+//! Capture files, format `eboard-capture` version 1 (`docs/capture-format.md`).
 //!
 //! A capture is JSON Lines: a header line, then one record per line with `t` (seconds since
 //! the capture started, microsecond precision), `dev`, and one of `rx`/`tx`/`op`/`note`.

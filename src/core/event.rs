@@ -1,4 +1,4 @@
-//! Events the core emits (`capture-and-events.md` §3). The board id, `seq` and `v` are added by
+//! Events the core emits (`docs/events.md`). The board id, `seq` and `v` are added by
 //! whoever broadcasts them ([`EventEnvelope`]); the core knows only its own board.
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,7 @@ pub struct ClockTimes {
     pub black: u32,
 }
 
-/// A game's end: result and reason, as in the spec.
+/// A game's end: result and reason, as in `docs/events.md` §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
@@ -142,7 +142,7 @@ pub enum EventKind {
     Irregularity {
         /// The ply of the turn in which it happened (0 before the first move).
         ply: u32,
-        /// The code from the spec, e.g. `"touched_piece_not_moved"`.
+        /// The code (`docs/events.md` §4), e.g. `"touched_piece_not_moved"`.
         code: IrregularityCode,
         /// The article, e.g. `"4.3a"` (always `code.rule()`; read back as `""`: see
         /// [`CoreEvent::from_wire`]).

@@ -1,12 +1,12 @@
 //! The core's vocabulary as types: irregularity codes with their FIDE articles, draw claims,
-//! and the serde forms of colours and squares used on the wire (`capture-and-events.md` §3).
+//! and the serde forms of colours and squares used on the wire (`docs/events.md`).
 //! Each serialises to exactly the string the spec gives, so the event stream is unchanged.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use shakmaty::{Color, KnownOutcome, Outcome, Square};
 
-/// An irregularity an arbiter must know about (`capture-and-events.md` §3, `fide-laws.md`).
+/// An irregularity an arbiter must know about (`docs/events.md`, `docs/fide-laws.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IrregularityCode {

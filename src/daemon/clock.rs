@@ -1,4 +1,4 @@
-//! Clock commands through the board, one at a time with ack tracking (`dgt-protocol.md` §2.2,
+//! Clock commands through the board, one at a time with ack tracking (`docs/dgt-protocol.md` §2.2,
 //! §5.9): a command is sent, its ack awaited; without one it is resent after 2.5 s, at most
 //! three times, then given up. A real DGT 3000 acks 1–2 s after a command and loses a command
 //! that comes before the previous one's ack, so nothing is sent while a command is in flight

@@ -592,7 +592,7 @@ impl Hub {
     }
 }
 
-/// The spec name of an event kind.
+/// The name of an event kind (`docs/events.md`).
 pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
     use crate::core::event::EventKind as K;
     match kind {

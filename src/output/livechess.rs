@@ -1,4 +1,4 @@
-//! A DGT LiveChess-compatible EBoards API (`broadcast.md` §4) on `ws://HOST:1982/api/v1.0`:
+//! A DGT LiveChess-compatible EBoards API (`docs/broadcast.md` §4) on `ws://HOST:1982/api/v1.0`:
 //! the `eboards` call, `subscribe` to the `eboardevent` feed, and the `setup` / `flip` /
 //! `unsubscribe` methods on a feed, with LiveChess's JSON shapes, so tools written for LiveChess
 //! work unchanged. `GET /api/v1.0/eboards` answers the same list over plain HTTP. The tournament

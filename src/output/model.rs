@@ -1,5 +1,5 @@
 //! The broadcast side's own model of the round: per-board state rebuilt from the event stream
-//! alone (`capture-and-events.md` §3), so every output — PGN, LiveChessCloud JSON, the
+//! alone (`docs/events.md`), so every output — PGN, LiveChessCloud JSON, the
 //! LiveChess EBoards API, JSON snapshots, MQTT state — is derived from one place and never
 //! disagrees with the events a client saw.
 //!
@@ -693,7 +693,7 @@ fn by_str(by: CompletedBy) -> &'static str {
     }
 }
 
-/// The spec's name of an end reason.
+/// The name of an end reason (`docs/events.md` §5).
 pub fn reason_str(reason: EndReason) -> String {
     serde_json::to_value(reason)
         .ok()

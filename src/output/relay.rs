@@ -1,4 +1,4 @@
-//! Relay files (`broadcast.md` §1–§3): the round's `games.pgn` (also as `live.pgn`), one PGN per
+//! Relay files (`docs/broadcast.md` §1–§3): the round's `games.pgn` (also as `live.pgn`), one PGN per
 //! board, and the LiveChessCloud-shaped tree (`tournament.json`, `round-R/index.json`,
 //! `round-R/game-G.json`), served under `/relay/` and written to a directory.
 //!

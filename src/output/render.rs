@@ -1,4 +1,4 @@
-//! Renderings of the round model: PGN (`broadcast.md` §2.6, §3), the LiveChessCloud JSON tree
+//! Renderings of the round model: PGN (`docs/broadcast.md` §2, §3), the LiveChessCloud JSON tree
 //! (§1) and the LiveChess EBoards API objects (§4).
 
 use serde_json::{Value, json};

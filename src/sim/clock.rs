@@ -1,10 +1,10 @@
-//! A DGT 3000 clock as the board relays it (BWTIME, `dgt-protocol.md` §2.1).
+//! A DGT 3000 clock as the board relays it (BWTIME, `docs/dgt-protocol.md` §2.1).
 //!
 //! Times are kept per physical side (left/right, seen from the front). The lever is a seesaw:
 //! the side that is up is the side whose time runs, so pressing one's own side down starts the
 //! opponent's time. With White on the left and White to move the clock reads `p6 = 0x09`
 //! (running, left player's turn: D3); after White's press `0x13` (running, right side up, right
-//! player's turn: D4), as real DGT 3000s send it (`dgt-protocol.md` "REAL BYTES").
+//! player's turn: D4), as real DGT 3000s send it (`docs/dgt-protocol.md` §2.1).
 
 use shakmaty::Color;
 

@@ -1,5 +1,5 @@
 //! An emulated DGT board with a DGT 3000 clock on its cable, as a daemon sees it on a serial
-//! port: it answers the host's commands (`dgt-protocol.md` §1.2: mode, version, serial number,
+//! port: it answers the host's commands (`docs/dgt-protocol.md` §1.2: mode, version, serial number,
 //! board dump, clock times, clock messages with acks) and plays a script of games made by the
 //! [simulator](super) with human handling.
 //!
@@ -12,7 +12,7 @@
 //! unplugged the players go on and only the board's state changes, which the next dump shows.
 //!
 //! The clock behaves like a real DGT 3000 on the board's cable (the recording in
-//! `tests/data/arnsholt-dgtdriver/`, `dgt-protocol.md` "REAL BYTES"): the status byte keeps the
+//! `tests/data/arnsholt-dgtdriver/`, `docs/dgt-protocol.md` §2.1): the status byte keeps the
 //! turn bits while paused (`0x08` left's turn, `0x12` right's turn) and adds the running bit
 //! while it runs (`0x09`, `0x13`); the hours bytes carry D5 (time per move) in increment mode;
 //! in UPDATE and UPDATE_NICE a clock message goes out every time the running face's display

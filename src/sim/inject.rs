@@ -94,7 +94,7 @@ impl Kind {
         Kind::MovedPieceOffTarget,
     ];
 
-    /// The irregularity code the daemon must raise (`capture-and-events.md` §3).
+    /// The irregularity code the daemon must raise (`docs/events.md`).
     pub fn code(self) -> &'static str {
         match self {
             Kind::TouchedPieceNotMoved => "touched_piece_not_moved",
@@ -204,7 +204,7 @@ pub struct Injected {
     pub tolerated: Vec<(&'static str, u32)>,
 }
 
-/// A put-back sooner than this is sensor noise to the daemon (`fide-laws.md`: about 300 ms).
+/// A put-back sooner than this is sensor noise to the daemon (`docs/fide-laws.md` §3: 300 ms).
 const NOISE: Micros = 300 * MS;
 /// How long a put-back must be to count as a touch for certain on a scanning board: the noise
 /// limit plus one scan period of quantisation.

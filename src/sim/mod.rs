@@ -1,5 +1,5 @@
 //! Simulated boards: synthesise what a DGT board and a DGT 3000 clock send while people play a
-//! game, as capture records (`capture-and-events.md` §1).
+//! game, as capture records (`docs/capture-format.md`).
 //!
 //! The pipeline: a game ([`pgn::ScriptGame`] or a move list) → physical hand actions per move
 //! ([`hand`]) with times and clock presses ([`timeline`]) → what the scanning board reports

@@ -1,4 +1,4 @@
-//! How a DGT board turns what happens on it into FIELD_UPDATE reports (`dgt-protocol.md` §1.5).
+//! How a DGT board turns what happens on it into FIELD_UPDATE reports (`docs/dgt-protocol.md` §1.5).
 //!
 //! The board scans all squares every 200–250 ms (jittered) and reports each square whose reading
 //! differs from what it last reported, in no fixed order within the scan. So a piece lifted and

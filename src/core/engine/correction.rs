@@ -446,7 +446,7 @@ impl BoardEngine {
     }
 }
 
-/// The spec's name of an end reason.
+/// The name of an end reason (`docs/events.md` §5).
 fn reason_name(reason: EndReason) -> String {
     serde_json::to_value(reason)
         .ok()

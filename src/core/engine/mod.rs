@@ -1,7 +1,7 @@
 //! The per-board state machine: observations with timestamps in, events out.
 //!
 //! Moves are inferred by comparing the sensed board with the board after every legal move of
-//! the current position (design rule 2). A made move stays revisable until it is completed (by a
+//! the current position (`docs/README.md`, design rule 2). A made move stays revisable until it is completed (by a
 //! clock press, the opponent's next move, or the end of the game): a rook placed before the king
 //! is first a rook move and then castling; a sliding piece is first a move to a square it passed.
 //! Time is an input; decisions that wait for the board to settle (a press reported before the

@@ -298,7 +298,7 @@ fn parse_bwtime(p: &[u8]) -> Parsed {
             running: status & 0x01 != 0,
             right_side_up: status & 0x02 != 0,
             battery_low: status & 0x04 != 0,
-            // Real DGT 3000 traffic (dgt-protocol.md "REAL BYTES"): D3 = left face counting
+            // Real DGT 3000 traffic (`docs/dgt-protocol.md` §2.1): D3 = left face counting
             // down (0x09), D4 = right face counting down (0x13); the header's text has them
             // the other way round.
             left_turn: status & 0x08 != 0,

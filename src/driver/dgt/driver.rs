@@ -1,4 +1,4 @@
-//! [`Dgt`]: the DGT boards behind the [`BoardDriver`] seam. Line 9600 8N1 (`dgt-protocol.md`
+//! [`Dgt`]: the DGT boards behind the [`BoardDriver`] seam. Line 9600 8N1 (`docs/dgt-protocol.md`
 //! §1.1), USB ids (§3.1), handshake (§5.4, §1.9): `40 4D 45` (reset to IDLE, version, serial
 //! number), then `4B 42` (UPDATE_NICE and a board dump) once the board is known.
 

@@ -1,7 +1,7 @@
 //! The DGT driver: e-board and clock wire protocol (sans-IO), board→host frames and host→board
 //! commands, and the [`Dgt`] [`crate::driver::BoardDriver`].
 //!
-//! See `dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
+//! See `docs/dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
 //! §2.2 (clock commands). Bytes go in, [`DgtMessage`]s come out; commands go in, bytes come out.
 
 use crate::core::observation::{
