@@ -1,73 +1,26 @@
 //! A round loaded over the API reaches MQTT: the retained per-board state carries the round's
 //! players (against a real mosquitto, started by the test on a free localhost port).
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use serde_json::Value;
 
+mod support;
+
+use support::broker::{Broker, require_mosquitto};
+
 use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
 
 const TOKEN: &str = "round-token-123";
 
-struct Broker {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn broker() -> (Broker, u16) {
-    let bin = [
-        "/usr/sbin/mosquitto",
-        "/usr/bin/mosquitto",
-        "/usr/local/sbin/mosquitto",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file());
-    // A test that cannot run fails with its reason: never a pass that checked nothing.
-    let bin = bin.expect("mosquitto is not installed (apt-get install mosquitto)");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir =
-        std::env::temp_dir().join(format!("eboardd-rounds-mqtt-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let conf = dir.join("mosquitto.conf");
-    std::fs::write(
-        &conf,
-        format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
-    )
-    .unwrap();
-    let child = Command::new(bin)
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start mosquitto");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "mosquitto did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (Broker { child, dir }, port)
+    let bin = require_mosquitto().expect("mosquitto");
+    let broker = Broker::start(&bin, None);
+    let port = broker.port;
+    (broker, port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
