@@ -76,6 +76,9 @@ pub struct Replayer {
     pub warnings: Vec<String>,
     /// PGN tags per device, from capture headers (`tags`) and `set_tags` operator records.
     tags: BTreeMap<String, GameTags>,
+    /// The tags in force at each game's last move (or its start), by device and game number:
+    /// a later `set_tags` (the next round's players) does not rename an earlier game.
+    game_tags: BTreeMap<(String, u32), GameTags>,
 }
 
 impl Replayer {
@@ -157,6 +160,14 @@ impl Replayer {
                 Applied::Fed | Applied::Operator(_) => {}
             }
             for e in events.drain(..) {
+                if matches!(
+                    e.kind,
+                    crate::core::event::EventKind::GameStarted { .. }
+                        | crate::core::event::EventKind::MoveMade { .. }
+                ) {
+                    let tags = self.tags.get(&record.dev).cloned().unwrap_or_default();
+                    self.game_tags.insert((record.dev.clone(), e.game), tags);
+                }
                 sink(&record.dev, &e)?;
             }
         }
@@ -205,7 +216,12 @@ impl Replayer {
             let tags = GameTags {
                 date: self.date.clone(),
                 board: Some(device.id.clone()),
-                ..self.tags.get(&device.id).cloned().unwrap_or_default()
+                ..self
+                    .game_tags
+                    .get(&(device.id.clone(), game.number))
+                    .or_else(|| self.tags.get(&device.id))
+                    .cloned()
+                    .unwrap_or_default()
             };
             pgn::write_game(game, &tags, &mut out);
         }

@@ -120,6 +120,24 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
 
     // A restart keeps round 2 and its players.
     d.terminate();
+    // The capture records the loaded players (a `set_tags` record), and its replay keeps round
+    // 1's players on round 1's game.
+    let captured: String = std::fs::read_dir(&one.caps)
+        .unwrap()
+        .flatten()
+        .flat_map(|day| std::fs::read_dir(day.path()).into_iter().flatten().flatten())
+        .filter(|f| f.path().extension().is_some_and(|x| x == "jsonl"))
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .collect();
+    assert!(
+        captured.contains("\"set_tags\"") && captured.contains("Gamma, Gus"),
+        "the loaded round's players are captured"
+    );
+    let replayed = replay(&one.caps);
+    assert!(
+        replayed.contains("[White \"Alpha, Ann\"]") && !replayed.contains("Gamma"),
+        "round 1's game keeps round 1's players in the replay:\n{replayed}"
+    );
     assert!(one.caps.join("round.json").exists());
     let d = Daemon::start(
         std::slice::from_ref(&one.link),

@@ -227,22 +227,35 @@ impl Ctx {
     /// The device id and metadata of the board of `driver` with this serial number.
     pub fn identify(&self, driver: &str, serial: &str) -> (String, BoardMeta) {
         let cfg = self.config();
-        (
-            cfg.board_id_of(driver, serial),
-            Ctx::meta(&cfg, Some(serial), None),
-        )
+        let id = cfg.board_id_of(driver, serial);
+        let meta = self.with_hub_players(&id, Ctx::meta(&cfg, Some(serial), None));
+        (id, meta)
+    }
+
+    /// `meta` with the players the hub has for board `id` (the configured ones, or those of a
+    /// round loaded over the API, or set by the arbiter): the captures name the players every
+    /// output shows.
+    fn with_hub_players(&self, id: &str, mut meta: BoardMeta) -> BoardMeta {
+        let pairing = self.hub.with_round(|r| r.pairing(id));
+        if let Some(name) = pairing.white.name {
+            meta.white = Some(name);
+        }
+        if let Some(name) = pairing.black.name {
+            meta.black = Some(name);
+        }
+        meta
     }
 
     /// Metadata of a board known only by its id (from a capture file name).
     fn meta_for_id(&self, id: &str) -> BoardMeta {
         let cfg = self.config();
         if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
-            return Ctx::meta(&cfg, None, Some(n));
+            return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
         }
         let serial = crate::driver::DRIVERS
             .iter()
             .find_map(|d| id.strip_prefix(d.name())?.strip_prefix('-'));
-        Ctx::meta(&cfg, serial, None)
+        self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
     }
 
     /// The board `id`: the one in memory (its metadata refreshed), or its capture opened (and
@@ -348,7 +361,8 @@ impl Ctx {
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();
-            let meta = Ctx::meta(&cfg, old.serial.as_deref(), old.number);
+            let meta =
+                self.with_hub_players(&s.id, Ctx::meta(&cfg, old.serial.as_deref(), old.number));
             if let Err(e) = s.set_meta(meta) {
                 tracing::error!(board = %s.id, error = %e, "capture write failed");
             }
@@ -545,6 +559,7 @@ pub async fn serve(
     };
     let printer = print_events(&hub, opts.print);
     ctx.recover();
+    let players = follow_players(Arc::downgrade(&ctx), &hub);
 
     let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
     let mut discovery: Option<Task<()>> = None;
@@ -677,10 +692,53 @@ pub async fn serve(
     if let Some(o) = outputs {
         o.shutdown().await;
     }
+    players.abort();
     if let Some(p) = printer {
         let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
     }
     Ok(())
+}
+
+/// Players set from the outputs — a round loaded over the API, players set by the arbiter —
+/// reach the board's capture as a `set_tags` record (the hub's `players` messages), so that
+/// `eboardd replay` names them as every output does.
+fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
+    let mut rx = hub.receiver();
+    tokio::spawn(async move {
+        loop {
+            let m = match rx.recv().await {
+                Ok(m) => m,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            };
+            if m.kind != "players" {
+                continue;
+            }
+            let Some(ctx) = ctx.upgrade() else { break };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&m.json) else {
+                continue;
+            };
+            let board = ctx
+                .boards
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&*m.board)
+                .cloned();
+            let Some(board) = board else { continue };
+            let number = ctx.hub.with_round(|r| r.board_number(&m.board));
+            let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
+            let mut meta = ctx.with_hub_players(&m.board, s.meta().clone());
+            if let Some(r) = v["round"].as_u64() {
+                meta.round = Some(match meta.number.map(|n| n as usize).or(number) {
+                    Some(n) => format!("{r}.{n}"),
+                    None => r.to_string(),
+                });
+            }
+            if let Err(e) = s.set_meta(meta) {
+                tracing::error!(board = %m.board, error = %e, "capture write failed");
+            }
+        }
+    })
 }
 
 /// The players configured per board, by board id, as the outputs show them (they reach the
