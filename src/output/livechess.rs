@@ -437,7 +437,7 @@ impl Session {
                     .with_round(|r| super::livechess_rounds::call(r, other, &param));
                 match answer {
                     Some(Ok(v)) => out.push(frame("call", id, v)),
-                    Some(Err(e)) => out.push(call_error(id, e)),
+                    Some(Err(e)) => out.push(call_error(id, e.to_string())),
                     None => out.push(call_error(id, format!("unknown call {other:?}"))),
                 }
             }

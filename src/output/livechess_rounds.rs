@@ -132,7 +132,11 @@ pub fn game(state: &RoundState, game_id: &str) -> Option<Value> {
 /// when `call` is not one of `tournaments`, `tournament`, `round`, `game`. Parameters:
 /// `tournament`: `{"uuid"}` (or `"id"`); `round`: `{"tournament"|"uuid"|"id", "round"|"nr"}`;
 /// `game`: `{"uuid"|"id"}`.
-pub fn call(state: &RoundState, call: &str, param: &Value) -> Option<Result<Value, String>> {
+pub fn call(
+    state: &RoundState,
+    call: &str,
+    param: &Value,
+) -> Option<Result<Value, UnknownObject>> {
     let text = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| param.get(*k).and_then(Value::as_str))
@@ -142,7 +146,7 @@ pub fn call(state: &RoundState, call: &str, param: &Value) -> Option<Result<Valu
         "tournaments" => Ok(tournaments(state)),
         "tournament" => {
             let id = text(&["uuid", "id"]).unwrap_or_default();
-            tournament(state, &id).ok_or_else(|| format!("unknown tournament {id:?}"))
+            tournament(state, &id).ok_or(UnknownObject::Tournament(id))
         }
         "round" => {
             let id = text(&["tournament", "uuid", "id"]).unwrap_or_default();
@@ -153,14 +157,37 @@ pub fn call(state: &RoundState, call: &str, param: &Value) -> Option<Result<Valu
             u32::try_from(nr)
                 .ok()
                 .and_then(|nr| round(state, &id, nr))
-                .ok_or_else(|| format!("unknown round {nr} of tournament {id:?}"))
+                .ok_or(UnknownObject::Round {
+                    round: nr,
+                    tournament: id,
+                })
         }
         "game" => {
             let id = text(&["uuid", "id", "game"]).unwrap_or_default();
-            game(state, &id).ok_or_else(|| format!("unknown game {id:?}"))
+            game(state, &id).ok_or(UnknownObject::Game(id))
         }
         _ => return None,
     })
+}
+
+/// What a LiveChess tournament call asked for and this server does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnknownObject {
+    /// No tournament with that id.
+    #[error("unknown tournament {0:?}")]
+    Tournament(String),
+    /// No such round of that tournament.
+    #[error("unknown round {round} of tournament {tournament:?}")]
+    Round {
+        /// The round number asked for.
+        round: u64,
+        /// The tournament id.
+        tournament: String,
+    },
+    /// No game with that id.
+    #[error("unknown game {0:?}")]
+    Game(String),
 }
 
 #[cfg(test)]

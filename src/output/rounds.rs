@@ -166,13 +166,21 @@ pub fn save(hub: &Hub, path: &Path) -> std::io::Result<()> {
 /// the earlier rounds, then the current one, with their players (the configured event and
 /// site stay; the saved ones fill them when none is configured). A missing file is no error
 /// (`Ok(false)`); a bad one is, and changes nothing.
-pub fn restore(hub: &Hub, path: &Path) -> Result<bool, String> {
+pub fn restore(hub: &Hub, path: &Path) -> Result<bool, SavedRoundError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => {
+            return Err(SavedRoundError {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            });
+        }
     };
-    let bad = |e: String| format!("{}: {e}", path.display());
+    let bad = |reason: String| SavedRoundError {
+        path: path.to_path_buf(),
+        reason,
+    };
     let saved: Saved = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let rounds = saved.previous.keys().chain(std::iter::once(&saved.round));
     if let Some(n) = rounds.into_iter().find(|&&n| n == 0 || n > 999) {
@@ -204,15 +212,26 @@ pub fn restore(hub: &Hub, path: &Path) -> Result<bool, String> {
             pairings,
             ..base.clone()
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| bad(e.to_string()))?;
     }
     hub.start_round(RoundInfo {
         round: saved.round,
         pairings: saved.pairings,
         ..base
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| bad(e.to_string()))?;
     Ok(true)
+}
+
+/// A saved round file that cannot be restored (nothing of it is applied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {reason}", path.display())]
+#[non_exhaustive]
+pub struct SavedRoundError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What is wrong with it.
+    pub reason: String,
 }
 
 #[cfg(test)]
