@@ -422,6 +422,7 @@ impl BoardState {
             source: self.port.clone(),
             serial: self.meta.serial.clone(),
             clock_connected: self.clock_seen.then_some(true),
+            t0_ms: Some(self.capture.created().timestamp_millis()),
             ..Default::default()
         }
     }

@@ -225,7 +225,7 @@ impl BoardView {
             clock: b
                 .clock
                 .as_ref()
-                .map_or(Value::Null, |c| render::clock_object(round, c)),
+                .map_or(Value::Null, |c| render::clock_object(round, b, c)),
             reversed: b.game().is_some_and(|g| g.reversed),
             matches: b.matches(),
             game,

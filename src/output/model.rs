@@ -169,6 +169,10 @@ pub enum LinkState {
 pub struct BoardStatus {
     /// Link state.
     pub state: LinkState,
+    /// Wall-clock time (Unix milliseconds) of `t` = 0 on this board's event clock (its
+    /// capture's `created`), when the source knows it; else the round's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_ms: Option<i64>,
     /// Port or device path the board is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -669,9 +673,10 @@ impl RoundState {
         }
     }
 
-    /// Epoch milliseconds of event time `t`.
-    pub fn epoch_ms(&self, t: Micros) -> i64 {
-        self.info.epoch_ms + t / 1000
+    /// Epoch milliseconds of event time `t` of board `b`: from the board's own `t` = 0 (its
+    /// capture's creation) when known, else the round's.
+    pub fn epoch_ms(&self, b: &BoardState, t: Micros) -> i64 {
+        b.status.t0_ms.unwrap_or(self.info.epoch_ms) + t / 1000
     }
 }
 

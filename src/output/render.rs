@@ -264,12 +264,12 @@ pub fn lcc_moves(g: &GameRecord) -> Vec<String> {
 
 /// A clock object `{white, black, run, time}`: seconds left, the running side (`true` White,
 /// `false` Black, null stopped) and the epoch-ms reference of the reading.
-pub fn clock_object(round: &RoundState, c: &ClockState) -> Value {
+pub fn clock_object(round: &RoundState, b: &BoardState, c: &ClockState) -> Value {
     json!({
         "white": secs(c.white),
         "black": secs(c.black),
         "run": c.running.map(|s| s == Color::White),
-        "time": round.epoch_ms(c.t),
+        "time": round.epoch_ms(b, c.t),
     })
 }
 
@@ -293,11 +293,11 @@ pub fn lcc_game_of(round: &RoundState, b: &BoardState, r: u32) -> Value {
     json!({
         "live": !g.ended() && b.live(),
         "serialNr": b.serial().unwrap_or(&b.id),
-        "firstMove": g.moves.first().map(|m| round.epoch_ms(m.made_at)),
+        "firstMove": g.moves.first().map(|m| round.epoch_ms(b, m.made_at)),
         "chess960": chess960,
         "result": lcc_result(g),
         "comment": b.status.comment,
-        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+        "clock": b.clock.as_ref().map(|c| clock_object(round, b, c)),
         "moves": lcc_moves(g),
     })
 }
@@ -328,7 +328,7 @@ pub fn eboard_object(round: &RoundState, b: &BoardState) -> Value {
         "comment": b.status.comment,
         "board": b.placement(),
         "flipped": b.game().is_some_and(|g| g.reversed),
-        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+        "clock": b.clock.as_ref().map(|c| clock_object(round, b, c)),
     })
 }
 
@@ -367,7 +367,7 @@ pub fn eboard_event(
         "serialnr": serialnr(b),
         "flipped": flipped,
         "board": b.placement(),
-        "clock": b.clock.as_ref().map(|c| clock_object(round, c)),
+        "clock": b.clock.as_ref().map(|c| clock_object(round, b, c)),
         "start": start,
         "san": san,
         "match": matched,
@@ -388,4 +388,39 @@ pub fn valid_fen(fen: &str) -> bool {
                 .into_position::<shakmaty::Chess>(shakmaty::CastlingMode::Chess960)
                 .is_ok()
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::model::{BoardStatus, RoundInfo};
+
+    #[test]
+    fn clock_times_count_from_the_boards_own_capture_start() {
+        // The round's outputs started at 12:00; this board's capture was created at 10:00
+        // (a restart, or a board plugged in earlier): its event time 60 s is 10:01, not 12:01.
+        let noon = 1_780_000_000_000;
+        let ten = noon - 2 * 3_600_000;
+        let mut round = RoundState::new(RoundInfo {
+            epoch_ms: noon,
+            ..Default::default()
+        });
+        let b = round.board_mut("board-1");
+        b.status = BoardStatus {
+            t0_ms: Some(ten),
+            ..Default::default()
+        };
+        let c = ClockState {
+            white: 60_000,
+            black: 60_000,
+            running: None,
+            t: 60_000_000,
+        };
+        let b = round.board("board-1").unwrap();
+        assert_eq!(clock_object(&round, b, &c)["time"], ten + 60_000);
+        // A source that does not know it: the round's clock.
+        let mut other = b.clone();
+        other.status.t0_ms = None;
+        assert_eq!(clock_object(&round, &other, &c)["time"], noon + 60_000);
+    }
 }
