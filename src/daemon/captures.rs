@@ -576,7 +576,8 @@ pub fn replay_paths(
             kind: r.kind.clone(),
         });
     }
-    // Each device's driver, under its merged name (its link is not carried: as before).
+    // Each device's driver and link (a Bluetooth board is judged with its doubled settle
+    // windows, as live and as when its file is replayed alone), under its merged name.
     let devices: Vec<Value> = caps
         .iter()
         .enumerate()
@@ -590,8 +591,13 @@ pub fn replay_paths(
                 .flatten()
                 .filter_map(move |d| {
                     let id = d.get("id").and_then(Value::as_str)?;
-                    let driver = d.get("driver")?.clone();
-                    Some(serde_json::json!({"id": names.name(fi, id), "driver": driver}))
+                    let mut entry = serde_json::json!({"id": names.name(fi, id)});
+                    for key in ["driver", "link"] {
+                        if let Some(v) = d.get(key) {
+                            entry[key] = v.clone();
+                        }
+                    }
+                    Some(entry)
                 })
         })
         .collect();
