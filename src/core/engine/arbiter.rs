@@ -73,21 +73,6 @@ impl BoardEngine {
         self.irregularity_at(t, out, ply, code, player, squares, detail);
     }
 
-    /// Displaced pieces on `squares` that are already put right: raised, then resolved.
-    fn displaced_and_resolved(
-        &self,
-        t: Micros,
-        out: &mut Vec<CoreEvent>,
-        ply: u32,
-        player: Color,
-        squares: Vec<Square>,
-        detail: String,
-    ) {
-        let code = IrregularityCode::DisplacedPieces;
-        self.irregularity_at(t, out, ply, code, player, squares.clone(), detail);
-        self.emit_resolved(t, out, code, squares);
-    }
-
     /// Emit that an irregularity was put right.
     pub(super) fn emit_resolved(
         &self,
@@ -476,19 +461,15 @@ impl BoardEngine {
                 // a square that happened to be a legal move), the move did not change.
                 self.changed = None;
                 if t - since >= self.cfg.displaced_after {
-                    self.displaced_and_resolved(
-                        t,
-                        out,
-                        ply,
-                        mover,
-                        vec![old.to()],
-                        format!(
-                            "The piece released on {} stood on {} for {:.1} s before it was put back.",
-                            new.to(),
-                            old.to(),
-                            (t - since) as f64 / 1e6
-                        ),
+                    let detail = format!(
+                        "The piece released on {} stood on {} for {:.1} s before it was put back.",
+                        new.to(),
+                        old.to(),
+                        (t - since) as f64 / 1e6
                     );
+                    let (code, squares) = (IrregularityCode::DisplacedPieces, vec![old.to()]);
+                    self.irregularity_at(t, out, ply, code, mover, squares.clone(), detail);
+                    self.emit_resolved(t, out, code, squares);
                 }
             }
             return;
@@ -747,7 +728,9 @@ impl BoardEngine {
             squares.last().map_or(String::new(), |s| s.to_string()),
             (t - since) as f64 / 1e6
         );
-        self.displaced_and_resolved(t, out, ply, player, squares, detail);
+        let code = IrregularityCode::DisplacedPieces;
+        self.irregularity_at(t, out, ply, code, player, squares.clone(), detail);
+        self.emit_resolved(t, out, code, squares);
     }
 
     /// The board shows the game position again.
