@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -769,17 +769,57 @@ pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
     accepted
 }
 
-/// Check the token and the board, then read and parse the body.
-async fn authorised_body<T: serde::de::DeserializeOwned>(
-    app: &App,
-    id: &str,
-    headers: &HeaderMap,
+/// An operator's POST to one board (`/api/v1/boards/{board}/...`), its body not yet read.
+struct BoardPost {
+    app: App,
+    id: String,
+    headers: HeaderMap,
     body: Body,
-) -> Result<T, Reject> {
-    authorised(app, headers)?;
-    check_board(app, id)?;
-    let bytes = read_body(app, headers, body, MAX_BODY).await?;
-    parse_body(&bytes)
+}
+
+impl FromRequest<App> for BoardPost {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &App) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(BoardPost {
+            app: app.clone(),
+            id,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+impl BoardPost {
+    /// Check the token and the board, then read and parse the body and answer with `then`;
+    /// a refusal on the way is the answer.
+    async fn run<T: serde::de::DeserializeOwned>(
+        self,
+        then: impl FnOnce(&App, &str, T) -> Response,
+    ) -> Response {
+        let parsed = async {
+            authorised(&self.app, &self.headers)?;
+            check_board(&self.app, &self.id)?;
+            let bytes = read_body(&self.app, &self.headers, self.body, MAX_BODY).await?;
+            parse_body(&bytes)
+        };
+        match parsed.await {
+            Ok(b) => then(&self.app, &self.id, b),
+            Err(r) => *r,
+        }
+    }
+}
+
+/// `{"ok": true}` when the hub took the call, else its error with the status `status` gives.
+fn done<E: std::fmt::Display>(r: Result<(), E>, status: impl FnOnce(&E) -> StatusCode) -> Response {
+    match r {
+        Ok(()) => ok(),
+        Err(e) => error(status(&e), e.to_string()),
+    }
 }
 
 fn ok() -> Response {
@@ -796,43 +836,32 @@ struct ResultBody {
     result: String,
 }
 
-async fn set_result(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let b: ResultBody = match authorised_body(&app, &id, &headers, body).await {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "result must be \"1-0\", \"0-1\" or \"1/2-1/2\", not {:?}",
-                b.result
-            ),
-        );
-    }
-    let running = app.hub.with_round(|r| {
-        r.board(&id)
-            .and_then(|b| b.game())
-            .is_some_and(|g| !g.ended())
-    });
-    if !running {
-        return error(
-            StatusCode::CONFLICT,
-            format!("board {id:?} has no running game"),
-        );
-    }
-    match app
-        .hub
-        .operator(&id, OperatorAction::SetResult { result: b.result })
-    {
-        Ok(()) => ok(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+async fn set_result(post: BoardPost) -> Response {
+    post.run(|app, id, b: ResultBody| {
+        if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "result must be \"1-0\", \"0-1\" or \"1/2-1/2\", not {:?}",
+                    b.result
+                ),
+            );
+        }
+        let running = app.hub.with_round(|r| {
+            r.board(id)
+                .and_then(|b| b.game())
+                .is_some_and(|g| !g.ended())
+        });
+        if !running {
+            return error(
+                StatusCode::CONFLICT,
+                format!("board {id:?} has no running game"),
+            );
+        }
+        let action = OperatorAction::SetResult { result: b.result };
+        operate(app, id, action)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -842,65 +871,39 @@ struct NewGameBody {
     fen: Option<String>,
 }
 
-async fn new_game(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let b: NewGameBody = match authorised_body(&app, &id, &headers, body).await {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    if let Some(fen) = &b.fen
-        && !render::valid_fen(fen)
-    {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!("not a legal position: {fen:?}"),
-        );
-    }
-    match app
-        .hub
-        .operator(&id, OperatorAction::NewGame { fen: b.fen })
-    {
-        Ok(()) => ok(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+async fn new_game(post: BoardPost) -> Response {
+    post.run(|app, id, b: NewGameBody| {
+        if let Some(fen) = &b.fen
+            && !render::valid_fen(fen)
+        {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("not a legal position: {fen:?}"),
+            );
+        }
+        let action = OperatorAction::NewGame { fen: b.fen };
+        operate(app, id, action)
+    })
+    .await
+}
+
+/// Hand `action` to the board's driver: 503 when the board cannot take it now.
+fn operate(app: &App, id: &str, action: OperatorAction) -> Response {
+    done(app.hub.operator(id, action), |_| {
+        StatusCode::SERVICE_UNAVAILABLE
+    })
 }
 
 /// An arbiter's correction: the body is an operator action (`{"action":"take_back","ply":4}`,
 /// see [`OperatorAction`]); 400 with the reason when it is impossible (nothing changed).
-async fn correct(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let action: OperatorAction = match authorised_body(&app, &id, &headers, body).await {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
-    match app.hub.correct(&id, action) {
-        Ok(()) => ok(),
-        Err(e) => error(e.status(), e.to_string()),
-    }
+async fn correct(post: BoardPost) -> Response {
+    post.run(|app, id, action: OperatorAction| done(app.hub.correct(id, action), |e| e.status()))
+        .await
 }
 
-async fn set_players(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let p: Pairing = match authorised_body(&app, &id, &headers, body).await {
-        Ok(p) => p,
-        Err(r) => return *r,
-    };
-    match app.hub.set_pairing(&id, p) {
-        Ok(()) => ok(),
-        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
-    }
+async fn set_players(post: BoardPost) -> Response {
+    post.run(|app, id, p: Pairing| done(app.hub.set_pairing(id, p), |_| StatusCode::BAD_REQUEST))
+        .await
 }
 
 async fn acknowledge(
@@ -914,10 +917,7 @@ async fn acknowledge(
     let Ok(irr) = irr.parse::<u64>() else {
         return error(StatusCode::BAD_REQUEST, "an irregularity id is a number");
     };
-    match app.hub.acknowledge(&id, irr) {
-        Ok(()) => ok(),
-        Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
-    }
+    done(app.hub.acknowledge(&id, irr), |_| StatusCode::NOT_FOUND)
 }
 
 // --- Rounds --------------------------------------------------------------------------------
@@ -991,20 +991,32 @@ fn round_number(hub: &Hub, raw: &str) -> Result<u32, Reject> {
         .ok_or_else(|| reject(StatusCode::NOT_FOUND, format!("no round {raw:?}")))
 }
 
+/// Answer with `then` for the round `raw` names in the view the request may see; 404 when
+/// there is no such round.
+fn with_round_number(
+    app: &App,
+    headers: &HeaderMap,
+    raw: &str,
+    then: impl FnOnce(&Hub, u32) -> Response,
+) -> Response {
+    let hub = app.view(headers, None);
+    match round_number(hub, raw) {
+        Ok(n) => then(hub, n),
+        Err(r) => *r,
+    }
+}
+
 async fn round_view(
     State(app): State<App>,
     Path(raw): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let hub = app.view(&headers, None);
-    let n = match round_number(hub, &raw) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
-    match hub.with_round(|r| super::rounds::round_json(r, n)) {
-        Some(v) => json_response(&headers, &v),
-        None => error(StatusCode::NOT_FOUND, format!("no round {n}")),
-    }
+    with_round_number(&app, &headers, &raw, |hub, n| {
+        match hub.with_round(|r| super::rounds::round_json(r, n)) {
+            Some(v) => json_response(&headers, &v),
+            None => error(StatusCode::NOT_FOUND, format!("no round {n}")),
+        }
+    })
 }
 
 async fn round_games_pgn(
@@ -1012,11 +1024,8 @@ async fn round_games_pgn(
     Path(raw): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let hub = app.view(&headers, None);
-    let n = match round_number(hub, &raw) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
-    let body = hub.with_round(|r| render::round_pgn_of(r, n));
-    cached(&headers, PGN_TYPE, body)
+    with_round_number(&app, &headers, &raw, |hub, n| {
+        let body = hub.with_round(|r| render::round_pgn_of(r, n));
+        cached(&headers, PGN_TYPE, body)
+    })
 }

@@ -246,11 +246,7 @@ impl Hub {
     /// call, the same one while the delay stays the same (outputs restarted on a reload keep
     /// it), a new one when it changes. Every later change of this hub reaches it `delay` late.
     pub fn delayed(&self, delay: std::time::Duration) -> Hub {
-        let mut line = self
-            .inner
-            .delay_line
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut line = self.delay_line();
         if let Some((_, d, public)) = line.as_ref()
             && *d == delay
         {
@@ -263,20 +259,20 @@ impl Hub {
 
     /// No broadcast delay any more: the public hub stops being fed.
     pub fn undelayed(&self) {
-        *self
-            .inner
+        *self.delay_line() = None;
+    }
+
+    /// The delay line's slot, locked.
+    fn delay_line(&self) -> MutexGuard<'_, Option<(DelayLine, std::time::Duration, Hub)>> {
+        self.inner
             .delay_line
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Mirror a change (called with the state lock held, so the order is the hub's order).
     fn mirror(&self, change: impl FnOnce() -> Change) {
-        let line = self
-            .inner
-            .delay_line
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let line = self.delay_line();
         if let Some((line, _, _)) = line.as_ref() {
             line.send(change());
         }
@@ -480,15 +476,18 @@ impl Hub {
         *self.inner.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control);
     }
 
-    /// Forward an operator action to the installed [`Control`].
-    pub fn operator(&self, board: &str, action: OperatorAction) -> Result<(), HubError> {
-        let control = self
-            .inner
+    /// The installed [`Control`], if any (the lock is released before it is called).
+    fn control(&self) -> Option<Arc<dyn Control>> {
+        self.inner
             .control
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        match control {
+            .clone()
+    }
+
+    /// Forward an operator action to the installed [`Control`].
+    pub fn operator(&self, board: &str, action: OperatorAction) -> Result<(), HubError> {
+        match self.control() {
             Some(c) => Ok(c.operator(board, action)?),
             None => Err(HubError::NoControl),
         }
@@ -496,13 +495,7 @@ impl Hub {
 
     /// Forward an arbiter's correction to the installed [`Control`], with its typed refusal.
     pub fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
-        let control = self
-            .inner
-            .control
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        match control {
+        match self.control() {
             Some(c) => c.correct(board, action),
             None => Err(ControlError::Unavailable(
                 "this server cannot change games (no board engines attached)".into(),

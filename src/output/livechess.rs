@@ -666,6 +666,19 @@ mod tests {
         }
     }
 
+    /// A hub of round 1 with the one board `board-1`, and an empty view cache.
+    fn one_board() -> (Hub, Arc<Views>) {
+        let info = RoundInfo {
+            round: 1,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        };
+        (
+            Hub::new(info, HubConfig::default()),
+            Arc::new(Views::default()),
+        )
+    }
+
     fn texts(out: &[Message]) -> Vec<Value> {
         out.iter()
             .map(|m| serde_json::from_str(m.to_text().unwrap()).unwrap())
@@ -674,13 +687,7 @@ mod tests {
 
     #[test]
     fn feeds_share_one_view_and_one_payload_per_setup() {
-        let info = RoundInfo {
-            round: 1,
-            boards: vec!["board-1".into()],
-            ..Default::default()
-        };
-        let hub = Hub::new(info, HubConfig::default());
-        let views = Arc::new(Views::default());
+        let (hub, views) = one_board();
         let (mut a, mut b) = (session(&hub, &views), session(&hub, &views));
         let mut out = Vec::new();
         for s in [&mut a, &mut b] {
@@ -711,13 +718,7 @@ mod tests {
 
     #[test]
     fn a_connection_holds_a_bounded_number_of_feeds_and_objects_only() {
-        let info = RoundInfo {
-            round: 1,
-            boards: vec!["board-1".into()],
-            ..Default::default()
-        };
-        let hub = Hub::new(info, HubConfig::default());
-        let views = Arc::new(Views::default());
+        let (hub, views) = one_board();
         let mut s = session(&hub, &views);
         let mut out = Vec::new();
         for id in 0..=MAX_FEEDS as i64 {

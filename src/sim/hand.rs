@@ -45,38 +45,33 @@ pub fn is_physical(board: &Board, order: &[HandAction]) -> bool {
 pub fn orders(pos: &Chess, m: &Move) -> Vec<Vec<HandAction>> {
     use HandAction::{Lift, Place};
     let us = pos.turn();
-    match *m {
-        Move::Normal {
-            role,
-            from,
-            capture,
-            to,
-            promotion,
-        } => {
-            let mover = Piece { color: us, role };
-            let result = Piece {
-                color: us,
-                role: promotion.unwrap_or(role),
-            };
-            let removals = if capture.is_some() {
-                vec![vec![Lift(to), Lift(from)], vec![Lift(from), Lift(to)]]
-            } else {
-                vec![vec![Lift(from)]]
-            };
-            let mut out = Vec::new();
-            for pre in removals {
-                let mut direct = pre.clone();
-                direct.push(Place(to, result));
-                out.push(direct);
-                if promotion.is_some() {
-                    // The pawn is put on the last rank first, then exchanged for the new piece.
-                    let mut via = pre;
-                    via.extend([Place(to, mover), Lift(to), Place(to, result)]);
-                    out.push(via);
-                }
+    if let Some((role, from, capture, to)) = normal_move(m) {
+        let promotion = m.promotion();
+        let mover = Piece { color: us, role };
+        let result = Piece {
+            color: us,
+            role: promotion.unwrap_or(role),
+        };
+        let removals = if capture.is_some() {
+            vec![vec![Lift(to), Lift(from)], vec![Lift(from), Lift(to)]]
+        } else {
+            vec![vec![Lift(from)]]
+        };
+        let mut out = Vec::new();
+        for pre in removals {
+            let mut direct = pre.clone();
+            direct.push(Place(to, result));
+            out.push(direct);
+            if promotion.is_some() {
+                // The pawn is put on the last rank first, then exchanged for the new piece.
+                let mut via = pre;
+                via.extend([Place(to, mover), Lift(to), Place(to, result)]);
+                out.push(via);
             }
-            out
         }
+        return out;
+    }
+    match *m {
         Move::EnPassant { from, to } => {
             let victim = Square::from_coords(to.file(), from.rank());
             let pawn = Piece {
@@ -90,7 +85,22 @@ pub fn orders(pos: &Chess, m: &Move) -> Vec<Vec<HandAction>> {
             ]
         }
         Move::Castle { king, rook } => castle_orders(pos.board(), us, king, rook, m),
-        Move::Put { .. } => Vec::new(),
+        // A normal move is answered above.
+        Move::Normal { .. } | Move::Put { .. } => Vec::new(),
+    }
+}
+
+/// The piece, origin, captured piece and destination of a normal move.
+pub(super) fn normal_move(m: &Move) -> Option<(Role, Square, Option<Role>, Square)> {
+    match *m {
+        Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            ..
+        } => Some((role, from, capture, to)),
+        _ => None,
     }
 }
 

@@ -41,7 +41,7 @@
 use shakmaty::san::SanPlus;
 use shakmaty::{Bitboard, Board, Chess, Color, Move, Piece, Position, Role, Square, attacks};
 
-use super::hand::{self, HandAction};
+use super::hand::{self, HandAction, normal_move};
 use super::pgn::ScriptGame;
 use super::rng::Rng;
 use super::scan::{self, Glitch, PhysEvent, ScanTiming};
@@ -343,6 +343,29 @@ impl World {
         self.events.push(PhysEvent { t, square, reading });
     }
 
+    /// A piece lifted from `from`, set down on `to`, lifted again and put back on `from`, at
+    /// the four times `t`.
+    fn there_and_back(&mut self, from: Square, to: Square, piece: Piece, t: [Micros; 4]) {
+        self.add(t[0], HandAction::Lift(from));
+        self.add(t[1], HandAction::Place(to, piece));
+        self.add(t[2], HandAction::Lift(to));
+        self.add(t[3], HandAction::Place(from, piece));
+    }
+
+    /// A press the arbiter undoes: pressed, paused and flipped back at the three times given,
+    /// resumed a moment after; the game goes on (from `first`) a while after the resume.
+    fn press_undone(&mut self, rng: &mut Rng, first: Micros, [press, pause, flip]: [Micros; 3]) {
+        let resume = flip + ms(rng, 500, 1500);
+        let start = resume + ms(rng, 1000, 4000);
+        self.shift_from(first, start - first);
+        self.clock.extend([
+            (press, ClockOp::Press),
+            (pause, ClockOp::Pause),
+            (flip, ClockOp::Flip),
+            (resume, ClockOp::Resume),
+        ]);
+    }
+
     /// The press before ply index `i` (or the clock start).
     fn prev_press(&self, i: usize) -> Micros {
         match i {
@@ -543,6 +566,11 @@ impl Spec {
     }
 }
 
+/// [`normal_move`] of a move that promotes nothing.
+fn unpromoted(m: &Move) -> Option<(Role, Square, Option<Role>, Square)> {
+    normal_move(m).filter(|_| m.promotion().is_none())
+}
+
 /// Whether `kind` fits ply index `i` (move `m` from `pos`), with the random choices made.
 fn fit(kind: Kind, pos: &Chess, m: &Move, trace: &PlyTrace, rng: &mut Rng) -> Option<Spec> {
     let us = pos.turn();
@@ -616,15 +644,7 @@ fn fit(kind: Kind, pos: &Chess, m: &Move, trace: &PlyTrace, rng: &mut Rng) -> Op
             Some(Spec::PromotionChanged { wrong })
         }
         Kind::MoveChangedAfterRelease => {
-            let Move::Normal {
-                from,
-                to,
-                promotion: None,
-                ..
-            } = *m
-            else {
-                return None;
-            };
+            let (_, from, _, to) = unpromoted(m)?;
             let vias: Vec<Square> = pos
                 .legal_moves()
                 .into_iter()
@@ -686,16 +706,7 @@ fn fit(kind: Kind, pos: &Chess, m: &Move, trace: &PlyTrace, rng: &mut Rng) -> Op
             Some(Spec::Knock { from, to })
         }
         Kind::MovedPieceOffTarget => {
-            let Move::Normal {
-                role,
-                from,
-                to,
-                promotion: None,
-                ..
-            } = *m
-            else {
-                return None;
-            };
+            let (role, from, _, to) = unpromoted(m)?;
             if role == Role::King {
                 return None;
             }
@@ -773,20 +784,6 @@ fn plan(
 
 // ---------------------------------------------------------------------------------------------
 // Carrying the injections out
-
-/// The piece, origin, captured piece and destination of a normal move.
-fn normal_move(m: &Move) -> Option<(Role, Square, Option<Role>, Square)> {
-    match *m {
-        Move::Normal {
-            role,
-            from,
-            capture,
-            to,
-            ..
-        } => Some((role, from, capture, to)),
-        _ => None,
-    }
-}
 
 /// The leading lifts of a move's hand order (the pieces taken off before any placement).
 fn removals(order: &[HandAction]) -> Vec<HandAction> {
@@ -891,10 +888,7 @@ fn apply(
             let up = down + ms(rng, 1500, 4000);
             let back = up + ms(rng, 300, 1000);
             world.shift_from(last + 1, back + 100 * MS - last);
-            world.add(lift, Lift(from));
-            world.add(down, Place(to, piece));
-            world.add(up, Lift(to));
-            world.add(back, Place(from, piece));
+            world.there_and_back(from, to, piece, [lift, down, up, back]);
         }
         Spec::Illegal { from, to } => {
             let piece = pos.board().piece_at(from).expect("relocated piece");
@@ -905,33 +899,14 @@ fn apply(
             let up = pause + ms(rng, 1500, 4000);
             let back = up + ms(rng, 400, 1000);
             let flip = back + ms(rng, 500, 1500);
-            let resume = flip + ms(rng, 500, 1500);
-            let start = resume + ms(rng, 1000, 4000);
-            world.shift_from(first, start - first);
-            world.add(t1, Lift(from));
-            world.add(down, Place(to, piece));
-            world.add(up, Lift(to));
-            world.add(back, Place(from, piece));
-            world.clock.extend([
-                (press, ClockOp::Press),
-                (pause, ClockOp::Pause),
-                (flip, ClockOp::Flip),
-                (resume, ClockOp::Resume),
-            ]);
+            world.press_undone(rng, first, [press, pause, flip]);
+            world.there_and_back(from, to, piece, [t1, down, up, back]);
         }
         Spec::PressWithoutMove => {
             let press = first.max(prev + SEC);
             let pause = press + ms(rng, 2000, 5000);
             let flip = pause + ms(rng, 1500, 4000);
-            let resume = flip + ms(rng, 500, 1500);
-            let start = resume + ms(rng, 1000, 4000);
-            world.shift_from(first, start - first);
-            world.clock.extend([
-                (press, ClockOp::Press),
-                (pause, ClockOp::Pause),
-                (flip, ClockOp::Flip),
-                (resume, ClockOp::Resume),
-            ]);
+            world.press_undone(rng, first, [press, pause, flip]);
         }
         Spec::PawnNotPromoted => {
             let to = m.to();

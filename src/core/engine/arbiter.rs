@@ -54,6 +54,25 @@ impl BoardEngine {
         );
     }
 
+    /// Raise displaced pieces on `squares` and keep following them until they are put right.
+    pub(super) fn report_displaced(
+        &mut self,
+        t: Micros,
+        out: &mut Vec<CoreEvent>,
+        ply: u32,
+        player: Color,
+        squares: Vec<Square>,
+        detail: String,
+    ) {
+        self.displaced = Some(Displaced {
+            since: t,
+            wait: 0,
+            raised: Some(squares.clone()),
+        });
+        let code = IrregularityCode::DisplacedPieces;
+        self.irregularity_at(t, out, ply, code, player, squares, detail);
+    }
+
     /// Emit that an irregularity was put right.
     pub(super) fn emit_resolved(
         &self,
@@ -442,22 +461,15 @@ impl BoardEngine {
                 // a square that happened to be a legal move), the move did not change.
                 self.changed = None;
                 if t - since >= self.cfg.displaced_after {
-                    let squares = vec![old.to()];
-                    self.irregularity_at(
-                        t,
-                        out,
-                        ply,
-                        IrregularityCode::DisplacedPieces,
-                        mover,
-                        squares.clone(),
-                        format!(
-                            "The piece released on {} stood on {} for {:.1} s before it was put back.",
-                            new.to(),
-                            old.to(),
-                            (t - since) as f64 / 1e6
-                        ),
+                    let detail = format!(
+                        "The piece released on {} stood on {} for {:.1} s before it was put back.",
+                        new.to(),
+                        old.to(),
+                        (t - since) as f64 / 1e6
                     );
-                    self.emit_resolved(t, out, IrregularityCode::DisplacedPieces, squares.clone());
+                    let (code, squares) = (IrregularityCode::DisplacedPieces, vec![old.to()]);
+                    self.irregularity_at(t, out, ply, code, mover, squares.clone(), detail);
+                    self.emit_resolved(t, out, code, squares);
                 }
             }
             return;
@@ -660,23 +672,11 @@ impl BoardEngine {
         };
         let ply = turn.unwrap_or_else(|| self.current_turn());
         let player = mover_of_ply(game.start(), ply.max(1));
-        self.displaced = Some(Displaced {
-            since: t,
-            wait: 0,
-            raised: Some(squares.clone()),
-        });
-        self.irregularity_at(
-            t,
-            out,
-            ply,
-            IrregularityCode::DisplacedPieces,
-            player,
-            squares.clone(),
-            format!(
-                "Pieces are off their squares outside any legal move: {}.",
-                names(&squares).join(", ")
-            ),
+        let detail = format!(
+            "Pieces are off their squares outside any legal move: {}.",
+            names(&squares).join(", ")
         );
+        self.report_displaced(t, out, ply, player, squares, detail);
     }
 
     /// A raised displacement whose squares all show the game position again is resolved.
@@ -723,20 +723,14 @@ impl BoardEngine {
         let player = self
             .game()
             .map_or(Color::White, |g| mover_of_ply(g.start(), ply.max(1)));
-        self.irregularity_at(
-            t,
-            out,
-            ply,
-            IrregularityCode::DisplacedPieces,
-            player,
-            squares.clone(),
-            format!(
-                "A piece stood on {} outside any legal move for {:.1} s before it was put right.",
-                squares.last().map_or(String::new(), |s| s.to_string()),
-                (t - since) as f64 / 1e6
-            ),
+        let detail = format!(
+            "A piece stood on {} outside any legal move for {:.1} s before it was put right.",
+            squares.last().map_or(String::new(), |s| s.to_string()),
+            (t - since) as f64 / 1e6
         );
-        self.emit_resolved(t, out, IrregularityCode::DisplacedPieces, squares.clone());
+        let code = IrregularityCode::DisplacedPieces;
+        self.irregularity_at(t, out, ply, code, player, squares.clone(), detail);
+        self.emit_resolved(t, out, code, squares);
     }
 
     /// The board shows the game position again.

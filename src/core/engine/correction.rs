@@ -19,7 +19,7 @@ use super::super::irregular::diff;
 use super::super::observation::{Micros, OperatorAction};
 use super::super::start::StartPosition;
 use super::super::vocab::IrregularityCode;
-use super::{BoardEngine, Displaced};
+use super::BoardEngine;
 
 /// A checked correction, ready to apply.
 #[derive(Debug)]
@@ -370,23 +370,11 @@ impl BoardEngine {
         let player: Color = g.position().turn();
         let ply = g.ply();
         self.correcting = Some(squares.clone());
-        self.displaced = Some(Displaced {
-            since: t,
-            wait: 0,
-            raised: Some(squares.clone()),
-        });
-        self.irregularity_at(
-            t,
-            out,
-            ply,
-            IrregularityCode::DisplacedPieces,
-            player,
-            squares,
-            format!(
-                "After the arbiter's correction the board must be set to the corrected position: {}.",
-                names.join(", ")
-            ),
+        let detail = format!(
+            "After the arbiter's correction the board must be set to the corrected position: {}.",
+            names.join(", ")
         );
+        self.report_displaced(t, out, ply, player, squares, detail);
     }
 
     /// The `correction` event: the action and the state it left.

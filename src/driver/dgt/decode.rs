@@ -333,15 +333,7 @@ fn bcd(b: u8) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::dgt::piece_code;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::driver::dgt::{face, hex, piece_code};
 
     fn decode_all(bytes: &[u8]) -> (Vec<DgtMessage>, DgtDecoder) {
         let mut d = DgtDecoder::new();
@@ -408,16 +400,8 @@ mod tests {
         // Bytes of a real DGT 3000 (shared corpus, arnsholt/dgtdriver recording): the left face
         // counts down from 3:02 to 3:01 with status 0x09; hours D5 (time per move) is set.
         let expected = ClockReading {
-            right: ClockFace {
-                millis: 182_000,
-                flag: false,
-                flag_shown: false,
-            },
-            left: ClockFace {
-                millis: 181_000,
-                flag: false,
-                flag_shown: false,
-            },
+            right: face(182_000),
+            left: face(181_000),
             running: true,
             left_turn: true,
             ..Default::default()

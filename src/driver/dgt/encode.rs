@@ -144,17 +144,9 @@ fn fixed_text(s: &str, n: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BatteryStatus, reading_from_code};
+    use super::super::{BatteryStatus, face, hex, reading_from_code};
     use super::*;
     use crate::core::observation::{FieldArray, SquareReading};
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     fn start_position() -> FieldArray {
         let codes = [
@@ -207,16 +199,8 @@ mod tests {
     #[test]
     fn bwtime_vectors() {
         let r = ClockReading {
-            right: ClockFace {
-                millis: 300_000,
-                flag: false,
-                flag_shown: false,
-            },
-            left: ClockFace {
-                millis: 299_999,
-                flag: false,
-                flag_shown: false,
-            },
+            right: face(300_000),
+            left: face(299_999),
             running: true,
             left_turn: true,
             ..Default::default()
@@ -228,16 +212,8 @@ mod tests {
         );
 
         let r = ClockReading {
-            right: ClockFace {
-                millis: 5_400_000,
-                flag: false,
-                flag_shown: false,
-            },
-            left: ClockFace {
-                millis: 5_400_000,
-                flag: false,
-                flag_shown: false,
-            },
+            right: face(5_400_000),
+            left: face(5_400_000),
             running: true,
             right_side_up: true,
             right_turn: true,

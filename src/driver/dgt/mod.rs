@@ -187,6 +187,23 @@ pub fn to_observation(msg: &DgtMessage) -> Option<Observation> {
     }
 }
 
+/// Bytes from hex that may be spaced out (for the codec tests); panics on bad hex.
+#[cfg(test)]
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    crate::capture::hex_decode(&s).expect("valid test hex")
+}
+
+/// A clock face showing `millis`, no flag (for the codec tests).
+#[cfg(test)]
+fn face(millis: u32) -> crate::core::observation::ClockFace {
+    crate::core::observation::ClockFace {
+        millis,
+        flag: false,
+        flag_shown: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
