@@ -132,11 +132,7 @@ pub fn game(state: &RoundState, game_id: &str) -> Option<Value> {
 /// when `call` is not one of `tournaments`, `tournament`, `round`, `game`. Parameters:
 /// `tournament`: `{"uuid"}` (or `"id"`); `round`: `{"tournament"|"uuid"|"id", "round"|"nr"}`;
 /// `game`: `{"uuid"|"id"}`.
-pub fn call(
-    state: &RoundState,
-    call: &str,
-    param: &Value,
-) -> Option<Result<Value, UnknownObject>> {
+pub fn call(state: &RoundState, call: &str, param: &Value) -> Option<Result<Value, UnknownObject>> {
     let text = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| param.get(*k).and_then(Value::as_str))
