@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 mod support;
 
 use eboardd::output::replay_source::{self, Plan};
-use support::broker::{Broker, require_mosquitto};
 use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use support::broker::{Broker, require_mosquitto};
 
 fn capture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

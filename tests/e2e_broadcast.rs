@@ -3,30 +3,13 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use support::daemon::*;
+use support::http::{self, free_port};
 
-/// A free localhost port (bound once and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A plain HTTP/1.0 GET; returns (status line, body).
+/// A GET on localhost: (status code as text, body).
 fn get(port: u16, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("request");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (
-        head.lines().next().unwrap_or_default().to_string(),
-        body.to_string(),
-    )
+    let r = http::get(http::local(port), path);
+    (r.status.to_string(), r.body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,8 +89,7 @@ async fn the_configuration_file_alone_drives_the_outputs() {
 
 /// A GET that may find nobody listening.
 fn try_get(port: u16, path: &str) -> Option<(String, String)> {
-    TcpStream::connect(("127.0.0.1", port)).ok()?;
-    Some(get(port, path))
+    http::try_get(http::local(port), path).map(|r| (r.status.to_string(), r.body))
 }
 
 /// Polls `cond` every 50 ms for at most 15 s (reloads are asynchronous to the signal).

@@ -5,29 +5,15 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::daemon::*;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use support::http::{self, free_port};
 
 /// A plain HTTP/1.0 GET: (status code, body); `None` while nothing listens.
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let code = head.split(' ').nth(1)?.parse().ok()?;
-    Some((code, body.to_string()))
+    http::try_get(http::local(port), path).map(|r| (r.status, r.body))
 }
 
 /// GET, waiting (up to 20 s) for the server to listen; the JSON body of a 200.
@@ -125,7 +111,12 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
     let captured: String = std::fs::read_dir(&one.caps)
         .unwrap()
         .flatten()
-        .flat_map(|day| std::fs::read_dir(day.path()).into_iter().flatten().flatten())
+        .flat_map(|day| {
+            std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
         .filter(|f| f.path().extension().is_some_and(|x| x == "jsonl"))
         .map(|f| std::fs::read_to_string(f.path()).unwrap())
         .collect();
