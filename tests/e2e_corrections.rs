@@ -55,11 +55,7 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
     let one = single("e2e-corrections", 2, 41077, 1000.0, None);
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--http", &addr, "--token", TOKEN],
-    );
+    let mut d = one.start(&["--http", &addr, "--token", TOKEN]);
     one.wait_done(&mut d, &one.id).await;
     let path = format!("/api/v1/boards/{}/correct", one.id);
     let played = sans_of(&one.game);

@@ -35,24 +35,14 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
     let (http, livechess) = (free_port(), free_port());
     let token = one.dir.join("token");
     std::fs::write(&token, "e2e-round-token\n").unwrap();
-    let config = one.dir.join("eboardd.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let cfg = one.write_config(&format!(
             "[event]\nname = \"Rounds Open\"\nround = \"1\"\n\n\
              [[board]]\nnumber = 1\nserial = \"41007\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
              [outputs]\nhttp = \"127.0.0.1:{http}\"\nlivechess = \"127.0.0.1:{livechess}\"\n\
              token_file = \"{}\"\n",
             token.display()
-        ),
-    )
-    .unwrap();
-    let cfg = config.to_string_lossy().to_string();
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+        ));
+    let mut d = one.start(&["--config", &cfg]);
     one.wait_done(&mut d, "board-1").await;
 
     // The configured players and serial number reach the API and LiveChess.
@@ -130,11 +120,7 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
         "round 1's game keeps round 1's players in the replay:\n{replayed}"
     );
     assert!(one.caps.join("round.json").exists());
-    let d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+    let d = one.start(&["--config", &cfg]);
     let boards = json(http, "/api/v1/boards").await;
     assert_eq!(boards["round"], 2);
     assert_eq!(boards["boards"][0]["white"]["name"], "Gamma, Gus");
