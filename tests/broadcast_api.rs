@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 mod support;
+use support::capture;
 
 use eboardd::output::replay_source::{self, Plan};
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
@@ -19,12 +20,6 @@ use support::http::header;
 use support::streams::*;
 
 const TOKEN: &str = "test-token-123";
-
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("eboardd-{name}-{}", std::process::id()));

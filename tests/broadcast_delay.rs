@@ -4,7 +4,6 @@
 //! token show the game live. After the delay the public view catches up with the whole game.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,18 +11,13 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 mod support;
+use support::capture;
 
 use eboardd::output::replay_source::{self, Plan};
 use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
 
 const TOKEN: &str = "delay-test-token";
 const DELAY: Duration = Duration::from_secs(2);
-
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
 
 /// A GET with the bearer `token` if any: status and body.
 fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {

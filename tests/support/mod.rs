@@ -21,6 +21,11 @@ pub fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// A capture under `tests/data/captures`.
+pub fn capture(rel: &str) -> PathBuf {
+    data("captures").join(rel)
+}
+
 /// The PGN corpus, `tests/data/pgn`.
 pub fn pgn_dir() -> PathBuf {
     data("pgn")
