@@ -74,7 +74,7 @@ async fn setup(files: &[PathBuf], separate: bool, relay: Option<PathBuf>) -> Set
     }
 }
 
-/// [`support::http::send`] as `(status, headers lower-cased, body)`.
+/// [`support::http::request`] as `(status, headers lower-cased, body)`.
 fn http(
     addr: SocketAddr,
     method: &str,
@@ -82,7 +82,9 @@ fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    support::http::send(addr, method, path, headers, body).into_parts()
+    support::http::request(addr, method, path, headers, body)
+        .expect("an HTTP answer")
+        .into_parts()
 }
 
 fn get(addr: SocketAddr, path: &str) -> (u16, Vec<(String, String)>, String) {

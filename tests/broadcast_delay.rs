@@ -23,7 +23,7 @@ const DELAY: Duration = Duration::from_secs(2);
 fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
     let auth = token.map(|t| format!("Bearer {t}"));
     let headers: Vec<_> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
-    let r = support::http::send(addr, "GET", path, &headers, b"");
+    let r = support::http::request(addr, "GET", path, &headers, b"").expect("an HTTP answer");
     (r.status, r.body)
 }
 

@@ -19,7 +19,7 @@ fn request(port: u16, method: &str, path: &str, token: Option<&str>, body: &str)
     let auth = token.map(|t| format!("Bearer {t}"));
     let mut headers = vec![("Content-Type", "application/json")];
     headers.extend(auth.as_deref().map(|a| ("Authorization", a)));
-    let r = http::send(http::local(port), method, path, &headers, body);
+    let r = http::request(http::local(port), method, path, &headers, body).expect("an HTTP answer");
     (r.status, r.body)
 }
 

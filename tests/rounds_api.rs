@@ -73,7 +73,7 @@ async fn setup(round_file: Option<PathBuf>) -> Setup {
     }
 }
 
-/// [`support::http::send`] as `(status, body)`.
+/// [`support::http::request`] as `(status, body)`.
 fn http(
     addr: SocketAddr,
     method: &str,
@@ -81,7 +81,7 @@ fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
-    let r = support::http::send(addr, method, path, headers, body);
+    let r = support::http::request(addr, method, path, headers, body).expect("an HTTP answer");
     (r.status, r.body)
 }
 

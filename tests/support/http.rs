@@ -88,18 +88,6 @@ pub fn request(
     })
 }
 
-/// [`request`], panicking when there is no answer.
-pub fn send(
-    addr: impl ToSocketAddrs,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: impl AsRef<[u8]>,
-) -> Response {
-    request(addr, method, path, headers, body)
-        .unwrap_or_else(|| panic!("no HTTP answer to {method} {path}"))
-}
-
 /// A GET; `None` if nobody listens or there is no answer.
 pub fn try_get(addr: impl ToSocketAddrs, path: &str) -> Option<Response> {
     request(addr, "GET", path, &[], b"")
@@ -107,5 +95,5 @@ pub fn try_get(addr: impl ToSocketAddrs, path: &str) -> Option<Response> {
 
 /// A GET, panicking when there is no answer.
 pub fn get(addr: impl ToSocketAddrs, path: &str) -> Response {
-    send(addr, "GET", path, &[], b"")
+    try_get(addr, path).unwrap_or_else(|| panic!("no HTTP answer to GET {path}"))
 }
