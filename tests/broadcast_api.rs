@@ -3,7 +3,6 @@
 //! PGN against `eboardd replay`, relay files on disk and over HTTP, LiveChessCloud JSON field
 //! rules, operator actions behind the token, and the LiveChess EBoards API.
 
-use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,18 +12,14 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 mod support;
+use support::capture;
 
 use eboardd::output::replay_source::{self, Plan};
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
+use support::http::header;
 use support::streams::*;
 
 const TOKEN: &str = "test-token-123";
-
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("eboardd-{name}-{}", std::process::id()));
@@ -79,7 +74,7 @@ async fn setup(files: &[PathBuf], separate: bool, relay: Option<PathBuf>) -> Set
     }
 }
 
-/// A minimal HTTP/1.0 client: (status, headers lower-cased, body).
+/// [`support::http::request`] as `(status, headers lower-cased, body)`.
 fn http(
     addr: SocketAddr,
     method: &str,
@@ -87,40 +82,9 @@ fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: test\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let text = String::from_utf8(raw).expect("utf-8 response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("header end");
-    let mut lines = head.lines();
-    let status: u16 = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (status, headers, body.to_string())
-}
-
-fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    h.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    support::http::request(addr, method, path, headers, body)
+        .expect("an HTTP answer")
+        .into_parts()
 }
 
 fn get(addr: SocketAddr, path: &str) -> (u16, Vec<(String, String)>, String) {

@@ -3,14 +3,15 @@
 //! is polled, and none may show a move younger than the delay; the same requests with the
 //! token show the game live. After the delay the public view catches up with the whole game.
 
-use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::Value;
+
+mod support;
+use support::capture;
 
 use eboardd::output::replay_source::{self, Plan};
 use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
@@ -18,23 +19,12 @@ use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
 const TOKEN: &str = "delay-test-token";
 const DELAY: Duration = Duration::from_secs(2);
 
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
-
-/// A GET over plain HTTP/1.0: status and body.
+/// A GET with the bearer `token` if any: status and body.
 fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(s, "GET {path} HTTP/1.0\r\nHost: test\r\n{auth}\r\n").unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read response");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("header end");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<_> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    let r = support::http::request(addr, "GET", path, &headers, b"").expect("an HTTP answer");
+    (r.status, r.body)
 }
 
 /// Plies in a PGN text (its movetext without tags, comments, numbers and result).

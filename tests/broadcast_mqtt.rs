@@ -14,16 +14,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 mod support;
+use support::capture;
 
 use eboardd::output::replay_source::{self, Plan};
-use support::broker::{Broker, require_mosquitto};
 use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
-
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
+use support::broker::{Broker, require_mosquitto};
 
 /// A subscriber: every (topic, payload) received on `filter`.
 async fn subscribe(

@@ -10,15 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+mod support;
+use support::capture;
+
 use eboardd::core::observation::OperatorAction;
 use eboardd::output::replay_source::{self, Plan};
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
-
-fn capture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/captures")
-        .join(rel)
-}
 
 fn chromium() -> Option<PathBuf> {
     let found = [

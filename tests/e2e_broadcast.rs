@@ -3,30 +3,13 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use support::daemon::*;
+use support::http::{self, free_port};
 
-/// A free localhost port (bound once and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A plain HTTP/1.0 GET; returns (status line, body).
+/// A GET on localhost: (status code as text, body).
 fn get(port: u16, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("request");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (
-        head.lines().next().unwrap_or_default().to_string(),
-        body.to_string(),
-    )
+    let r = http::get(http::local(port), path);
+    (r.status.to_string(), r.body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,11 +17,7 @@ async fn the_daemon_feeds_its_http_outputs() {
     let one = single("e2e-broadcast", 1, 41001, 1000.0, None);
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--http", &addr, "--event", "E2E Broadcast"],
-    );
+    let mut d = one.start(&["--http", &addr, "--event", "E2E Broadcast"]);
     one.wait_done(&mut d, &one.id).await;
 
     let (status, boards) = get(port, "/api/v1/boards");
@@ -69,23 +48,13 @@ async fn the_configuration_file_alone_drives_the_outputs() {
     let one = single("e2e-config-outputs", 2, 41002, 1000.0, None);
     let port = free_port();
     let relay = one.dir.join("relay");
-    let config = one.dir.join("eboardd.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let cfg = one.write_config(&format!(
             "[event]\nname = \"Config Open\"\nsite = \"Hall 2\"\nround = \"4\"\n\n\
              [[board]]\nnumber = 1\nserial = \"41002\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
              [outputs]\nhttp = \"127.0.0.1:{port}\"\nrelay_dir = \"{}\"\n",
             relay.display()
-        ),
-    )
-    .unwrap();
-    let cfg = config.to_string_lossy().to_string();
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+        ));
+    let mut d = one.start(&["--config", &cfg]);
     one.wait_done(&mut d, "board-1").await;
 
     // The API on the configured address, with the configured event.
@@ -106,8 +75,7 @@ async fn the_configuration_file_alone_drives_the_outputs() {
 
 /// A GET that may find nobody listening.
 fn try_get(port: u16, path: &str) -> Option<(String, String)> {
-    TcpStream::connect(("127.0.0.1", port)).ok()?;
-    Some(get(port, path))
+    http::try_get(http::local(port), path).map(|r| (r.status.to_string(), r.body))
 }
 
 /// Polls `cond` every 50 ms for at most 15 s (reloads are asynchronous to the signal).
@@ -127,23 +95,13 @@ async fn eventually(what: &str, log: &std::path::Path, cond: impl Fn() -> bool) 
 async fn a_reload_restarts_changed_outputs_and_a_bad_file_keeps_them() {
     let one = single("e2e-reload-outputs", 3, 41003, 1000.0, None);
     let (port1, port2) = (free_port(), free_port());
-    let config = one.dir.join("eboardd.toml");
     let write = |event: &str, port: u16, extra: &str| {
-        std::fs::write(
-            &config,
-            format!(
-                "[event]\nname = \"{event}\"\n\n[outputs]\nhttp = \"127.0.0.1:{port}\"\n{extra}"
-            ),
-        )
-        .unwrap();
+        one.write_config(&format!(
+            "[event]\nname = \"{event}\"\n\n[outputs]\nhttp = \"127.0.0.1:{port}\"\n{extra}"
+        ))
     };
-    write("Before Reload", port1, "");
-    let cfg = config.to_string_lossy().to_string();
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+    let cfg = write("Before Reload", port1, "");
+    let mut d = one.start(&["--config", &cfg]);
     let id = one.id.clone();
     one.wait_done(&mut d, &id).await;
     let (_, pgn) = get(port1, "/api/v1/games.pgn");
@@ -188,11 +146,7 @@ async fn stdout_and_the_streams_give_every_event_the_same_seq() {
     let one = single("e2e-one-seq", 3, 41003, 1000.0, None);
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--http", &addr],
-    );
+    let mut d = one.start(&["--http", &addr]);
     one.wait_done(&mut d, &one.id).await;
     let printed: Vec<serde_json::Value> = d.events.lock().unwrap().clone();
     let last = printed

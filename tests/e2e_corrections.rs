@@ -4,43 +4,23 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 
 use eboardd::sim::emulator::runner;
 use shakmaty::Position;
 use shakmaty::san::SanPlus;
 use support::daemon::*;
+use support::http::{self, free_port};
 
 const TOKEN: &str = "corrections-token";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A plain HTTP/1.0 request; returns (status code, body).
+/// A JSON request with the bearer `token` if any; returns (status code, body).
 fn request(port: u16, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: localhost\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("request");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, body.to_string())
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    headers.extend(auth.as_deref().map(|a| ("Authorization", a)));
+    let r = http::request(http::local(port), method, path, &headers, body).expect("an HTTP answer");
+    (r.status, r.body)
 }
 
 /// The `op` records of every capture under `dir`.
@@ -75,11 +55,7 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
     let one = single("e2e-corrections", 2, 41077, 1000.0, None);
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--http", &addr, "--token", TOKEN],
-    );
+    let mut d = one.start(&["--http", &addr, "--token", TOKEN]);
     one.wait_done(&mut d, &one.id).await;
     let path = format!("/api/v1/boards/{}/correct", one.id);
     let played = sans_of(&one.game);

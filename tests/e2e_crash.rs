@@ -16,27 +16,20 @@ const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_and_restart_loses_no_completed_move() {
-    let Single {
-        dir,
-        caps,
-        game: g,
-        link,
-        board: b,
-        id,
-    } = single("kill9", 5, 33000, SPEED, None);
-    let (g, id) = (&g, id.as_str());
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let one = single("kill9", 5, 33000, SPEED, None);
+    let (g, id) = (&one.game, one.id.as_str());
+    let mut d = one.start(&[]);
     d.wait_for("ply 16 to be completed", WAIT, |ev| completed(ev, id, 16))
         .await;
     // The players go on for one more move while the daemon is down.
-    b.send(Control::Hold { plies: 1 });
+    one.board.send(Control::Hold { plies: 1 });
     let seen = {
         let ev = d.events.lock().unwrap();
         completed_plies(&ev, id)
     };
     d.kill9();
     // A power cut in the middle of writing a record.
-    let file = std::fs::read_dir(&caps)
+    let file = std::fs::read_dir(&one.caps)
         .unwrap()
         .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
         .map(|e| e.unwrap().path())
@@ -50,7 +43,7 @@ async fn kill_9_and_restart_loses_no_completed_move() {
         .write_all(b"{\"t\":99.5,\"dev\":\"dgt-33000\",\"rx\":\"8e00")
         .unwrap();
 
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let mut d = one.start(&[]);
     d.wait_for("the game to be completed", WAIT, |ev| {
         completed(ev, id, g.moves.len())
     })
@@ -66,7 +59,7 @@ async fn kill_9_and_restart_loses_no_completed_move() {
         assert!(first_made > seen, "ply {first_made} after {seen}");
     }
     d.terminate();
-    b.send(Control::Stop);
+    one.board.send(Control::Stop);
     // One file, appended to, its cut-off line gone.
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.lines().count() > lines_before);
@@ -79,6 +72,6 @@ async fn kill_9_and_restart_loses_no_completed_move() {
     assert!(!text.contains("\"t\":99.5"));
     let cap = eboardd::capture::read_capture(&file).unwrap();
     assert!(cap.warnings.is_empty(), "{:?}", cap.warnings);
-    assert_replay_exact(&caps, &[(id, g)]);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_replay_exact(&one.caps, &[(id, g)]);
+    let _ = std::fs::remove_dir_all(&one.dir);
 }

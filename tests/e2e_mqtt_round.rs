@@ -6,31 +6,18 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::broker::{Broker, require_mosquitto};
 use support::daemon::*;
-
-/// A free localhost port (bound once and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use support::http::{self, free_port};
 
 /// `GET /api/v1/boards` of the round server, if it answers.
 fn boards(port: u16) -> Option<Value> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET /api/v1/boards HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (_, body) = text.split_once("\r\n\r\n")?;
-    serde_json::from_str(body).ok()
+    let r = http::try_get(http::local(port), "/api/v1/boards")?;
+    serde_json::from_str(&r.body).ok()
 }
 
 /// SAN of a board's current game in a round snapshot.
@@ -149,6 +136,7 @@ async fn two_daemons_on_one_broker_are_served_as_one_round() {
         "hall 2 is still on line"
     );
     two.finish(d2, &id2);
-    one.board.send(eboardd::sim::emulator::runner::Control::Stop);
+    one.board
+        .send(eboardd::sim::emulator::runner::Control::Stop);
     drop(broker);
 }

@@ -5,29 +5,15 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::daemon::*;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use support::http::{self, free_port};
 
 /// A plain HTTP/1.0 GET: (status code, body); `None` while nothing listens.
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let code = head.split(' ').nth(1)?.parse().ok()?;
-    Some((code, body.to_string()))
+    http::try_get(http::local(port), path).map(|r| (r.status, r.body))
 }
 
 /// GET, waiting (up to 20 s) for the server to listen; the JSON body of a 200.
@@ -49,24 +35,14 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
     let (http, livechess) = (free_port(), free_port());
     let token = one.dir.join("token");
     std::fs::write(&token, "e2e-round-token\n").unwrap();
-    let config = one.dir.join("eboardd.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let cfg = one.write_config(&format!(
             "[event]\nname = \"Rounds Open\"\nround = \"1\"\n\n\
              [[board]]\nnumber = 1\nserial = \"41007\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
              [outputs]\nhttp = \"127.0.0.1:{http}\"\nlivechess = \"127.0.0.1:{livechess}\"\n\
              token_file = \"{}\"\n",
             token.display()
-        ),
-    )
-    .unwrap();
-    let cfg = config.to_string_lossy().to_string();
-    let mut d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+        ));
+    let mut d = one.start(&["--config", &cfg]);
     one.wait_done(&mut d, "board-1").await;
 
     // The configured players and serial number reach the API and LiveChess.
@@ -125,7 +101,12 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
     let captured: String = std::fs::read_dir(&one.caps)
         .unwrap()
         .flatten()
-        .flat_map(|day| std::fs::read_dir(day.path()).into_iter().flatten().flatten())
+        .flat_map(|day| {
+            std::fs::read_dir(day.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
         .filter(|f| f.path().extension().is_some_and(|x| x == "jsonl"))
         .map(|f| std::fs::read_to_string(f.path()).unwrap())
         .collect();
@@ -139,11 +120,7 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
         "round 1's game keeps round 1's players in the replay:\n{replayed}"
     );
     assert!(one.caps.join("round.json").exists());
-    let d = Daemon::start(
-        std::slice::from_ref(&one.link),
-        &one.caps,
-        &["--config", &cfg],
-    );
+    let d = one.start(&["--config", &cfg]);
     let boards = json(http, "/api/v1/boards").await;
     assert_eq!(boards["round"], 2);
     assert_eq!(boards["boards"][0]["white"]["name"], "Gamma, Gus");

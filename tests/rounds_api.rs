@@ -13,6 +13,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+mod support;
+
 use eboardd::core::event::{CoreEvent, EndReason, EventKind};
 use eboardd::output::relay::RelayWriter;
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
@@ -71,7 +73,7 @@ async fn setup(round_file: Option<PathBuf>) -> Setup {
     }
 }
 
-/// A minimal HTTP/1.0 exchange: (status, body).
+/// [`support::http::request`] as `(status, body)`.
 fn http(
     addr: SocketAddr,
     method: &str,
@@ -79,24 +81,8 @@ fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: test\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let text = String::from_utf8(raw).expect("utf-8");
-    let (head, body) = text.split_once("\r\n\r\n").expect("header end");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
+    let r = support::http::request(addr, method, path, headers, body).expect("an HTTP answer");
+    (r.status, r.body)
 }
 
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {

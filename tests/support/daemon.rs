@@ -92,6 +92,18 @@ pub struct Single {
 }
 
 impl Single {
+    /// Starts the daemon on this board's link with `extra` arguments.
+    pub fn start(&self, extra: &[&str]) -> Daemon {
+        Daemon::start(std::slice::from_ref(&self.link), &self.caps, extra)
+    }
+
+    /// Writes `toml` as `eboardd.toml` in the scratch directory; returns its path.
+    pub fn write_config(&self, toml: &str) -> String {
+        let config = self.dir.join("eboardd.toml");
+        std::fs::write(&config, toml).unwrap();
+        config.to_string_lossy().to_string()
+    }
+
     /// Waits until the game's last move is completed on `id`; checks the daemon's event stream
     /// gave every move.
     pub async fn wait_done(&self, d: &mut Daemon, id: &str) {

@@ -1,11 +1,12 @@
 //! Test support shared by the test files (`mod support;`): the PGN corpus under
 //! `tests/data/pgn` (here), the daemon as a child process with emulated boards and a pty relay
 //! ([`daemon`]), a board-and-clock rig for the core ([`rig`]), readers of the event streams
-//! ([`streams`]), a real MQTT broker ([`broker`]). Each test file uses only part of it.
+//! ([`streams`]), a real MQTT broker ([`broker`]), a plain HTTP client ([`http`]). Each test file uses only part of it.
 #![allow(dead_code)]
 
 pub mod broker;
 pub mod daemon;
+pub mod http;
 pub mod rig;
 pub mod streams;
 
@@ -18,6 +19,11 @@ pub fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(rel)
+}
+
+/// A capture under `tests/data/captures`.
+pub fn capture(rel: &str) -> PathBuf {
+    data("captures").join(rel)
 }
 
 /// The PGN corpus, `tests/data/pgn`.
