@@ -73,14 +73,17 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
     assert_eq!(code, 401);
 
     // Impossible corrections: 400 with the reason; nothing recorded, nothing changed.
-    let pgn_before = request(
-        port,
-        "GET",
-        &format!("/api/v1/boards/{}/game.pgn", one.id),
-        None,
-        "",
-    )
-    .1;
+    let game_pgn = || {
+        request(
+            port,
+            "GET",
+            &format!("/api/v1/boards/{}/game.pgn", one.id),
+            None,
+            "",
+        )
+        .1
+    };
+    let pgn_before = game_pgn();
     for (body, reason) in [
         (r#"{"action":"take_back","ply":100000}"#, "out of range"),
         (
@@ -106,14 +109,7 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
         ops_before,
         "refusals are not captured"
     );
-    let pgn_after = request(
-        port,
-        "GET",
-        &format!("/api/v1/boards/{}/game.pgn", one.id),
-        None,
-        "",
-    )
-    .1;
+    let pgn_after = game_pgn();
     assert_eq!(pgn_after, pgn_before, "refusals change nothing");
     let (code, _) = request(
         port,
@@ -156,14 +152,7 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
 
     let mut want: Vec<String> = played[..k - 1].to_vec();
     want.push(other_san);
-    let live = request(
-        port,
-        "GET",
-        &format!("/api/v1/boards/{}/game.pgn", one.id),
-        None,
-        "",
-    )
-    .1;
+    let live = game_pgn();
     d.wait_for(
         "the correction events",
         std::time::Duration::from_secs(10),
