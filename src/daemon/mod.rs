@@ -853,9 +853,18 @@ mod tests {
         .await;
         assert_eq!(end, PortEnd::NotABoard);
         // What the probe sent: reset, version, serial number; then version and serial again.
+        // Everything was written before `serve_port` returned, but a pty may hand it over in
+        // more than one read (one per write).
+        let mut got = Vec::new();
         let mut buf = [0u8; 64];
-        let n = pty.read(&mut buf).await.unwrap();
-        assert_eq!(&buf[..n], [0x40, 0x4D, 0x45, 0x4D, 0x45]);
+        while got.len() < 5 {
+            let n = pty.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, [0x40, 0x4D, 0x45, 0x4D, 0x45]);
         assert!(!ctx.port_open(pty.path()));
         assert!(
             !dir.exists(),
