@@ -86,10 +86,12 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
     let mut d = Daemon::start(&ports, &caps, &["--config", &cfg_arg]);
     let ids = ["board-1", "millennium-port-mill-b", "dgt-36000"];
     let played = [g_human, g_blitz, g_dgt];
+    // Every move made, and any provisional last move revised (a sliding piece seen on a
+    // square on its way): the event streams end with exactly the games played.
     d.wait_for("every game to be played", WAIT, |ev| {
         ids.iter()
             .zip(played)
-            .all(|(id, g)| made(ev, id, g.moves.len()))
+            .all(|(id, g)| made(ev, id, g.moves.len()) && moves_from_events(ev, id) == uci(g))
     })
     .await;
     {
