@@ -16,7 +16,7 @@ use eboardd::core::observation::{Observation, SpecialPiece, SquareReading};
 use eboardd::replay::Device;
 use eboardd::sim::inject::{InjectConfig, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games};
-use shakmaty::{Board, Color, Piece, Position, Role, Square};
+use shakmaty::{Board, Color, Position, Role, Square};
 
 mod support;
 
@@ -519,10 +519,11 @@ fn special_piece_codes_13_to_15_from_the_board() {
         let mut device = Device::new("board-1", EngineConfig::default());
         let mut events = Vec::new();
         let mut dump = vec![0x86, 0x00, 0x43];
-        dump.extend(fields_of(&Board::default()).iter().map(|r| match r {
-            SquareReading::Piece(p) => dgt_code(*p),
-            _ => 0,
-        }));
+        dump.extend(
+            fields_of(&Board::default())
+                .iter()
+                .map(|r| eboardd::driver::dgt::piece_code(*r)),
+        );
         device.receive(10_000, &dump, &mut events);
         // e2 → e4, then the special piece on d4 (field 35).
         device.receive(1_000_000, &[0x8e, 0x00, 0x05, 52, 0], &mut events);
@@ -538,19 +539,6 @@ fn special_piece_codes_13_to_15_from_the_board() {
         let sans: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
         assert_eq!(sans, ["e4"], "code {code}");
     }
-}
-
-/// The DGT piece code (1–6 White P R N B K Q, 7–12 Black).
-fn dgt_code(p: Piece) -> u8 {
-    let n = match p.role {
-        Role::Pawn => 1,
-        Role::Rook => 2,
-        Role::Knight => 3,
-        Role::Bishop => 4,
-        Role::King => 5,
-        Role::Queen => 6,
-    };
-    if p.color == Color::White { n } else { n + 6 }
 }
 
 #[test]
