@@ -136,6 +136,36 @@ pub enum OperatorAction {
     },
 }
 
+/// One entry of a board's own memory of what it sensed (a DGT board keeps a cyclic memory of
+/// every field change and every clock press, `docs/dgt-protocol.md` §1.6), in the order the
+/// board wrote them. Family-neutral: a driver turns its board's memory format into these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryEntry {
+    /// From here on the board read exactly this (every field known): the start position the
+    /// board recognised, or an empty board before the pieces found at power-up (or at a
+    /// start-of-game tag) are logged one by one as [`MemoryEntry::Field`]s.
+    Board(Box<FieldArray>),
+    /// One field changed.
+    Field {
+        /// Device field index 0..63.
+        index: u8,
+        /// What the field now reads.
+        reading: SquareReading,
+        /// Written less than about 250 ms after the previous field change.
+        quick: bool,
+    },
+    /// A clock press: the face that stopped, and the time it showed then.
+    Press {
+        /// The physical side whose time stopped (the side that pressed).
+        side: ClockSide,
+        /// The time that side had left, in milliseconds.
+        millis: u32,
+    },
+    /// The board wrote something that makes its position unknown until the next
+    /// [`MemoryEntry::Board`] (e.g. sixteen pieces on the back ranks in no known order).
+    Unknown,
+}
+
 /// Everything the core can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
@@ -166,4 +196,7 @@ pub enum Observation {
     },
     /// An operator action.
     Operator(OperatorAction),
+    /// The board's own memory of what it sensed, oldest first, read back after the link was
+    /// away (the moves made meanwhile are recovered from it, exactly and in order).
+    Memory(Vec<MemoryEntry>),
 }

@@ -427,7 +427,11 @@ where
                     }
                     for m in msgs.drain(..) {
                         match &m {
-                            Message::Session(SessionMessage::ClockAck(a)) => live.clock.on_ack(a),
+                            Message::Session(SessionMessage::Driver(r)) => {
+                                if let Some(a) = crate::driver::dgt::ClockAck::from_reply(r) {
+                                    live.clock.on_ack(&a)
+                                }
+                            }
                             Message::Observation(Observation::ClockAbsent) => live.clock.no_clock(),
                             Message::Observation(Observation::Clock(_)) if live.clock.on_times() => {
                                 tracing::info!(

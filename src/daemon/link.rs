@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::observation::{FieldArray, Observation, SquareReading};
-use crate::driver::dgt::BatteryStatus;
 use crate::driver::{BoardDriver, Message, SessionMessage};
 
 /// Whether the core's game explains `fields` (device field numbering): they show the current game's
@@ -153,7 +152,7 @@ pub enum Note {
         first: u8,
     },
     /// Battery status of a Bluetooth board.
-    Battery(BatteryStatus),
+    Battery(crate::driver::BatteryLevel),
 }
 
 /// What a dump request is for (counted for the line-cost figures).
@@ -294,7 +293,7 @@ impl Link {
                     first,
                 })
             }
-            Message::Session(SessionMessage::Battery(b)) => Some(Note::Battery(b.clone())),
+            Message::Session(SessionMessage::Battery(b)) => Some(Note::Battery(*b)),
             _ => None,
         }
     }
@@ -383,7 +382,7 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::dgt::{Dgt, DgtMessage, message};
+    use crate::driver::dgt::{BatteryStatus, Dgt, DgtMessage, message};
 
     impl Link {
         fn on_dgt(&mut self, now: Instant, msg: &DgtMessage) -> Option<Note> {
@@ -570,7 +569,7 @@ mod tests {
         let b = BatteryStatus::from_raw(vec![88, 0x7F, 0x7F, 0, 0, 0, 0, 0, 2]);
         assert_eq!(
             l.on_dgt(t0, &DgtMessage::Battery(b.clone())),
-            Some(Note::Battery(b))
+            Some(Note::Battery(b.level()))
         );
     }
 

@@ -12,7 +12,6 @@
 //! and add one line to [`DRIVERS`].
 
 use crate::core::observation::Observation;
-use crate::driver::dgt::{BatteryStatus, ClockAck, ClockCommand};
 
 pub mod dgt;
 pub mod millennium;
@@ -54,7 +53,29 @@ pub struct UsbId {
     pub name: &'static str,
 }
 
-/// What the port task learns from a board besides observations.
+/// A battery's charge, as a wireless board reports it (family-neutral).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BatteryLevel {
+    /// Charge left in percent, when the board tells it plausibly (0..=100).
+    pub percent: Option<u8>,
+    /// Whether it is charging, when the board tells it.
+    pub charging: Option<bool>,
+}
+
+/// A reply that only its own driver's session reads (a clock's acknowledgement, a bus reply's
+/// kind and address): opaque to the port task, which hands it back to the driver's
+/// [`crate::session::Session`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DriverReply {
+    /// What kind of reply it is, in the driver's own numbering.
+    pub kind: u8,
+    /// The board that sent it, on a bus of several boards (0 otherwise).
+    pub address: u16,
+    /// Up to four bytes of content, in the driver's own meaning.
+    pub data: [u8; 4],
+}
+
+/// What a session learns from a board besides observations.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionMessage {
     /// Firmware version (an answer to the handshake).
@@ -66,10 +87,10 @@ pub enum SessionMessage {
     },
     /// The board's serial number (an answer to the handshake or to a keep-alive).
     Serial(String),
-    /// A clock acknowledgement (boards that relay a DGT clock).
-    ClockAck(ClockAck),
     /// Battery status (wireless boards).
-    Battery(BatteryStatus),
+    Battery(BatteryLevel),
+    /// A reply for the driver's own session only.
+    Driver(DriverReply),
     /// Anything else the board said that is a sign of life but carries nothing the daemon uses.
     Other,
 }
@@ -123,10 +144,6 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     /// A battery status request, for wireless boards that answer one; `None` (the default)
     /// otherwise.
     fn battery_request(&self) -> Option<Vec<u8>> {
-        None
-    }
-    /// A clock command, for boards that relay a clock; `None` (the default) otherwise.
-    fn clock(&self, _cmd: &ClockCommand) -> Option<Vec<u8>> {
         None
     }
 }

@@ -196,6 +196,8 @@ impl BoardEngine {
                 },
             ),
             Observation::Operator(action) => self.on_operator(t, action, out),
+            // Recovery from the board's memory: not built yet.
+            Observation::Memory(_) => {}
         }
     }
 

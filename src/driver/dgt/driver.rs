@@ -2,7 +2,7 @@
 //! §1.1), USB ids (§3.1), handshake (§5.4, §1.9): `40 4D 45` (reset to IDLE, version, serial
 //! number), then `4B 42` (UPDATE_NICE and a board dump) once the board is known.
 
-use super::{ClockCommand, DgtCommand, DgtDecoder, DgtMessage, to_observation};
+use super::{DgtCommand, DgtDecoder, DgtMessage, to_observation};
 use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
 
 /// The driver's name in capture headers and events.
@@ -86,10 +86,6 @@ impl BoardDriver for Dgt {
     fn battery_request(&self) -> Option<Vec<u8>> {
         Some(DgtCommand::Battery.encode())
     }
-
-    fn clock(&self, cmd: &ClockCommand) -> Option<Vec<u8>> {
-        Some(cmd.encode())
-    }
 }
 
 /// A [`DgtDecoder`] speaking [`Message`]s.
@@ -107,8 +103,8 @@ pub fn message(msg: DgtMessage) -> Message {
     Message::Session(match msg {
         DgtMessage::Version { major, minor } => SessionMessage::Version { major, minor },
         DgtMessage::SerialNumber(s) => SessionMessage::Serial(s),
-        DgtMessage::ClockAck(a) => SessionMessage::ClockAck(a),
-        DgtMessage::Battery(b) => SessionMessage::Battery(b),
+        DgtMessage::ClockAck(a) => SessionMessage::Driver(a.reply()),
+        DgtMessage::Battery(b) => SessionMessage::Battery(b.level()),
         _ => SessionMessage::Other,
     })
 }

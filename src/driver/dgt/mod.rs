@@ -107,6 +107,28 @@ pub struct ClockAck {
     pub ack3: u8,
 }
 
+impl ClockAck {
+    /// The ack as the driver's own [`crate::driver::DriverReply`] (kind [`id::BWTIME`], the four
+    /// ack bytes as data).
+    pub fn reply(&self) -> crate::driver::DriverReply {
+        crate::driver::DriverReply {
+            kind: id::BWTIME,
+            address: 0,
+            data: [self.ack0, self.ack1, self.ack2, self.ack3],
+        }
+    }
+
+    /// The ack carried by a [`crate::driver::DriverReply`] made by [`ClockAck::reply`].
+    pub fn from_reply(r: &crate::driver::DriverReply) -> Option<ClockAck> {
+        (r.kind == id::BWTIME).then_some(ClockAck {
+            ack0: r.data[0],
+            ack1: r.data[1],
+            ack2: r.data[2],
+            ack3: r.data[3],
+        })
+    }
+}
+
 /// Battery status (0xA0), parsed loosely from whatever length the header gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatteryStatus {
@@ -126,6 +148,14 @@ impl BatteryStatus {
             percent: raw.first().copied().filter(|&p| p <= 100),
             charging: raw.get(8).map(|&b| b & 0x01 != 0),
             raw,
+        }
+    }
+
+    /// The family-neutral battery level.
+    pub fn level(&self) -> crate::driver::BatteryLevel {
+        crate::driver::BatteryLevel {
+            percent: self.percent,
+            charging: self.charging,
         }
     }
 }
