@@ -15,6 +15,7 @@ use crate::core::observation::Observation;
 
 pub mod dgt;
 pub mod millennium;
+pub mod positions;
 
 /// Parity of a serial line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,12 +9,17 @@
 //! emptied first, then the others, each in field order). The board request is `R02` followed by
 //! `S`: the `r` reply marks the status that answers it in the received bytes alone, so replay
 //! decodes a capture exactly as the live session did. ChessLink order is a8, b8 … h8, a7 … h1,
-//! which is the core's device numbering (0 = a8 … 63 = h1) unchanged.
+//! which is the core's device numbering (0 = a8 … 63 = h1) unchanged. The square changes come
+//! from the helper every whole-position family shares, [`PositionDiff`].
+//!
+//! [`Observation::BoardDump`]: crate::core::observation::Observation::BoardDump
+//! [`Observation::Field`]: crate::core::observation::Observation::Field
 
 use super::codec::{
     AUTO_REPORT_ON_CHANGE, ChessLinkCommand, ChessLinkDecoder, ChessLinkReply, E2_AUTO_REPORT,
 };
-use crate::core::observation::{FieldArray, Observation, SquareReading};
+use crate::core::observation::FieldArray;
+use crate::driver::positions::PositionDiff;
 use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
@@ -116,37 +121,19 @@ impl BoardDriver for Millennium {
 pub struct MillenniumStream {
     decoder: ChessLinkDecoder,
     replies: Vec<ChessLinkReply>,
-    /// The last status.
-    last: Option<Box<FieldArray>>,
+    /// The last status, and the square changes to the next one.
+    positions: PositionDiff,
     /// An `r` reply came: the next status answers a board request.
     board_asked: bool,
 }
 
 impl MillenniumStream {
     fn status(&mut self, fields: Box<FieldArray>, out: &mut Vec<Message>) {
-        let last = match self.last.take() {
-            Some(last) if !self.board_asked => last,
-            _ => {
-                self.board_asked = false;
-                out.push(Message::Observation(Observation::BoardDump(fields.clone())));
-                self.last = Some(fields);
-                return;
-            }
-        };
-        let changed = |i: &usize| last[*i] != fields[*i];
-        let emptied = (0..64)
-            .filter(changed)
-            .filter(|i| fields[*i] == SquareReading::Empty);
-        let filled = (0..64)
-            .filter(changed)
-            .filter(|i| fields[*i] != SquareReading::Empty);
-        out.extend(emptied.chain(filled).map(|i| {
-            Message::Observation(Observation::Field {
-                index: i as u8,
-                reading: fields[i],
-            })
-        }));
-        self.last = Some(fields);
+        if std::mem::take(&mut self.board_asked) {
+            self.positions.dump(&fields, out);
+        } else {
+            self.positions.report(&fields, out);
+        }
     }
 }
 
@@ -182,6 +169,7 @@ impl Decoder for MillenniumStream {
 mod tests {
     use super::super::codec::reading_of;
     use super::*;
+    use crate::core::observation::{Observation, SquareReading};
 
     fn board(text: &str) -> Box<FieldArray> {
         let mut f = [SquareReading::Empty; 64];
