@@ -13,6 +13,7 @@
 
 use crate::core::observation::Observation;
 
+pub mod certabo;
 pub mod dgt;
 pub mod millennium;
 pub mod positions;

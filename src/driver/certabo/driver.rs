@@ -1,0 +1,501 @@
+//! [`Certabo`]: Certabo RFID boards behind the [`BoardDriver`] seam. Line 38400 8N1, USB id
+//! 10c4:ea60 (a Silicon Labs CP210x bridge, shared: probed), no handshake bytes (the board
+//! streams unasked; its first line answers), LEDs off at start; no serial number, no clock, no
+//! battery.
+//!
+//! [`CertaboStream`] turns the lines into the core's observations: the [`ReadFilter`] accepts a
+//! square's reading once two successive lines agree; the [`PieceTable`] is learnt from the
+//! start position ([`super::calibration`]); nothing is reported before it knows an id, then
+//! the first position is a board dump and every later one the squares that changed
+//! ([`PositionDiff`], shared with the other whole-position family). Known ids read as their
+//! pieces, empty squares as empty, and an unknown id that has stood two lines as an *unknown
+//! object*: a king of a side whose own king is on the board (see [`CertaboStream`]).
+
+use shakmaty::{Color, Role};
+
+use super::calibration::{PieceTable, Reading};
+use super::codec::{CertaboFrame, CertaboLine, LEDS_OFF, LineDecoder, SQUARES};
+use super::filter::{CONFIRM_LINES, ReadFilter};
+use crate::core::observation::{FieldArray, SquareReading};
+use crate::driver::positions::PositionDiff;
+use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+
+/// The driver's name in capture headers and events (never change it: captures name it).
+pub const NAME: &str = "certabo";
+
+/// The USB id of the bridge on the one real board whose logs are public (FirePlank's, "Silicon
+/// Labs CP210x USB to UART Bridge"); picochess and Certabo's software match no ids (they probe
+/// ports). The CP210x is a common chip (the Millennium driver lists it too): `generic`, served
+/// only once a Certabo line has come.
+static USB_IDS: [UsbId; 1] = [UsbId {
+    vid: 0x10c4,
+    pid: Some(0xea60),
+    generic: true,
+    name: "Silicon Labs CP210x (Certabo?)",
+}];
+
+/// The Certabo boards (USB, piece recognition by RFID). No clock, no battery.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Certabo;
+
+impl BoardDriver for Certabo {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// 38400 baud 8N1 (picochess's `usb_transport.py`, Certabo's `usbtool.py` and simulator).
+    fn line(&self) -> LineSettings {
+        LineSettings {
+            baud: 38400,
+            data_bits: 8,
+            parity: Parity::None,
+            stop_bits: 1,
+        }
+    }
+
+    fn usb_ids(&self) -> &'static [UsbId] {
+        &USB_IDS
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(CertaboStream::default())
+    }
+
+    /// Nothing: the board streams its lines unasked and takes no request; the first complete
+    /// line is its answer ([`SessionMessage::Version`] 0.0, the protocol having no version).
+    fn handshake(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// The protocol has no serial number: the board is named after its port.
+    fn reports_serial(&self) -> bool {
+        false
+    }
+
+    /// Every LED off (the board streams by itself; Certabo's software also clears the LEDs at
+    /// start-up). The board answers `L` (or `D`).
+    fn start(&self) -> Vec<u8> {
+        LEDS_OFF.to_vec()
+    }
+
+    /// Nothing: the board sends a line about every 0.56 s unasked, so silence is a dead link.
+    fn keepalive(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Nothing: every line is the whole board, and no command asks for one.
+    fn dump_request(&self) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// The Certabo decoder speaking [`Message`]s.
+///
+/// **Unknown ids.** An id the table does not know that stands two lines on a square (a piece
+/// never shown to the board, a spare queen not shown before the game, a chip misread the same
+/// way twice) is no piece the core may use: read as empty it could complete a move that only
+/// waited for a square to empty (an en-passant capture) and would leave the object unreported
+/// when it stands on an empty square. It is read as a *second king* of a side whose king is on
+/// the board: no legal position has two kings of one colour, so no legal move and no sequence
+/// of moves explains the board while the object is there (the core keeps the position and
+/// reports the square displaced once its window is over), and it is never the kings' result
+/// signal (which needs one king of each colour). The side is kept while its king is on the
+/// board. Within a line the changes are ordered so that an object is never shown as a king of
+/// a side whose real king is off the board or on the move: objects whose side's king moves in
+/// this line (or whose side changes) are first shown as the other side's king if that one
+/// stands still, else empty; then the line's real changes come, every object's field left as
+/// it was (a piece an object replaced is not reported lifted); last the objects are shown as
+/// they are now.
+#[derive(Debug, Default)]
+pub struct CertaboStream {
+    decoder: LineDecoder,
+    frames: Vec<CertaboFrame>,
+    filter: ReadFilter,
+    table: PieceTable,
+    positions: PositionDiff,
+    identified: bool,
+    /// The known pieces of the last position reported (unknown objects left out).
+    last_real: Option<Box<FieldArray>>,
+    /// The side whose king the unknown objects are shown as.
+    object_side: Option<Color>,
+    /// Fields showing an unknown object in the last position reported (bit per field).
+    objects: u64,
+}
+
+/// The device fields of `color`'s king in `fields`.
+fn king_fields(fields: &FieldArray, color: Color) -> u64 {
+    fields
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| **r == SquareReading::Piece(color.king()))
+        .fold(0, |acc, (i, _)| acc | 1 << i)
+}
+
+fn bit(mask: u64, i: usize) -> bool {
+    mask & (1 << i) != 0
+}
+
+impl CertaboStream {
+    /// A decoder that knows no id yet.
+    pub fn new() -> CertaboStream {
+        CertaboStream::default()
+    }
+
+    /// A decoder that starts from a table learnt before (a later calibration still adds ids).
+    pub fn with_table(table: PieceTable) -> CertaboStream {
+        CertaboStream {
+            table,
+            ..CertaboStream::default()
+        }
+    }
+
+    /// The id table learnt so far.
+    pub fn table(&self) -> &PieceTable {
+        &self.table
+    }
+
+    /// Lines taken.
+    pub fn lines(&self) -> u64 {
+        self.filter.lines()
+    }
+
+    /// Readings of one line only that were not taken (junk, misreads, drop-outs).
+    pub fn ignored_reads(&self) -> u64 {
+        self.filter.ignored_reads()
+    }
+
+    /// The fields where an unknown id stands now (accepted, not in the table).
+    pub fn unknown_fields(&self) -> Vec<u8> {
+        (0..SQUARES)
+            .filter(|&i| {
+                matches!(
+                    self.table.reading(self.filter.accepted(i)),
+                    Reading::Unknown(_)
+                )
+            })
+            .map(|i| i as u8)
+            .collect()
+    }
+
+    fn line(&mut self, line: &CertaboLine, out: &mut Vec<Message>) {
+        if !std::mem::replace(&mut self.identified, true) {
+            out.push(Message::Session(SessionMessage::Version {
+                major: 0,
+                minor: 0,
+            }));
+        }
+        self.filter.update(line);
+        // A board that is no start position teaches nothing: that is the usual case.
+        let _ = self.table.learn(&self.filter.settled());
+        // Nothing before an id is known, nor before every square had its two lines.
+        if self.table.is_empty() || self.filter.lines() < u64::from(CONFIRM_LINES) {
+            return;
+        }
+        let mut real = [SquareReading::Empty; SQUARES];
+        let mut objects = 0u64;
+        for (i, r) in real.iter_mut().enumerate() {
+            match self.table.reading(self.filter.accepted(i)) {
+                Reading::Piece(p) => *r = SquareReading::Piece(p),
+                Reading::Unknown(_) => objects |= 1 << i,
+                Reading::Empty => {}
+            }
+        }
+        let last_real = self.last_real.as_deref();
+        // A side whose king stands on the same field in the last position and this one.
+        let still = |c: Color| {
+            let now = king_fields(&real, c);
+            now != 0 && last_real.is_some_and(|l| king_fields(l, c) == now)
+        };
+        let present = |c: Color| king_fields(&real, c) != 0;
+        let side = [self.object_side, Some(Color::White), Some(Color::Black)]
+            .into_iter()
+            .flatten()
+            .find(|c| present(*c));
+        let shown = |side: Option<Color>| match side {
+            Some(c) => SquareReading::Piece(Role::King.of(c)),
+            None => SquareReading::Empty,
+        };
+        let object = shown(side.filter(|_| objects != 0));
+        if let Some(last) = self.positions.last().copied() {
+            // First: every object shown before becomes what is safe now (kept, or turned into a
+            // king of a side whose king stands still), else empty.
+            let safe = side.filter(|c| still(*c));
+            let mut first = last;
+            for i in (0..SQUARES).filter(|i| bit(self.objects, *i)) {
+                first[i] = if bit(objects, i) && safe.is_some() {
+                    shown(safe)
+                } else {
+                    SquareReading::Empty
+                };
+            }
+            self.positions.report(&first, out);
+            // Then the real changes, every object's field kept as it is (a piece an object
+            // replaced stays until the object is shown: its field never reads empty).
+            let mut second = real;
+            for i in (0..SQUARES).filter(|i| bit(objects, *i)) {
+                second[i] = first[i];
+            }
+            self.positions.report(&second, out);
+        }
+        // Last: the objects as they are now.
+        let mut fields = real;
+        for i in (0..SQUARES).filter(|i| bit(objects, *i)) {
+            fields[i] = object;
+        }
+        self.positions.report(&fields, out);
+        self.objects = if object == SquareReading::Empty {
+            0
+        } else {
+            objects
+        };
+        self.object_side = side.or(self.object_side);
+        self.last_real = Some(Box::new(real));
+    }
+}
+
+impl Decoder for CertaboStream {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Message>) {
+        self.decoder.decode(bytes, &mut self.frames);
+        let frames = std::mem::take(&mut self.frames);
+        for frame in &frames {
+            match frame {
+                CertaboFrame::Line(line) => self.line(line, out),
+                // A Sentio board reads no pieces (and is not served: its lines are no answer
+                // to the handshake); LED acknowledgements are signs of life.
+                CertaboFrame::Occupancy(_) | CertaboFrame::LedAck | CertaboFrame::RgbLedAck => {
+                    out.push(Message::Session(SessionMessage::Other))
+                }
+            }
+        }
+        self.frames = frames;
+        self.frames.clear();
+    }
+
+    fn dropped_bytes(&self) -> u64 {
+        self.decoder.dropped_bytes()
+    }
+
+    fn bad_frames(&self) -> u64 {
+        self.decoder.bad_lines()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::calibration::is_start_field;
+    use super::super::codec::PieceId;
+    use super::super::filter::SETTLE_LINES;
+    use super::*;
+    use crate::core::observation::Observation;
+    use shakmaty::{Board, Square};
+
+    /// The start position, ids `[50, 0, field, 7, 9]`.
+    fn start() -> CertaboLine {
+        let mut l = CertaboLine::default();
+        for f in (0..64u8).filter(|f| is_start_field(*f)) {
+            l.squares[usize::from(f)] = PieceId([50, 0, f, 7, 9]);
+        }
+        l
+    }
+
+    fn field(sq: Square) -> usize {
+        (7 - sq.rank() as usize) * 8 + sq.file() as usize
+    }
+
+    fn mv(l: &mut CertaboLine, from: Square, to: Square) {
+        l.squares[field(to)] = std::mem::take(&mut l.squares[field(from)]);
+    }
+
+    fn feed(d: &mut CertaboStream, l: &CertaboLine, times: u32) -> Vec<Message> {
+        let mut out = Vec::new();
+        for _ in 0..times {
+            d.decode(&l.encode(), &mut out);
+        }
+        out
+    }
+
+    fn obs(msgs: &[Message]) -> Vec<Observation> {
+        msgs.iter()
+            .filter_map(|m| match m {
+                Message::Observation(o) => Some(o.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn fields_of(board: &Board) -> FieldArray {
+        let mut f = [SquareReading::Empty; 64];
+        for (sq, p) in board.iter() {
+            f[field(sq)] = SquareReading::Piece(p);
+        }
+        f
+    }
+
+    fn calibrated() -> CertaboStream {
+        let mut d = CertaboStream::new();
+        feed(&mut d, &start(), CONFIRM_LINES + SETTLE_LINES);
+        assert_eq!(d.table().len(), 32);
+        d
+    }
+
+    #[test]
+    fn session_bytes_are_what_the_board_takes() {
+        let c = Certabo;
+        assert_eq!(c.name(), "certabo");
+        let line = c.line();
+        assert_eq!(
+            (line.baud, line.data_bits, line.parity, line.stop_bits),
+            (38400, 8, Parity::None, 1)
+        );
+        assert!(c.handshake().is_empty() && c.handshake_retry().is_empty());
+        assert!(c.keepalive().is_empty() && c.dump_request().is_empty());
+        assert_eq!(c.start(), vec![0; 8]);
+        assert!(!c.reports_serial());
+        assert!(c.battery_request().is_none());
+        assert!(c.usb_ids().iter().all(|u| u.generic && u.vid == 0x10c4));
+    }
+
+    #[test]
+    fn the_first_line_answers_then_the_start_position_calibrates_and_is_a_dump() {
+        let mut d = CertaboStream::new();
+        let out = feed(&mut d, &start(), 1);
+        assert_eq!(
+            out,
+            vec![Message::Session(SessionMessage::Version {
+                major: 0,
+                minor: 0
+            })]
+        );
+        let out = feed(&mut d, &start(), CONFIRM_LINES + SETTLE_LINES - 2);
+        assert!(
+            out.is_empty(),
+            "nothing before the table knows an id: {out:?}"
+        );
+        let out = feed(&mut d, &start(), 1);
+        assert_eq!(
+            obs(&out),
+            vec![Observation::BoardDump(Box::new(fields_of(
+                &Board::default()
+            )))]
+        );
+        assert!(feed(&mut d, &start(), 3).is_empty());
+    }
+
+    #[test]
+    fn a_move_is_reported_one_line_late_and_one_line_noise_never() {
+        let mut d = calibrated();
+        let mut l = start();
+        // One line of noise: e2 drops out, d2 misread, junk on e4, a bad line.
+        let mut noisy = l.clone();
+        noisy.squares[field(Square::E2)] = PieceId::EMPTY;
+        noisy.squares[field(Square::D2)].0[4] ^= 1;
+        noisy.squares[field(Square::E4)] = PieceId([217, 253, 175, 8, 35]);
+        let mut out = feed(&mut d, &noisy, 1);
+        d.decode(b":1 2 3\r\n", &mut out);
+        out.extend(feed(&mut d, &l, 1));
+        assert!(obs(&out).is_empty(), "{out:?}");
+        assert_eq!(d.bad_frames(), 1);
+        mv(&mut l, Square::E2, Square::E4);
+        assert!(feed(&mut d, &l, 1).is_empty());
+        let f = |sq, reading| Observation::Field {
+            index: field(sq) as u8,
+            reading,
+        };
+        assert_eq!(
+            obs(&feed(&mut d, &l, 1)),
+            vec![
+                f(Square::E2, SquareReading::Empty),
+                f(Square::E4, SquareReading::Piece(Color::White.pawn()))
+            ]
+        );
+        assert!(d.ignored_reads() >= 3);
+    }
+
+    #[test]
+    fn an_unknown_id_is_a_second_king_and_never_where_a_real_king_could_go() {
+        let mut d = calibrated();
+        let mut l = start();
+        let object = PieceId([77, 1, 2, 3, 4]);
+        l.squares[field(Square::E3)] = object;
+        let out = obs(&feed(&mut d, &l, 2));
+        let f = |sq, reading| Observation::Field {
+            index: field(sq) as u8,
+            reading,
+        };
+        let wk = SquareReading::Piece(Color::White.king());
+        let bk = SquareReading::Piece(Color::Black.king());
+        assert_eq!(out, vec![f(Square::E3, wk)]);
+        assert_eq!(d.unknown_fields(), vec![field(Square::E3) as u8]);
+        // The white king lifted: the object becomes Black's king before e1 empties.
+        l.squares[field(Square::E1)] = PieceId::EMPTY;
+        let out = obs(&feed(&mut d, &l, 2));
+        assert_eq!(
+            out,
+            vec![f(Square::E3, bk), f(Square::E1, SquareReading::Empty)]
+        );
+        // Both kings off: the object reads empty first.
+        l.squares[field(Square::E8)] = PieceId::EMPTY;
+        let out = obs(&feed(&mut d, &l, 2));
+        assert_eq!(
+            out,
+            vec![
+                f(Square::E3, SquareReading::Empty),
+                f(Square::E8, SquareReading::Empty)
+            ]
+        );
+        // The white king back: it comes first, then the object as its second.
+        l.squares[field(Square::E1)] = start().squares[field(Square::E1)];
+        let out = obs(&feed(&mut d, &l, 2));
+        assert_eq!(out, vec![f(Square::E1, wk), f(Square::E3, wk)]);
+        // The object replaces a pawn: the pawn's field goes straight to the object.
+        l.squares[field(Square::E3)] = PieceId::EMPTY;
+        l.squares[field(Square::A2)] = object;
+        let out = obs(&feed(&mut d, &l, 2));
+        assert_eq!(
+            out,
+            vec![f(Square::E3, SquareReading::Empty), f(Square::A2, wk)]
+        );
+    }
+
+    #[test]
+    fn spare_queens_shown_beside_the_start_position_are_learnt() {
+        let mut d = calibrated();
+        let mut l = start();
+        let (white, black) = (PieceId([60, 0, 1, 1, 1]), PieceId([60, 0, 2, 2, 2]));
+        l.squares[field(Square::D3)] = white;
+        l.squares[field(Square::D6)] = black;
+        feed(&mut d, &l, CONFIRM_LINES + SETTLE_LINES);
+        assert_eq!(d.table().piece(&white), Some(Role::Queen.of(Color::White)));
+        assert_eq!(d.table().piece(&black), Some(Role::Queen.of(Color::Black)));
+        assert!(d.unknown_fields().is_empty());
+        // During a game (not the start position) nothing more is learnt.
+        let mut l = start();
+        mv(&mut l, Square::E2, Square::E4);
+        l.squares[field(Square::H3)] = PieceId([61, 0, 1, 1, 1]);
+        feed(&mut d, &l, CONFIRM_LINES + SETTLE_LINES);
+        assert_eq!(d.table().len(), 34);
+        assert_eq!(d.unknown_fields(), vec![field(Square::H3) as u8]);
+    }
+
+    #[test]
+    fn acknowledgements_and_sentio_lines_are_signs_of_life_only() {
+        let mut d = CertaboStream::new();
+        let mut out = Vec::new();
+        d.decode(b"L\r\n:255 255 0 0 0 0 255 255 \r\nD\r\n", &mut out);
+        assert_eq!(out, vec![Message::Session(SessionMessage::Other); 3]);
+        assert_eq!((d.dropped_bytes(), d.bad_frames()), (0, 0));
+    }
+
+    #[test]
+    fn a_table_kept_from_before_reads_at_once() {
+        let t = super::super::calibration::PieceTable::from_start_lines(&[start()]).unwrap();
+        let mut d = CertaboStream::with_table(t);
+        let mut l = start();
+        mv(&mut l, Square::G1, Square::F3);
+        let out = obs(&feed(&mut d, &l, 2));
+        let mut b = Board::default();
+        b.discard_piece_at(Square::G1);
+        b.set_piece_at(Square::F3, Color::White.knight());
+        assert_eq!(out, vec![Observation::BoardDump(Box::new(fields_of(&b)))]);
+    }
+}
