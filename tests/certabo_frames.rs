@@ -293,12 +293,12 @@ fn junk_on_empty_squares_never_reaches_the_core() {
         obs[1..],
         [
             &Observation::Field {
-                index: 52,
-                reading: SquareReading::Empty
-            },
-            &Observation::Field {
                 index: 36,
                 reading: start[52]
+            },
+            &Observation::Field {
+                index: 52,
+                reading: SquareReading::Empty
             }
         ]
     );

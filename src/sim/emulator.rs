@@ -26,6 +26,7 @@
 //! ([`EmulatorConfig::lose_field_updates`]), an old board sends its serial number as a 12-byte
 //! frame, and a Bluetooth board answers the battery request (0x4C).
 
+pub mod certabo;
 pub mod millennium;
 pub mod runner;
 

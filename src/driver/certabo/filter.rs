@@ -8,11 +8,15 @@
 //! boards with "low gain" chips, Certabo's software with the most frequent reading over its
 //! last three lines); a square dropping out (reading empty) for a line.
 //!
-//! The rule here: a square keeps its accepted reading until [`CONFIRM_LINES`] successive lines
-//! read the same new thing there (empty forms count as one, [`PieceId::normalized`]). Junk,
-//! misreads and drop-outs that last one line are never accepted; a lifted piece and a placed
-//! one are, one line (about 0.56 s) after they happen. It is stricter than a majority of three
-//! (a reading that alternates with noise never flips the square) at the same delay. Matching a
+//! The rule here: a square keeps its accepted reading until two lines read the same new thing
+//! there (empty forms count as one, [`PieceId::normalized`]): two successive lines, or two
+//! with one line between them that reads something else again (a misread or a drop-out of the
+//! new piece must not put its change off to the line where the next move begins), but not the
+//! old reading (except an empty one: a drop-out reads empty).
+//! Junk, misreads and drop-outs that last one line are never accepted; a lifted piece and a
+//! placed one are, one line (about 0.56 s) after they happen. It is close to a majority of
+//! three lines at the same delay, but a reading that comes back to the accepted one in
+//! between never counts. Matching a
 //! misread id to the nearest known id would be wrong: the ids of one set share their first
 //! bytes, and in set A a king and a pawn (`3 0 84 107 52` / `… 56`), a rook and a pawn, a rook
 //! and a knight differ in a single byte, so a one-byte misread can name another piece.
@@ -22,18 +26,30 @@
 
 use super::codec::{CertaboLine, PieceId, SQUARES};
 
-/// Successive lines that must agree before a square's reading changes.
+/// Lines that must read a new thing before a square's reading changes (within one more line).
 pub const CONFIRM_LINES: u32 = 2;
 /// Lines a square's accepted reading must have stood before it counts as settled (for
 /// calibration): about 3.4 s at the board's two lines a second.
 pub const SETTLE_LINES: u32 = 6;
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Candidate {
+    id: PieceId,
+    /// The line it was first read in.
+    first: u64,
+    /// The line it was last read in.
+    last: u64,
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Square {
     accepted: PieceId,
-    candidate: PieceId,
-    /// Successive lines that read `candidate` (0: no candidate).
-    seen: u32,
+    /// The reading of the last line.
+    prev: PieceId,
+    /// A new reading waiting for a second line.
+    candidate: Option<Candidate>,
+    /// The line the accepted reading was first read in.
+    read_at: u64,
     /// Lines since `accepted` last changed.
     since: u32,
 }
@@ -65,34 +81,52 @@ impl ReadFilter {
     /// Takes one line; whether an accepted reading changed.
     pub fn update(&mut self, line: &CertaboLine) -> bool {
         self.lines += 1;
+        let now = self.lines;
+        let window = u64::from(CONFIRM_LINES);
         let mut changed = false;
         for (sq, raw) in self.squares.iter_mut().zip(line.squares.iter()) {
             let r = raw.normalized();
             sq.since = sq.since.saturating_add(1);
+            let prev = std::mem::replace(&mut sq.prev, r);
+            let recent = sq.candidate.filter(|c| now - c.last < window);
             if r == sq.accepted {
-                if sq.seen > 0 {
+                // Back to the accepted reading: the candidate was noise. But an empty line
+                // between two reads of a piece put down is a drop-out (a reader drops out to
+                // empty; it does not read an absent piece).
+                let dropout = r == PieceId::EMPTY && recent.is_some();
+                if !dropout && sq.candidate.take().is_some() {
                     self.ignored += 1;
                 }
-                sq.seen = 0;
                 continue;
             }
-            if sq.seen > 0 && r == sq.candidate {
-                sq.seen += 1;
-            } else {
-                if sq.seen > 0 {
-                    self.ignored += 1;
-                }
-                sq.candidate = r;
-                sq.seen = 1;
-            }
-            if sq.seen >= CONFIRM_LINES {
+            let again = sq.candidate.filter(|c| c.id == r && now - c.last <= window);
+            if (now > 1 && prev == r) || again.is_some() {
                 sq.accepted = r;
-                sq.seen = 0;
+                sq.read_at = again.map_or(now - 1, |c| c.first);
+                sq.candidate = None;
                 sq.since = 0;
                 changed = true;
+                continue;
+            }
+            // A candidate of the last line stays through one other reading.
+            if recent.is_none() {
+                if sq.candidate.is_some() {
+                    self.ignored += 1;
+                }
+                sq.candidate = Some(Candidate {
+                    id: r,
+                    first: now,
+                    last: now,
+                });
             }
         }
         changed
+    }
+
+    /// The line (counted from 1) in which field `i`'s accepted reading was first read: the
+    /// order of the changes one line accepts (taken modulo 64).
+    pub fn read_at(&self, i: usize) -> u64 {
+        self.squares[i % SQUARES].read_at
     }
 
     /// Field `i`'s accepted reading (taken modulo 64).
@@ -111,7 +145,7 @@ impl ReadFilter {
         self.lines
     }
 
-    /// Readings that never reached [`CONFIRM_LINES`] (junk, misreads, drop-outs).
+    /// New readings never confirmed (junk, misreads, drop-outs).
     pub fn ignored_reads(&self) -> u64 {
         self.ignored
     }

@@ -14,9 +14,10 @@
 //! moved elsewhere, a released move changed to another square, pieces of both sides handled in
 //! one turn when the lines show them apart, and the capture order when the lines show it. It
 //! cannot see a touch without a lift (a piece touched or adjusted in place), a lift shorter
-//! than about a second, the order of changes made between two lines (the driver reports a
-//! line's emptied squares first, then the filled ones), or the exact moment of a change (to
-//! ±0.3 s, plus the line's delay). Piece ids tell pieces of one kind apart, but the core is
+//! than about a second, the order of changes made between two lines (the driver reports the
+//! pieces put down first, then the squares emptied), or the exact moment of a change (to
+//! ±0.3 s, plus the line's delay); two moves made between the same two lines reach the core
+//! as one jump, which it recovers from the next whole board (moves marked `recovered`). Piece ids tell pieces of one kind apart, but the core is
 //! told pieces, not ids, so "the same knight came back" is not used.
 
 pub mod calibration;

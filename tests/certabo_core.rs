@@ -1,0 +1,259 @@
+//! What the core makes of a Certabo board: the emulated board's lines (noisy readers included),
+//! decoded by the `certabo` driver into changed squares, go through the same inference as any
+//! board's. Corpus games come out exact with noisy reads; a promotion takes the spare queen
+//! shown before the game; a board turned round after calibration is found by the core; a piece
+//! whose id the board never saw raises no move. No clock: moves are completed by the next move.
+
+use eboardd::core::engine::EngineConfig;
+use eboardd::core::event::{CoreEvent, EventEnvelope};
+use eboardd::core::observation::Micros;
+use eboardd::driver::BoardDriver;
+use eboardd::driver::certabo::Certabo;
+use eboardd::replay::Device;
+use eboardd::sim::emulator::certabo::{CertaboConfig, CertaboEmulator};
+use eboardd::sim::emulator::runner::EmulatedBoard;
+use eboardd::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
+use eboardd::sim::pgn::{ScriptGame, parse_games, parse_games_bytes};
+use eboardd::sim::{SimConfig, Style};
+use serde_json::Value;
+use shakmaty::san::SanPlus;
+
+/// What one game on the emulated board gave.
+struct Played {
+    events: Vec<CoreEvent>,
+    device: Device,
+    board: CertaboEmulator,
+}
+
+impl Played {
+    fn json(&self) -> Vec<Value> {
+        self.events
+            .iter()
+            .map(|e| serde_json::from_str(&EventEnvelope::new(0, "certabo", e).to_json()).unwrap())
+            .collect()
+    }
+
+    fn of(&self, kind: &str, field: &str) -> Vec<String> {
+        self.json()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e[field].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    fn irregularities(&self) -> Vec<String> {
+        self.of("irregularity", "code")
+    }
+
+    /// The SAN of the last game's moves, as the core recorded them.
+    fn sans(&self) -> Vec<String> {
+        self.device
+            .engine
+            .games()
+            .last()
+            .map(|g| g.moves.iter().map(|m| m.san.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn sans_of(game: &ScriptGame) -> Vec<String> {
+    let mut pos = game.start.clone();
+    game.moves
+        .iter()
+        .map(|m| SanPlus::from_move_and_play_unchecked(&mut pos, *m).to_string())
+        .collect()
+}
+
+/// Plays `game` in `style` on an emulated Certabo board set up with `cfg`, its lines fed to a
+/// `certabo` device as they come, until a few seconds after the script's end.
+fn play(game: &ScriptGame, style: Style, seed: u64, cfg: CertaboConfig) -> Played {
+    let script = Script::from_games(
+        std::slice::from_ref(game),
+        &SimConfig::new(style, seed),
+        5_000_000,
+    );
+    let players = Emulator::new(
+        script,
+        EmulatorConfig {
+            clock: ClockModel::None,
+            ..Default::default()
+        },
+    );
+    let mut board = CertaboEmulator::new(players, cfg);
+    let mut device = Device::with_driver("certabo", &Certabo, EngineConfig::default());
+    let mut events = Vec::new();
+    let mut out = Vec::new();
+    // eboardd's start: every LED off; the players begin.
+    assert!(board.host_input(&Certabo.start(), &mut out));
+    device.receive(0, &out, &mut events);
+    let mut end: Option<Micros> = None;
+    let mut t = 0;
+    while let Some(due) = board.next_due() {
+        t = due;
+        if end.is_some_and(|e| t > e) {
+            break;
+        }
+        out.clear();
+        board.advance(t, &mut out);
+        if !out.is_empty() {
+            device.receive(t, &out, &mut events);
+        }
+        if end.is_none() && board.finished() {
+            end = Some(t + 5_000_000);
+        }
+    }
+    device.engine.finish(t, &mut events);
+    assert_eq!(board.unknown_bytes(), 0);
+    Played {
+        events,
+        device,
+        board,
+    }
+}
+
+fn corpus(file: &str) -> Vec<ScriptGame> {
+    let path = format!(
+        "{}/tests/data/pgn/standard/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse_games_bytes(&std::fs::read(&path).expect("corpus file"))
+        .into_iter()
+        .filter_map(Result::ok)
+        // Set-up positions are no Certabo games: the board is calibrated on the start position,
+        // and the core starts a set-up game only before any game (see the module docs).
+        .filter(|g| g.moves.len() >= 20 && g.tag("FEN").is_none())
+        .collect()
+}
+
+fn one(pgn: &str) -> ScriptGame {
+    parse_games(pgn).remove(0).expect("a game")
+}
+
+#[test]
+fn corpus_games_come_out_exact_with_noisy_reads() {
+    let games = corpus("pychess_world_matches.pgn");
+    let mut failed = Vec::new();
+    let picked: Vec<&ScriptGame> = games.iter().step_by(41).take(6).collect();
+    for (k, game) in picked.iter().enumerate() {
+        let seed = 100 + k as u64;
+        let p = play(game, Style::Human, seed, CertaboConfig::noisy(seed));
+        let (m, d, j) = p.board.noise;
+        assert!(m > 0 && d > 0 && j > 0, "noise was on: {:?}", p.board.noise);
+        if p.sans() != sans_of(game) {
+            let got = p.sans();
+            let want = sans_of(game);
+            let ply = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            failed.push(format!(
+                "game {k} (seed {seed}): {} of {} plies, first difference at ply {}: {:?} for {:?}",
+                got.len(),
+                want.len(),
+                ply + 1,
+                got.get(ply),
+                want.get(ply)
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+#[test]
+fn a_promotion_takes_the_spare_queen_shown_before_the_game() {
+    let game = one("1. e4 d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Nbd7 5. bxa8=Q e5 6. Qxa7 *");
+    let p = play(&game, Style::Human, 3, CertaboConfig::noisy(3));
+    assert_eq!(p.sans(), sans_of(&game), "{:#?}", p.json());
+    assert_eq!(p.board.unknown_pieces(), 0);
+}
+
+#[test]
+fn a_board_turned_round_after_calibration_is_found_by_the_core() {
+    let games = corpus("pychess_dortmund.pgn");
+    let game = &games[3];
+    let p = play(
+        game,
+        Style::Human,
+        11,
+        CertaboConfig {
+            reversed: true,
+            ..CertaboConfig::noisy(11)
+        },
+    );
+    assert_eq!(p.sans(), sans_of(game));
+    let g = p.device.engine.games().last().unwrap();
+    assert!(g.reversed, "the game is played on a board turned round");
+    assert!(
+        p.irregularities().contains(&"board_reversed".to_string()),
+        "{:?}",
+        p.irregularities()
+    );
+}
+
+#[test]
+fn a_piece_the_board_never_saw_raises_no_move() {
+    // No spare queen shown: the promoted queen's id is unknown to the table.
+    let game = one("1. e4 d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Nbd7 5. bxa8=Q e5 *");
+    let p = play(
+        &game,
+        Style::Human,
+        5,
+        CertaboConfig {
+            spare_queens: 0,
+            ..CertaboConfig::noisy(5)
+        },
+    );
+    assert_eq!(p.board.unknown_pieces(), 1);
+    let want = sans_of(&game);
+    assert_eq!(p.sans(), want[..8], "no promotion, and nothing after it");
+    assert!(
+        !p.of("move_made", "san").iter().any(|s| s.contains("a8")),
+        "{:?}",
+        p.of("move_made", "san")
+    );
+    assert!(
+        !p.irregularities().is_empty(),
+        "the unknown piece is reported"
+    );
+}
+
+/// A wider sample, for measuring: `cargo test --release --test certabo_core -- --ignored`.
+#[test]
+#[ignore]
+fn wider_sample_with_noisy_reads() {
+    let mut games = corpus("pychess_world_matches.pgn");
+    games.extend(corpus("pychess_dortmund.pgn"));
+    for style in [Style::Human, Style::Blitz] {
+        let mut exact = 0;
+        let mut failed = Vec::new();
+        let mut codes: std::collections::BTreeMap<String, usize> = Default::default();
+        let picked: Vec<&ScriptGame> = games.iter().step_by(7).take(60).collect();
+        for (k, game) in picked.iter().enumerate() {
+            let seed = 1000 + k as u64;
+            let cfg = if std::env::var("CLEAN").is_ok() {
+                CertaboConfig {
+                    seed,
+                    ..CertaboConfig::default()
+                }
+            } else {
+                CertaboConfig::noisy(seed)
+            };
+            let p = play(game, style, seed, cfg);
+            for c in p.irregularities() {
+                *codes.entry(c).or_default() += 1;
+            }
+            if p.sans() == sans_of(game) {
+                exact += 1;
+            } else {
+                let got = p.sans();
+                let ply = got
+                    .iter()
+                    .zip(sans_of(game))
+                    .take_while(|(a, b)| **a == *b)
+                    .count();
+                failed.push((k, seed, ply + 1));
+            }
+        }
+        println!(
+            "{style:?}: {exact}/{} exact; failed (game, seed, ply): {failed:?}; irregularities: {codes:?}",
+            picked.len()
+        );
+    }
+}
