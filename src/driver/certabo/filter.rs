@@ -194,6 +194,40 @@ mod tests {
     }
 
     #[test]
+    fn one_odd_line_between_two_reads_of_a_new_piece_does_not_put_it_off() {
+        let other = PieceId([3, 0, 84, 252, 154]);
+        // Put down, dropped out, read again: accepted in the third line, read in the first.
+        let mut f = ReadFilter::new();
+        f.update(&line(PieceId::EMPTY));
+        f.update(&line(ID));
+        f.update(&line(PieceId::EMPTY));
+        assert!(f.update(&line(ID)));
+        assert_eq!((f.accepted(0), f.read_at(0)), (ID, 2));
+        // Misread between: the same.
+        let mut f = ReadFilter::new();
+        f.update(&line(ID));
+        f.update(&line(other));
+        assert!(f.update(&line(ID)));
+        assert_eq!((f.accepted(0), f.read_at(0)), (ID, 1));
+        // Two odd lines between: the candidate is gone.
+        let mut f = ReadFilter::new();
+        f.update(&line(ID));
+        f.update(&line(PieceId([9, 9, 9, 9, 9])));
+        f.update(&line(PieceId([8, 9, 9, 9, 9])));
+        assert!(!f.update(&line(ID)));
+        // A piece read again between two empty readings is still there.
+        let mut f = ReadFilter::new();
+        f.update(&line(ID));
+        f.update(&line(ID));
+        f.update(&line(PieceId::EMPTY));
+        f.update(&line(ID));
+        assert!(!f.update(&line(PieceId::EMPTY)));
+        assert_eq!(f.accepted(0), ID);
+        assert!(f.update(&line(PieceId::EMPTY)), "two empty lines: lifted");
+        assert_eq!(f.read_at(0), 5);
+    }
+
+    #[test]
     fn a_reading_settles_after_it_has_stood() {
         let mut f = ReadFilter::new();
         assert_eq!(f.settled()[0], None);

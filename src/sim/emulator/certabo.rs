@@ -150,7 +150,7 @@ pub struct CertaboEmulator {
 impl CertaboEmulator {
     /// A board whose players play `players`' script (its clock model is ignored: no clock).
     pub fn new(players: Emulator, cfg: CertaboConfig) -> CertaboEmulator {
-        let mut rng = Rng::derive(cfg.seed, 0xCE27_AB0);
+        let mut rng = Rng::derive(cfg.seed, 0x0CE2_7AB0);
         let mut em = CertaboEmulator {
             players,
             rng: Rng::derive(cfg.seed, 0x11_4E5),
@@ -282,8 +282,8 @@ impl CertaboEmulator {
     /// kind the hand carried from a field whose lift is reported a moment later, else one with
     /// an id never shown.
     fn set_fields(&mut self, next: &FieldArray, t: Micros) {
-        for i in 0..64 {
-            if self.fields[i] != next[i]
+        for (i, want) in next.iter().enumerate() {
+            if self.fields[i] != *want
                 && let (SquareReading::Piece(p), Some(id)) = (self.fields[i], self.ids[i].take())
             {
                 self.off.push((p, id));
@@ -604,6 +604,51 @@ mod tests {
         em.host_input(&LEDS_OFF, &mut out);
         em.advance(200_000_000, &mut out);
         assert_eq!(em.unknown_pieces(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streams_on_a_pty_and_plays_once_the_host_turns_the_leds_off() {
+        use crate::sim::emulator::runner::{self, Control, RunnerConfig};
+        use std::io::{Read, Write};
+        use std::time::Duration;
+        let em = board("1. e4 e5 *", CertaboConfig::default());
+        let mut h = runner::spawn(
+            em,
+            RunnerConfig {
+                speed: 100.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(h.status().waiting);
+        let path = h.status().path;
+        let got = tokio::task::spawn_blocking(move || {
+            let mut port = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap();
+            let mut dec = LineDecoder::new();
+            let mut frames = Vec::new();
+            let mut buf = [0u8; 4096];
+            // A line comes unasked, before the host says anything.
+            while !frames.iter().any(|f| matches!(f, CertaboFrame::Line(_))) {
+                let n = port.read(&mut buf).unwrap();
+                dec.decode(&buf[..n], &mut frames);
+            }
+            port.write_all(&LEDS_OFF).unwrap();
+            while !frames.contains(&CertaboFrame::LedAck) {
+                let n = port.read(&mut buf).unwrap();
+                dec.decode(&buf[..n], &mut frames);
+            }
+            (frames, dec.bad_lines())
+        })
+        .await
+        .unwrap();
+        assert_eq!(got.1, 0);
+        assert!(h.wait_for(Duration::from_secs(20), |s| s.finished).await);
+        h.send(Control::Stop);
+        h.task.await.unwrap().unwrap();
     }
 
     #[test]
