@@ -19,10 +19,17 @@
 //! ±0.3 s, plus the line's delay); two moves made between the same two lines reach the core
 //! as one jump, which it recovers from the next whole board (moves marked `recovered`). Piece ids tell pieces of one kind apart, but the core is
 //! told pieces, not ids, so "the same knight came back" is not used.
+//!
+//! **Limits.** The ids are learnt from a start position (the first one the normal way round):
+//! a decoder that starts on a game in progress reads nothing until a start position stands on
+//! the board. The daemon keeps one decoder per board across replugs and rebuilds it from the
+//! day's capture after a restart, so this concerns a fresh capture only. A set-up (adjourned)
+//! position laid out after the calibration is not taken as a new game by the core, which starts
+//! set-up games only before any game: the operator's `set_position` does it.
 
 pub mod calibration;
 pub mod codec;
 mod driver;
 pub mod filter;
 
-pub use driver::{Certabo, CertaboStream, NAME};
+pub use driver::{Certabo, CertaboStream, DUMP_AFTER_QUIET_LINES, NAME};
