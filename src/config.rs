@@ -385,6 +385,9 @@ impl Config {
             if p.as_os_str().is_empty() {
                 return bad("daemon.ports has an empty path".into());
             }
+            if let Err(e) = crate::driver::parse_port(p) {
+                return bad(format!("daemon.ports: {e}"));
+            }
         }
         if let Some(d) = &self.daemon.capture_dir
             && d.as_os_str().is_empty()

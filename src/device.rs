@@ -33,13 +33,35 @@ impl Device {
 
     /// A device of the given driver with a fresh decoder and engine.
     pub fn with_driver(id: &str, driver: &'static dyn BoardDriver, cfg: EngineConfig) -> Self {
+        Device::for_unit(id, driver, crate::session::SINGLE, cfg)
+    }
+
+    /// Board `unit` of a port of `driver`'s family (a bus address on a chain: its decoder
+    /// takes only that board's frames), with a fresh decoder and engine.
+    pub fn for_unit(
+        id: &str,
+        driver: &'static dyn BoardDriver,
+        unit: crate::session::Unit,
+        cfg: EngineConfig,
+    ) -> Self {
         Device {
             id: id.to_string(),
             driver,
-            decoder: driver.decoder(),
+            decoder: driver.unit_decoder(unit),
             engine: BoardEngine::new(cfg),
             messages: Vec::new(),
         }
+    }
+
+    /// The messages decoded from the last bytes received ([`Device::receive`]): the session
+    /// messages go to the port's session, so that every chunk is decoded once.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The decoder's counters so far: bytes dropped while resynchronising, frames rejected.
+    pub fn line_counters(&self) -> (u64, u64) {
+        (self.decoder.dropped_bytes(), self.decoder.bad_frames())
     }
 
     /// The device's driver.

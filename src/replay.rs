@@ -58,6 +58,24 @@ pub fn driver_of(
     driver::for_name_or_default(name)
 }
 
+/// The unit a capture header's `devices` list gives device `id` on its port (`address`: a
+/// board's bus address on a chain), or [`crate::session::SINGLE`].
+pub fn unit_of(
+    header: &serde_json::Map<String, serde_json::Value>,
+    id: &str,
+) -> crate::session::Unit {
+    header
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+        .find(|d| d.get("id").and_then(|i| i.as_str()) == Some(id))
+        .and_then(|d| d.get("address"))
+        .and_then(|a| a.as_u64())
+        .and_then(|a| crate::session::Unit::try_from(a).ok())
+        .unwrap_or(crate::session::SINGLE)
+}
+
 /// Replays records of any number of devices, in order, through one code path.
 #[derive(Debug, Default)]
 pub struct Replayer {
@@ -137,8 +155,9 @@ impl Replayer {
                 }
                 let (driver, warning) = driver_of(&cap.header.extra, id);
                 self.warnings.extend(warning);
+                let unit = unit_of(&cap.header.extra, id);
                 self.devices
-                    .insert(id.to_string(), Device::with_driver(id, driver, cfg));
+                    .insert(id.to_string(), Device::for_unit(id, driver, unit, cfg));
             }
         }
         // Captures given one after another continue in time.

@@ -7,9 +7,10 @@
 use std::time::{Duration, Instant};
 
 use eboardd::core::event::EventKind;
-use eboardd::daemon::link::{Link, LinkConfig, LinkKind, Note, game_explains};
 use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
 use eboardd::replay::Device;
+use eboardd::session::Note;
+use eboardd::session::link::{Link, LinkConfig, LinkKind, game_explains};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};

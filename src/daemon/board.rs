@@ -12,14 +12,16 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
-use super::link::LinkKind;
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
 use crate::device::{Applied, Device, apply_record};
+use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
+use crate::session::Unit;
+use crate::session::link::LinkKind;
 
 /// What the configuration says about a board (PGN tags, clock side).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub struct BoardMeta {
     /// The board's driver (`None`: the default), for a new capture; a capture continued
     /// keeps the driver its header names.
     pub driver: Option<&'static str>,
+    /// The board's unit on its port (a bus address on a chain), for a new capture's header.
+    pub unit: Option<Unit>,
 }
 
 impl BoardMeta {
@@ -74,6 +78,21 @@ pub struct BoardState {
     events: Vec<CoreEvent>,
     /// The port session that has the board now.
     owner: Option<u64>,
+    /// Capture time at which the board was last disconnected (`None`: not in this run).
+    away_since: Option<crate::core::observation::Micros>,
+    /// The decoder's counters when the current session took the board.
+    counters_at_claim: (u64, u64),
+}
+
+/// What bytes received did.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// The events they caused (already published).
+    pub events: Vec<CoreEvent>,
+    /// The messages decoded from them, for the port's session.
+    pub messages: Vec<Message>,
+    /// Frames the decoder rejected among them.
+    pub bad_frames: u64,
 }
 
 /// Whether events are worth a disk sync before they go out (everything but clock readings).
@@ -106,28 +125,31 @@ impl BoardState {
         let mut header = Map::new();
         header.insert("board".into(), id.into());
         header.insert("tags".into(), meta.tags_json());
-        header.insert(
-            "devices".into(),
-            json!([{"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()}]),
-        );
+        let mut device =
+            json!({"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()});
+        if let Some(unit) = meta.unit {
+            device["address"] = unit.into();
+        }
+        header.insert("devices".into(), json!([device]));
         let opened = CaptureFile::open(&path, header, store.fsync)?;
-        let (link, driver) = match &opened.existing {
+        let (link, driver, unit) = match &opened.existing {
             Some(cap) => {
                 let (driver, warning) = crate::replay::driver_of(&cap.header.extra, id);
                 if let Some(w) = warning {
                     tracing::warn!("{id}: {w}");
                 }
+                let unit = crate::replay::unit_of(&cap.header.extra, id);
                 if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) {
-                    (LinkKind::Bluetooth, driver)
+                    (LinkKind::Bluetooth, driver, unit)
                 } else {
-                    (LinkKind::Wired, driver)
+                    (LinkKind::Wired, driver, unit)
                 }
             }
-            None => (link, driver),
+            None => (link, driver, meta.unit.unwrap_or(crate::session::SINGLE)),
         };
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::with_driver(id, driver, link.engine_config()),
+            device: Device::for_unit(id, driver, unit, link.engine_config()),
             capture: opened.file,
             clock_seen: false,
             connection: LinkState::Unknown,
@@ -137,6 +159,8 @@ impl BoardState {
             meta: BoardMeta::default(),
             events: Vec::new(),
             owner: None,
+            away_since: None,
+            counters_at_claim: (0, 0),
         };
         if let Some(cap) = &opened.existing {
             board.rebuild(cap);
@@ -213,6 +237,24 @@ impl BoardState {
     /// old one has noticed its link is gone).
     pub fn claim(&mut self, session: u64) {
         self.owner = Some(session);
+        self.counters_at_claim = self.device.line_counters();
+    }
+
+    /// Bytes dropped and frames rejected by the board's decoder since the current session took
+    /// the board.
+    pub fn session_counters(&self) -> (u64, u64) {
+        let (d, b) = self.device.line_counters();
+        (
+            d.saturating_sub(self.counters_at_claim.0),
+            b.saturating_sub(self.counters_at_claim.1),
+        )
+    }
+
+    /// How long the board was away before now (`None`: not disconnected in this run).
+    pub fn away_for(&self) -> Option<std::time::Duration> {
+        let since = self.away_since?;
+        let us = (self.capture.now() - since).max(0);
+        Some(std::time::Duration::from_micros(us as u64))
     }
 
     /// A port session lets the board go; `false` when another session has it since.
@@ -269,13 +311,20 @@ impl BoardState {
         Ok(events)
     }
 
-    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived).
-    pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived): captured,
+    /// decoded once, their observations fed to the core and its events published.
+    pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Received> {
         let t = self
             .capture
             .write(t, &self.id, RecordKind::Rx(bytes.to_vec()))?;
+        let bad = self.device.line_counters().1;
         self.device.receive(t, bytes, &mut self.events);
-        self.flush(hub)
+        let bad_frames = self.device.line_counters().1 - bad;
+        Ok(Received {
+            events: self.flush(hub)?,
+            messages: self.device.messages().to_vec(),
+            bad_frames,
+        })
     }
 
     /// Bytes about to be sent at `t`.
@@ -358,6 +407,9 @@ impl BoardState {
         }
         let was = self.connection;
         self.connection = connection;
+        if was == LinkState::Active && connection != LinkState::Active {
+            self.away_since = Some(self.capture.now());
+        }
         let driver = self.device.driver().name().to_string();
         let serial = self.meta.serial.clone();
         let kind = match (was, connection) {
@@ -390,9 +442,9 @@ impl BoardState {
         Ok(())
     }
 
-    /// Whether the game explains `fields` (see [`super::link::game_explains`]).
+    /// Whether the game explains `fields` (see [`crate::session::link::game_explains`]).
     pub fn explains(&self, fields: &FieldArray) -> bool {
-        super::link::game_explains(&self.device.engine, fields)
+        crate::session::link::game_explains(&self.device.engine, fields)
     }
 
     /// The number of games and the moves of the last, for logs and tests.

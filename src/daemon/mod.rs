@@ -10,11 +10,9 @@
 pub mod board;
 pub mod board_task;
 pub mod captures;
-pub mod clock;
 mod control;
 pub mod demo;
 pub mod discovery;
-pub mod link;
 pub mod notify;
 pub mod serial;
 pub mod signals;
@@ -221,6 +219,7 @@ impl Ctx {
             black: b.and_then(|b| b.black.clone()),
             white_clock: b.and_then(|b| b.white_clock),
             driver: None,
+            unit: None,
         }
     }
 
@@ -266,7 +265,7 @@ impl Ctx {
         &self,
         id: &str,
         meta: BoardMeta,
-        link: link::LinkKind,
+        link: crate::session::link::LinkKind,
     ) -> std::io::Result<Arc<Mutex<BoardState>>> {
         let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = boards.get(id) {
@@ -326,7 +325,7 @@ impl Ctx {
                 &id,
                 meta,
                 Some(&path),
-                link::LinkKind::Wired,
+                crate::session::link::LinkKind::Wired,
             ) {
                 Ok(b) => b,
                 Err(e) => {
@@ -579,10 +578,16 @@ pub async fn serve(
             }
         }
         for p in wanted {
-            ports.entry(p.clone()).or_insert_with(|| {
-                let (path, origin) = Origin::configured(&p);
-                spawn_port(ctx, path, origin)
-            });
+            if ports.contains_key(&p) {
+                continue;
+            }
+            // The configuration was checked: every port names a family this build has.
+            match Origin::configured(&p) {
+                Ok((path, origin)) => {
+                    ports.insert(p.clone(), spawn_port(ctx, path, origin));
+                }
+                Err(e) => tracing::error!("port not served: {e}"),
+            }
         }
         match (cfg.daemon.discovery, discovery.is_some()) {
             (true, false) => {
@@ -889,7 +894,7 @@ mod tests {
         .await;
         assert_eq!(end, PortEnd::Gone);
         let (stop, rx) = watch::channel(false);
-        let origin = Origin::configured(&missing).1;
+        let origin = Origin::configured(&missing).unwrap().1;
         let task = tokio::spawn(board_task::serve_port(ctx, missing, origin, rx));
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!task.is_finished());

@@ -9,6 +9,7 @@ use crate::core::observation::{
 };
 use shakmaty::{Color, Piece, Role};
 
+pub mod clock;
 mod command;
 mod decode;
 mod driver;
