@@ -197,7 +197,7 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
 pub const DEFAULT_DRIVER: &str = dgt::NAME;
 
 /// Every driver the daemon knows: one line per board family.
-pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &millennium::Millennium];
+pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &dgt::DgtBus, &millennium::Millennium];
 
 /// The driver called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {

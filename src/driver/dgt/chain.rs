@@ -1,0 +1,646 @@
+//! [`DgtBus`]: a chain of DGT boards on one port, in DGT's bus mode (`docs/dgt-protocol.md`
+//! §1.9, §5.14), and [`Chain`], its session (sans-IO).
+//!
+//! Tournaments chain about a dozen boards on one serial or USB port; every board hears every
+//! command and answers only those addressed to it. The session:
+//!
+//! - **finds the boards**: PING to address 0, which every board answers after its own random
+//!   delay of up to 1.1 s, listened to for [`DISCOVERY_WINDOW`]; then IGNORE_NEXT_BUS_PING to
+//!   every board found (it answers at once and stays quiet at the next PING to 0) and PING to 0
+//!   again, until a round finds no new board and sees no collision (garbled replies); at least
+//!   two rounds at the start, because a board left in single-board mode takes the first bus
+//!   command as the switch back to bus mode and does not answer it. A round runs again every
+//!   [`REDISCOVER_EVERY`] to find boards plugged into the chain later;
+//! - **polls** the boards one after the other: SEND_CHANGES (the board's memory entries since
+//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading) each
+//!   cycle, each command sent the moment the previous reply is complete, so that the cycle is
+//!   what the bytes need at 9600 baud plus the boards' reply times. A reply with a bad checksum
+//!   or cut short is asked for again (REPEAT_CHANGES for the changes, so that none is lost; a
+//!   command that got no answer at all is sent again as it was, as the board may not have
+//!   heard it); a board that leaves [`LOST_AFTER`] exchanges in a row unanswered is
+//!   disconnected (its game kept) and found again by a later discovery;
+//! - **recovers from the boards' memory**: a board found with a game in progress (after a cable
+//!   was pulled, the chain powered down and up, the daemon restarted) is asked for
+//!   SEND_FROM_START (every change since the start of its game) before its pending changes and
+//!   a board dump; the decoder joins the two into one [`crate::core::observation::Observation::
+//!   Memory`] from which the core recovers the moves made meanwhile exactly. When the core
+//!   starts a game, the board is told SET_START_GAME, so that its memory marks the game's
+//!   start;
+//! - **repairs** a board whose changes settle unexplained by the game (changes lost after every
+//!   repeat) with SEND_BRD.
+//!
+//! It never sends a single-board command (the first one would take every board of the chain out
+//! of bus mode, and all of them would answer it at once): every byte it writes is a
+//! [`BusCommand`], and clock texts are not shown on a chain.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
+use crate::core::event::{CoreEvent, EventKind};
+use crate::core::observation::{FieldArray, Observation};
+use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
+
+/// The driver's name in capture headers and events (never change it: captures name it).
+pub const NAME: &str = "dgt-bus";
+
+/// Time a byte takes on the line at 9600 baud, 8N1 (ten bits).
+pub const BYTE_TIME: Duration = Duration::from_micros(1042);
+/// The longest pause inside or before a reply before it counts as missing or cut short: DGT's
+/// header suggests 80 ms (a board answers within milliseconds, up to 20 ms while it writes its
+/// memory).
+pub const REPLY_GAP: Duration = Duration::from_millis(80);
+/// How long every board may take to answer a PING to address 0: 1.1 s (DGT's header), a reply's
+/// bytes and [`REPLY_GAP`].
+pub const DISCOVERY_WINDOW: Duration = Duration::from_millis(1100 + 7 + 80);
+/// How often the chain is searched for boards plugged in later.
+pub const REDISCOVER_EVERY: Duration = Duration::from_secs(30);
+/// Sends of one command before the exchange counts as unanswered.
+pub const MAX_TRIES: u32 = 3;
+/// Unanswered exchanges in a row after which a board counts as gone.
+pub const LOST_AFTER: u32 = 3;
+/// Field changes settled this long on a board the game does not explain: a board dump.
+pub const SETTLE_DUMP: Duration = Duration::from_millis(400);
+/// Discovery rounds at most in one search (collisions can keep a round inconclusive).
+const MAX_ROUNDS: u32 = 8;
+
+/// A chain of DGT boards on one port, in bus mode. Configured (`dgt-bus:/dev/ttyUSB0`), never
+/// discovered: a chain's port carries the same USB ids as a single DGT board.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DgtBus;
+
+impl BoardDriver for DgtBus {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn line(&self) -> LineSettings {
+        LineSettings {
+            baud: 9600,
+            data_bits: 8,
+            parity: Parity::None,
+            stop_bits: 1,
+        }
+    }
+
+    fn usb_ids(&self) -> &'static [UsbId] {
+        &[]
+    }
+
+    /// The decoder of a board at address 0 (no board has it): use [`BoardDriver::unit_decoder`].
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(BusStream::new(0))
+    }
+
+    fn unit_decoder(&self, unit: Unit) -> Box<dyn Decoder> {
+        Box::new(BusStream::new(unit))
+    }
+
+    fn line_decoder(&self) -> Box<dyn Decoder> {
+        Box::new(BusLineStream::new())
+    }
+
+    fn session(&self, cfg: &SessionConfig) -> Option<Box<dyn crate::session::Session>> {
+        Some(Box::new(Chain::new(cfg.clone())))
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn handshake(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn start(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn keepalive(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn dump_request(&self) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// One board of the chain.
+#[derive(Debug)]
+struct Member {
+    /// Its capture is open (after [`Action::Found`]).
+    opened: bool,
+    /// Commands of this board's turn still to send.
+    turn: VecDeque<BusCommand>,
+    /// Commands to send at its next turn, before the cycle's.
+    extra: VecDeque<BusCommand>,
+    /// Exchanges left unanswered in a row.
+    missed: u32,
+    /// The fields as the board reported them.
+    shadow: Option<Box<FieldArray>>,
+    /// Last field change, and whether the settle check was done since.
+    last_field: Option<Instant>,
+    settled_checked: bool,
+    /// Ignored at the current discovery round's PING.
+    ignoring: bool,
+}
+
+impl Member {
+    fn new() -> Member {
+        Member {
+            opened: false,
+            turn: VecDeque::new(),
+            extra: VecDeque::new(),
+            missed: 0,
+            shadow: None,
+            last_field: None,
+            settled_checked: true,
+            ignoring: false,
+        }
+    }
+
+    fn ask(&mut self, cmd: BusCommand) {
+        if !self.extra.contains(&cmd) {
+            self.extra.push_back(cmd);
+        }
+    }
+
+    /// What the board reported, for the repair checks.
+    fn observed(&mut self, now: Instant, msg: &Message) {
+        match msg {
+            Message::Observation(Observation::Field { index, reading }) => {
+                if let Some(s) = &mut self.shadow {
+                    s[usize::from(*index & 0x3F)] = *reading;
+                }
+                self.last_field = Some(now);
+                self.settled_checked = false;
+            }
+            Message::Observation(Observation::BoardDump(f)) => {
+                self.shadow = Some(f.clone());
+                self.settled_checked = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the line is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Nothing asked.
+    Idle,
+    /// A command sent to one board, its reply awaited until `deadline` (moved on while bytes
+    /// come in).
+    Asking {
+        address: u16,
+        cmd: BusCommand,
+        tries: u32,
+        deadline: Instant,
+        /// Bytes of the reply have come in.
+        some: bool,
+    },
+    /// A PING to address 0 sent: every board may answer until `until`.
+    Listening { until: Instant },
+}
+
+/// A search of the chain for boards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Search {
+    round: u32,
+    /// Rounds that must run whatever they find (the boards' wake-up at the start).
+    at_least: u32,
+    /// Found a new board, or saw a garbled reply, in this round.
+    news: bool,
+}
+
+/// Counters of a chain session (for logs, benchmarks and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChainStats {
+    /// Complete polling cycles (every streaming board asked once).
+    pub cycles: u64,
+    /// Commands sent (resends included).
+    pub commands: u64,
+    /// Commands sent again after a bad, cut-short or missing reply.
+    pub resends: u64,
+    /// Discovery rounds.
+    pub rounds: u64,
+    /// Boards found (again, after a loss, counted again).
+    pub found: u64,
+    /// Boards lost.
+    pub lost: u64,
+}
+
+/// The session of a chain of DGT boards in bus mode.
+#[derive(Debug)]
+pub struct Chain {
+    members: BTreeMap<u16, Member>,
+    line: Line,
+    search: Option<Search>,
+    next_search: Option<Instant>,
+    /// The board whose turn it is.
+    current: Option<u16>,
+    /// Boards asked since the last complete cycle.
+    cycle_seen: usize,
+    /// Counters.
+    pub stats: ChainStats,
+}
+
+impl Chain {
+    /// A session for a chain on a port just opened.
+    pub fn new(_cfg: SessionConfig) -> Chain {
+        Chain {
+            members: BTreeMap::new(),
+            line: Line::Idle,
+            search: None,
+            next_search: None,
+            current: None,
+            cycle_seen: 0,
+            stats: ChainStats::default(),
+        }
+    }
+
+    fn send(
+        &mut self,
+        now: Instant,
+        address: u16,
+        cmd: BusCommand,
+        tries: u32,
+        out: &mut Vec<Action>,
+    ) {
+        self.stats.commands += 1;
+        if tries > 1 {
+            self.stats.resends += 1;
+        }
+        let bytes = cmd.encode(address).to_vec();
+        let written = BYTE_TIME * bytes.len() as u32;
+        if address == 0 {
+            out.push(Action::Send { unit: None, bytes });
+            self.line = Line::Listening {
+                until: now + written + DISCOVERY_WINDOW,
+            };
+        } else {
+            out.push(Action::Send {
+                unit: Some(address),
+                bytes,
+            });
+            self.line = Line::Asking {
+                address,
+                cmd,
+                tries,
+                deadline: now + written + REPLY_GAP,
+                some: false,
+            };
+        }
+    }
+
+    /// Starts a search of the chain.
+    fn search(&mut self, at_least: u32) {
+        self.search = Some(Search {
+            round: 0,
+            at_least,
+            news: false,
+        });
+        for m in self.members.values_mut() {
+            m.ignoring = false;
+        }
+    }
+
+    /// The line is free: the next command.
+    fn next(&mut self, now: Instant, out: &mut Vec<Action>) {
+        if self.search.is_none() && self.next_search.is_some_and(|t| now >= t) {
+            self.search(1);
+        }
+        if let Some(search) = self.search {
+            // Boards found keep quiet at the next PING to 0.
+            if let Some((&address, _)) = self.members.iter().find(|(_, m)| !m.ignoring) {
+                if let Some(m) = self.members.get_mut(&address) {
+                    m.ignoring = true;
+                }
+                self.send(now, address, BusCommand::IgnoreNextPing, 1, out);
+                return;
+            }
+            self.stats.rounds += 1;
+            self.search = Some(Search {
+                round: search.round + 1,
+                news: false,
+                ..search
+            });
+            self.send(now, 0, BusCommand::Ping, 1, out);
+            return;
+        }
+        // Polling: the current board's turn, then the next board's.
+        loop {
+            let Some(address) = self.current.or_else(|| self.first_streaming()) else {
+                self.line = Line::Idle;
+                return;
+            };
+            self.current = Some(address);
+            let Some(m) = self.members.get_mut(&address) else {
+                self.current = None;
+                continue;
+            };
+            if let Some(cmd) = m.turn.pop_front() {
+                self.send(now, address, cmd, 1, out);
+                return;
+            }
+            // This board's turn is over: the next board's begins.
+            self.cycle_seen += 1;
+            let next = self.next_streaming(address);
+            if self.cycle_seen >= self.streaming() {
+                self.stats.cycles += 1;
+                self.cycle_seen = 0;
+            }
+            self.current = next;
+            if let Some(n) = next
+                && let Some(m) = self.members.get_mut(&n)
+            {
+                m.turn.extend(m.extra.drain(..));
+                m.turn.push_back(BusCommand::SendChanges);
+                m.turn.push_back(BusCommand::SendClock);
+            }
+            if next.is_none() {
+                self.line = Line::Idle;
+                return;
+            }
+        }
+    }
+
+    fn streaming(&self) -> usize {
+        self.members.values().filter(|m| m.opened).count()
+    }
+
+    fn first_streaming(&mut self) -> Option<u16> {
+        let first = self
+            .members
+            .iter()
+            .find(|(_, m)| m.opened)
+            .map(|(a, _)| *a)?;
+        if let Some(m) = self.members.get_mut(&first) {
+            m.turn.extend(m.extra.drain(..));
+            m.turn.push_back(BusCommand::SendChanges);
+            m.turn.push_back(BusCommand::SendClock);
+        }
+        Some(first)
+    }
+
+    /// The streaming board after `address`, round the chain.
+    fn next_streaming(&self, address: u16) -> Option<u16> {
+        let open = |(a, m): (&u16, &Member)| m.opened.then_some(*a);
+        self.members
+            .range(address + 1..)
+            .find_map(open)
+            .or_else(|| self.members.iter().find_map(open))
+    }
+
+    /// The exchange of `cmd` with `address` failed after every try.
+    fn unanswered(&mut self, address: u16, cmd: BusCommand, out: &mut Vec<Action>) {
+        self.line = Line::Idle;
+        let Some(m) = self.members.get_mut(&address) else {
+            return;
+        };
+        m.missed += 1;
+        if m.opened {
+            out.push(Action::Note {
+                unit: address,
+                note: Note::NoReply { missed: m.missed },
+            });
+        }
+        if m.missed < LOST_AFTER {
+            // Changes whose reply was lost after every repeat: a board dump repairs the board.
+            if matches!(cmd, BusCommand::SendChanges | BusCommand::RepeatChanges) {
+                m.ask(BusCommand::SendBoard);
+            }
+            return;
+        }
+        let opened = m.opened;
+        self.members.remove(&address);
+        if self.current == Some(address) {
+            self.current = None;
+        }
+        self.stats.lost += 1;
+        if opened {
+            out.push(Action::Lost {
+                unit: address,
+                why: format!("no answer to {LOST_AFTER} exchanges in a row"),
+            });
+        }
+    }
+
+    /// The reply to the command in flight is bad, cut short, or missing: ask again or give up.
+    fn retry(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let Line::Asking {
+            address,
+            cmd,
+            tries,
+            some,
+            ..
+        } = self.line
+        else {
+            return;
+        };
+        if tries >= MAX_TRIES {
+            self.unanswered(address, cmd, out);
+            return;
+        }
+        // Changes already sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES would
+        // lose them); a command that got no answer at all may not have been heard: the same
+        // again.
+        let again = match cmd {
+            BusCommand::SendChanges | BusCommand::RepeatChanges if some => {
+                BusCommand::RepeatChanges
+            }
+            c => c,
+        };
+        self.send(now, address, again, tries + 1, out);
+    }
+}
+
+impl Session for Chain {
+    fn open(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.search(2);
+        self.next(now, out);
+    }
+
+    fn listener(&self) -> Option<Unit> {
+        match self.line {
+            Line::Asking { address, .. } => Some(address),
+            _ => None,
+        }
+    }
+
+    fn received(
+        &mut self,
+        now: Instant,
+        from: Option<Unit>,
+        msgs: &[Message],
+        bad_frames: u64,
+        _boards: &dyn Boards,
+        out: &mut Vec<Action>,
+    ) {
+        match self.line {
+            Line::Listening { .. } => {
+                for m in msgs {
+                    let Message::Session(SessionMessage::Driver(r)) = m else {
+                        continue;
+                    };
+                    if ReplyKind::of(r) != Some(ReplyKind::Ping) || r.address == 0 {
+                        continue;
+                    }
+                    if !self.members.contains_key(&r.address) {
+                        self.members.insert(r.address, Member::new());
+                        self.stats.found += 1;
+                        if let Some(s) = &mut self.search {
+                            s.news = true;
+                        }
+                        out.push(Action::Found {
+                            unit: r.address,
+                            serial: format!("{:05}", r.address),
+                            version: None,
+                        });
+                    }
+                }
+                if bad_frames > 0
+                    && let Some(s) = &mut self.search
+                {
+                    // Replies garbled each other: another round gives them new delays.
+                    s.news = true;
+                }
+            }
+            Line::Asking {
+                address,
+                cmd,
+                tries,
+                deadline,
+                ..
+            } => {
+                if from != Some(address) {
+                    return;
+                }
+                if let Some(m) = self.members.get_mut(&address) {
+                    for msg in msgs {
+                        m.observed(now, msg);
+                    }
+                }
+                let done = msgs.iter().any(|msg| {
+                    matches!(msg, Message::Session(SessionMessage::Driver(r))
+                        if r.address == address && ReplyKind::of(r) == Some(cmd.reply()))
+                });
+                if done {
+                    if let Some(m) = self.members.get_mut(&address) {
+                        m.missed = 0;
+                    }
+                    self.line = Line::Idle;
+                    self.next(now, out);
+                } else if bad_frames > 0 {
+                    self.line = Line::Asking {
+                        address,
+                        cmd,
+                        tries,
+                        deadline,
+                        some: true,
+                    };
+                    self.retry(now, out);
+                    if self.line == Line::Idle {
+                        self.next(now, out);
+                    }
+                } else {
+                    // Bytes of the reply are coming in.
+                    self.line = Line::Asking {
+                        address,
+                        cmd,
+                        tries,
+                        deadline: deadline.max(now + REPLY_GAP),
+                        some: true,
+                    };
+                }
+            }
+            Line::Idle => {}
+        }
+    }
+
+    fn opened(&mut self, now: Instant, unit: Unit, boards: &dyn Boards, out: &mut Vec<Action>) {
+        let Some(m) = self.members.get_mut(&unit) else {
+            return;
+        };
+        m.opened = true;
+        m.ask(BusCommand::SendVersion);
+        if boards.game_in_progress(unit) {
+            out.push(Action::Note {
+                unit,
+                note: Note::MemoryAsked,
+            });
+            m.ask(BusCommand::SendFromStart);
+        }
+        // The changes pending since the last call (joined to the memory), then the whole board.
+        m.ask(BusCommand::SendChanges);
+        m.ask(BusCommand::SendBoard);
+        if self.line == Line::Idle && self.search.is_none() {
+            self.next(now, out);
+        }
+    }
+
+    fn poll(&mut self, now: Instant, boards: &dyn Boards, out: &mut Vec<Action>) {
+        // Boards whose changes settled on a position the game does not explain get a dump.
+        for (&address, m) in self.members.iter_mut() {
+            if m.opened
+                && !m.settled_checked
+                && m.last_field
+                    .is_some_and(|t| now.duration_since(t) >= SETTLE_DUMP)
+            {
+                m.settled_checked = true;
+                if m.shadow
+                    .as_ref()
+                    .is_some_and(|s| !boards.explains(address, s))
+                {
+                    m.ask(BusCommand::SendBoard);
+                }
+            }
+        }
+        match self.line {
+            Line::Asking { deadline, .. } if now >= deadline => {
+                self.retry(now, out);
+                if self.line == Line::Idle {
+                    self.next(now, out);
+                }
+            }
+            Line::Listening { until } if now >= until => {
+                self.line = Line::Idle;
+                if let Some(s) = self.search {
+                    let again = (s.news || s.round < s.at_least) && s.round < MAX_ROUNDS;
+                    if again {
+                        for m in self.members.values_mut() {
+                            m.ignoring = false;
+                        }
+                    } else {
+                        self.search = None;
+                        self.next_search = Some(now + REDISCOVER_EVERY);
+                    }
+                }
+                self.next(now, out);
+            }
+            Line::Idle => self.next(now, out),
+            _ => {}
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self.line {
+            Line::Asking { deadline, .. } => Some(deadline),
+            Line::Listening { until } => Some(until),
+            Line::Idle => self.next_search,
+        }
+    }
+
+    fn events(&mut self, _now: Instant, unit: Unit, events: &[CoreEvent], _out: &mut Vec<Action>) {
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::GameStarted { .. }))
+            && let Some(m) = self.members.get_mut(&unit)
+        {
+            // The board's memory marks the game's start (and logs every piece), for a recovery
+            // from SEND_FROM_START later.
+            m.ask(BusCommand::SetStartGame);
+        }
+    }
+}
