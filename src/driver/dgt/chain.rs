@@ -644,3 +644,214 @@ impl Session for Chain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::dgt::bus::BusReply;
+    use crate::session::link::LinkKind;
+
+    struct View {
+        in_progress: bool,
+    }
+
+    impl Boards for View {
+        fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+            true
+        }
+        fn game_in_progress(&self, _unit: Unit) -> bool {
+            self.in_progress
+        }
+        fn away_for(&self, _unit: Unit) -> Option<Duration> {
+            None
+        }
+    }
+
+    fn chain() -> Chain {
+        Chain::new(SessionConfig {
+            link: LinkKind::Wired,
+            keepalive: Duration::from_secs(5),
+            quiet_dump: Duration::from_secs(20),
+            probing: false,
+            port_serial: "port-ttyUSB0".into(),
+        })
+    }
+
+    /// The commands in `out`, as (address, command byte).
+    fn commands(out: &[Action]) -> Vec<(u16, u8)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Send { bytes, .. } => {
+                    assert_eq!(bytes.len(), 4, "bus commands only: {bytes:02x?}");
+                    assert!(bytes[0] & 0x80 != 0, "no single-board command: {bytes:02x?}");
+                    Some((u16::from(bytes[1]) << 7 | u16::from(bytes[2]), bytes[0]))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `reply` decoded as the port task would: by the board's decoder while the session listens
+    /// to it, by the line's otherwise.
+    fn deliver(s: &mut Chain, t: Instant, reply: &BusReply, view: &View, out: &mut Vec<Action>) {
+        let from = s.listener();
+        let mut dec: Box<dyn Decoder> = match from {
+            Some(u) => Box::new(BusStream::new(u)),
+            None => Box::new(BusLineStream::new()),
+        };
+        let mut msgs = Vec::new();
+        dec.decode(&reply.encode(), &mut msgs);
+        s.received(t, from, &msgs, dec.bad_frames(), view, out);
+    }
+
+    #[test]
+    fn finds_the_boards_in_rounds_then_polls_them_one_after_the_other() {
+        let t0 = Instant::now();
+        let view = View { in_progress: false };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        assert_eq!(commands(&out), [(0, 0x87)], "PING to every board");
+        out.clear();
+        let mut t = t0 + Duration::from_millis(300);
+        deliver(&mut s, t, &BusReply::Ping { address: 1025 }, &view, &mut out);
+        t += Duration::from_millis(400);
+        deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
+        let found: Vec<u16> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Found { unit, serial, .. } => {
+                    assert_eq!(*serial, format!("{unit:05}"));
+                    Some(*unit)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(found, [1025, 7]);
+        for u in found {
+            s.opened(t, u, &view, &mut out);
+        }
+        assert!(commands(&out).is_empty(), "nothing while the boards may answer");
+        out.clear();
+        // The window closes: a new board was found, so another round: IGNORE to each, PING.
+        t = t0 + DISCOVERY_WINDOW + Duration::from_millis(10);
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x8A)]);
+        out.clear();
+        deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
+        assert_eq!(commands(&out), [(1025, 0x8A)]);
+        out.clear();
+        deliver(&mut s, t, &BusReply::Ping { address: 1025 }, &view, &mut out);
+        assert_eq!(commands(&out), [(0, 0x87)]);
+        out.clear();
+        // Nobody new: the search ends; polling starts with each board's first commands.
+        t += DISCOVERY_WINDOW + Duration::from_millis(10);
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x8B)], "version first");
+        out.clear();
+        let version = BusReply::Version {
+            address: 7,
+            version: Some(crate::driver::dgt::bus::FirmwareVersion { major: 1, minor: 2 }),
+        };
+        deliver(&mut s, t, &version, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x83)], "changes, then the board");
+        out.clear();
+        let update = BusReply::Update {
+            address: 7,
+            entries: Vec::new(),
+        };
+        deliver(&mut s, t, &update, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x82)]);
+        out.clear();
+        let dump = BusReply::BoardDump {
+            address: 7,
+            fields: Box::new([crate::core::observation::SquareReading::Empty; 64]),
+        };
+        deliver(&mut s, t, &dump, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x83)], "the cycle: changes");
+        out.clear();
+        deliver(&mut s, t, &update, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x81)], "the cycle: clock");
+    }
+
+    #[test]
+    fn a_bad_reply_to_changes_is_repeated_and_a_silent_board_is_lost() {
+        let t0 = Instant::now();
+        let view = View { in_progress: true };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        deliver(&mut s, t0, &BusReply::Ping { address: 3 }, &view, &mut out);
+        s.opened(t0, 3, &view, &mut out);
+        assert!(out.contains(&Action::Note {
+            unit: 3,
+            note: Note::MemoryAsked
+        }));
+        // Two quiet rounds end the search (the first round found a board: a second one runs).
+        let mut t = t0;
+        for _ in 0..4 {
+            t += DISCOVERY_WINDOW + Duration::from_millis(1);
+            out.clear();
+            s.poll(t, &view, &mut out);
+            if commands(&out) == [(3, 0x8A)] {
+                deliver(&mut s, t, &BusReply::Ping { address: 3 }, &view, &mut out);
+            }
+            if commands(&out).contains(&(3, 0x8B)) {
+                break;
+            }
+        }
+        assert_eq!(commands(&out).last(), Some(&(3, 0x8B)));
+        out.clear();
+        let version = BusReply::Version {
+            address: 3,
+            version: None,
+        };
+        deliver(&mut s, t, &version, &view, &mut out);
+        assert_eq!(commands(&out), [(3, 0x86)], "the memory since the game's start");
+        out.clear();
+        // A FROM_START with a bad checksum: asked again as it was.
+        let mut bad = BusReply::FromStart {
+            address: 3,
+            entries: Vec::new(),
+        }
+        .encode();
+        let last = bad.len() - 1;
+        bad[last] ^= 0x01;
+        let mut dec = BusStream::new(3);
+        let mut msgs = Vec::new();
+        dec.decode(&bad, &mut msgs);
+        s.received(t, Some(3), &msgs, dec.bad_frames(), &view, &mut out);
+        assert_eq!(commands(&out), [(3, 0x86)]);
+        out.clear();
+        // Then no answer at all, three times in a row for three exchanges: lost.
+        let mut lost = false;
+        for _ in 0..(MAX_TRIES * LOST_AFTER + 2) {
+            t += Duration::from_millis(200);
+            s.poll(t, &view, &mut out);
+            lost |= out.iter().any(|a| matches!(a, Action::Lost { unit: 3, .. }));
+        }
+        assert!(lost, "{out:?}");
+        assert_eq!(s.stats.lost, 1);
+    }
+
+    #[test]
+    fn a_game_start_marks_the_boards_memory() {
+        let t0 = Instant::now();
+        let view = View { in_progress: false };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        deliver(&mut s, t0, &BusReply::Ping { address: 9 }, &view, &mut out);
+        s.opened(t0, 9, &view, &mut out);
+        let started = CoreEvent {
+            t: 0,
+            game: 1,
+            kind: EventKind::GameStarted {
+                fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+                chess960: None,
+            },
+        };
+        s.events(t0, 9, &[started], &mut out);
+        assert!(s.members[&9].extra.contains(&BusCommand::SetStartGame));
+    }
+}
