@@ -249,6 +249,7 @@ impl<'a> Port<'a> {
             quiet_dump: Duration::from_secs(daemon.dump_quiet_secs),
             probing: matches!(origin, Origin::Discovered { generic: true, .. }),
             port_serial: port_serial(path),
+            memory_after: Duration::from_secs(daemon.memory_after_secs),
         };
         Port {
             ctx,

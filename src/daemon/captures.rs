@@ -350,6 +350,7 @@ impl CaptureStore {
     /// The files that may hold the current round on `today`: every board's file of today, and
     /// each other board's latest file of an earlier day (the caller keeps it only when its last
     /// game is still running). Sorted by board id.
+    /// Line captures (`line-*`) are not boards and are left out.
     pub fn current_files(&self, today: NaiveDate) -> Vec<(String, PathBuf)> {
         let mut found: std::collections::BTreeMap<String, PathBuf> = Default::default();
         for (day, dir) in self.days().into_iter().rev() {
@@ -363,6 +364,7 @@ impl CaptureStore {
                 let p = e.path();
                 if p.extension().is_some_and(|x| x == "jsonl")
                     && let Some(stem) = p.file_stem()
+                    && !stem.to_string_lossy().starts_with(LINE_PREFIX)
                 {
                     found.entry(stem.to_string_lossy().to_string()).or_insert(p);
                 }
@@ -375,6 +377,10 @@ impl CaptureStore {
         found.into_iter().collect()
     }
 }
+
+/// The start of a line capture's name (`line-ttyUSB0`): the bytes a port exchanged with its line
+/// as a whole (a chain's discovery), not a board's.
+pub const LINE_PREFIX: &str = "line-";
 
 /// Mode of capture files: they are evidence, readable by the daemon's group only.
 pub const FILE_MODE: u32 = 0o640;

@@ -251,9 +251,17 @@ impl Ctx {
         if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
             return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
         }
+        // The longest family name that prefixes the id (`dgt-bus-01025` is a `dgt-bus` board).
         let serial = crate::driver::DRIVERS
             .iter()
-            .find_map(|d| id.strip_prefix(d.name())?.strip_prefix('-'));
+            .filter_map(|d| {
+                Some((
+                    d.name().len(),
+                    id.strip_prefix(d.name())?.strip_prefix('-')?,
+                ))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, serial)| serial);
         self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
     }
 

@@ -60,12 +60,11 @@ pub struct SessionConfig {
     pub probing: bool,
     /// The name of a board that tells no serial number: after its port (`port-ttyUSB0`).
     pub port_serial: String,
+    /// An absence after which a board with a game in progress is asked for its memory (when
+    /// its family keeps one): a shorter one leaves a few plies at most, which the core's gap
+    /// search recovers from the board dump (`daemon.memory_after_secs`).
+    pub memory_after: Duration,
 }
-
-/// An absence after which a board with a game in progress is asked for its memory (when its
-/// family keeps one): a shorter one leaves a few plies at most, which the core's gap search
-/// recovers from the board dump.
-pub const LONG_ABSENCE: Duration = Duration::from_secs(10);
 
 impl SessionConfig {
     /// Handshake tries before the port is given up (or a probed device is not a board).

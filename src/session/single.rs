@@ -191,7 +191,7 @@ impl Session for SingleBoard {
     fn opened(&mut self, now: Instant, unit: Unit, boards: &dyn Boards, out: &mut Vec<Action>) {
         let long = boards
             .away_for(unit)
-            .is_none_or(|away| away >= super::LONG_ABSENCE);
+            .is_none_or(|away| away >= self.cfg.memory_after);
         let memory = self
             .driver
             .memory_request()
@@ -312,6 +312,7 @@ mod tests {
             quiet_dump: Duration::from_secs(20),
             probing,
             port_serial: "port-ttyUSB0".into(),
+            memory_after: Duration::from_secs(10),
         }
     }
 

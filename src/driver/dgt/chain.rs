@@ -674,6 +674,7 @@ mod tests {
             quiet_dump: Duration::from_secs(20),
             probing: false,
             port_serial: "port-ttyUSB0".into(),
+            memory_after: Duration::from_secs(10),
         })
     }
 
@@ -683,7 +684,10 @@ mod tests {
             .filter_map(|a| match a {
                 Action::Send { bytes, .. } => {
                     assert_eq!(bytes.len(), 4, "bus commands only: {bytes:02x?}");
-                    assert!(bytes[0] & 0x80 != 0, "no single-board command: {bytes:02x?}");
+                    assert!(
+                        bytes[0] & 0x80 != 0,
+                        "no single-board command: {bytes:02x?}"
+                    );
                     Some((u16::from(bytes[1]) << 7 | u16::from(bytes[2]), bytes[0]))
                 }
                 _ => None,
@@ -714,7 +718,13 @@ mod tests {
         assert_eq!(commands(&out), [(0, 0x87)], "PING to every board");
         out.clear();
         let mut t = t0 + Duration::from_millis(300);
-        deliver(&mut s, t, &BusReply::Ping { address: 1025 }, &view, &mut out);
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Ping { address: 1025 },
+            &view,
+            &mut out,
+        );
         t += Duration::from_millis(400);
         deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
         let found: Vec<u16> = out
@@ -731,7 +741,10 @@ mod tests {
         for u in found {
             s.opened(t, u, &view, &mut out);
         }
-        assert!(commands(&out).is_empty(), "nothing while the boards may answer");
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the boards may answer"
+        );
         out.clear();
         // The window closes: a new board was found, so another round: IGNORE to each, PING.
         t = t0 + DISCOVERY_WINDOW + Duration::from_millis(10);
@@ -741,7 +754,13 @@ mod tests {
         deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
         assert_eq!(commands(&out), [(1025, 0x8A)]);
         out.clear();
-        deliver(&mut s, t, &BusReply::Ping { address: 1025 }, &view, &mut out);
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Ping { address: 1025 },
+            &view,
+            &mut out,
+        );
         assert_eq!(commands(&out), [(0, 0x87)]);
         out.clear();
         // Nobody new: the search ends; polling starts with each board's first commands.
@@ -807,7 +826,11 @@ mod tests {
             version: None,
         };
         deliver(&mut s, t, &version, &view, &mut out);
-        assert_eq!(commands(&out), [(3, 0x86)], "the memory since the game's start");
+        assert_eq!(
+            commands(&out),
+            [(3, 0x86)],
+            "the memory since the game's start"
+        );
         out.clear();
         // A FROM_START with a bad checksum: asked again as it was.
         let mut bad = BusReply::FromStart {
@@ -828,7 +851,9 @@ mod tests {
         for _ in 0..(MAX_TRIES * LOST_AFTER + 2) {
             t += Duration::from_millis(200);
             s.poll(t, &view, &mut out);
-            lost |= out.iter().any(|a| matches!(a, Action::Lost { unit: 3, .. }));
+            lost |= out
+                .iter()
+                .any(|a| matches!(a, Action::Lost { unit: 3, .. }));
         }
         assert!(lost, "{out:?}");
         assert_eq!(s.stats.lost, 1);
