@@ -420,11 +420,11 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             "polling sysfs every 2 s"
         }
     );
-    let mut not_board = discovery::NotABoard::default();
+    let mut probes = discovery::Probes::default();
     let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
     loop {
         let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
-        not_board.retain_present(&found);
+        probes.retain_present(&found);
         // Collect ended tasks.
         let ended: Vec<PathBuf> = tasks
             .iter()
@@ -435,24 +435,28 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             if let Some((t, usb)) = tasks.remove(&p)
                 && let Ok(PortEnd::NotABoard) = t.handle.await
             {
-                not_board.insert(usb);
+                // The next family that lists the id probes it at the next scan.
+                probes.failed(&usb);
             }
         }
         for f in found {
             let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
-            if tasks.contains_key(&f.tty)
-                || ctx.port_open(&canonical)
-                || not_board.contains(&f.usb_path)
-            {
+            if tasks.contains_key(&f.tty) || ctx.port_open(&canonical) {
                 continue;
             }
-            tracing::info!("found {} on {}", f.id.name, f.tty.display());
+            let Some(id) = probes.next(&f) else {
+                continue;
+            };
+            tracing::info!("found {} on {}", id.name, f.tty.display());
+            // A shared id is probed by each family that lists it (served outright when only
+            // one family does and its id is the board's own).
+            let generic = id.generic || f.candidates.len() > 1;
             let t = spawn_port(
                 &ctx,
                 f.tty.clone(),
                 Origin::Discovered {
-                    generic: f.id.generic,
-                    driver: f.id.driver,
+                    generic,
+                    driver: id.driver,
                 },
             );
             tasks.insert(f.tty, (t, f.usb_path));
