@@ -4,7 +4,7 @@
 
 use shakmaty::{Color, Move, Position, san::San};
 
-use super::super::event::CoreEvent;
+use super::super::event::{ClockTimes, CompletedBy, CoreEvent};
 use super::super::game::mover_of_ply;
 use super::super::irregular::diff;
 use super::super::observation::Micros;
@@ -125,10 +125,26 @@ impl BoardEngine {
 
     /// Record moves recovered from a gap (their clock times are unknown).
     fn recover(&mut self, t: Micros, moves: &[Move], out: &mut Vec<CoreEvent>) {
+        let moves: Vec<(Move, Option<ClockTimes>)> = moves.iter().map(|&m| (m, None)).collect();
+        self.recover_with(t, &moves, out);
+    }
+
+    /// Record recovered moves; a move with clock times was completed by its player's press
+    /// (known from the board's memory), the others by the next move, clock unknown.
+    pub(super) fn recover_with(
+        &mut self,
+        t: Micros,
+        moves: &[(Move, Option<ClockTimes>)],
+        out: &mut Vec<CoreEvent>,
+    ) {
         self.recovering = true;
-        // Each move completes the one before it (by the next move, clock unknown).
-        for &m in moves {
+        for &(m, clock) in moves {
+            // Each move completes the one before it, unless its press did.
             self.make(t, m, out);
+            if let Some(clock) = clock {
+                self.complete(t, CompletedBy::Clock, Some(clock), out);
+                self.moves_since_press = 0;
+            }
         }
         self.recovering = false;
         self.displaced = None;
