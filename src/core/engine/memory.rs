@@ -23,6 +23,7 @@ use super::super::irregular::is_move_in_progress;
 use super::super::observation::{
     ClockSide, FieldArray, MemoryEntry, Micros, Observation, SquareReading,
 };
+use super::recovery::Recovered;
 use super::{BoardEngine, EngineConfig};
 
 /// Synthetic time between a field change logged `quick` (less than about 250 ms after the
@@ -302,8 +303,8 @@ impl BoardEngine {
                 None => return false,
             },
         };
-        let clocks = self.memory_clocks(game, &memory.presses);
-        let clock_of = |ply: usize| clocks.get(ply).copied().flatten();
+        let presses = self.memory_presses(game, &memory.presses);
+        let press_of = |ply: usize| presses.get(ply).copied().flatten();
         let live_ply = self.active_game().map_or(0, |g| g.ply()) as usize;
         let mut changed = false;
         if aligned.retract {
@@ -313,17 +314,24 @@ impl BoardEngine {
             self.retract(t, out);
             changed = true;
         } else if self.has_uncompleted()
-            && let Some(clock) = clock_of(live_ply)
+            && let Some(clock) = press_of(live_ply)
         {
             // Seen being made; its player's press is in the memory.
-            self.complete(t, CompletedBy::Clock, Some(clock), out);
+            self.complete(t, CompletedBy::Clock, clock, out);
             self.moves_since_press = 0;
             changed = true;
         }
-        let moves: Vec<_> = game.moves[aligned.from..]
+        let moves: Vec<Recovered> = game.moves[aligned.from..]
             .iter()
             .enumerate()
-            .map(|(i, r)| (r.mv, clock_of(aligned.from + i + 1)))
+            .map(|(i, r)| {
+                let press = press_of(aligned.from + i + 1);
+                Recovered {
+                    mv: r.mv,
+                    pressed: press.is_some(),
+                    clock: press.flatten(),
+                }
+            })
             .collect();
         if !moves.is_empty() {
             // The clock readings from before the gap say nothing about who thought meanwhile.
@@ -378,14 +386,19 @@ impl BoardEngine {
         }
     }
 
-    /// The clock times after each move of `game` (index = ply) that the memory's presses give:
-    /// a press completes its player's last move, or the move its player makes within the scan
-    /// after it; the mover's time is the press's, the opponent's the one their face showed at
-    /// their latest press in the game. Colours from the live clock's White side (configured or
-    /// learned); nothing when it is not known.
-    fn memory_clocks(&self, game: &GameRecord, presses: &[PressMark]) -> Vec<Option<ClockTimes>> {
+    /// Which moves of `game` (index = ply) the memory's presses completed, with the clock
+    /// times after them when known: a press completes its player's last move, or the move its
+    /// player makes within the scan after it; the mover's time is the press's, the opponent's
+    /// the one their face showed at their latest press in the game (unknown before it). Colours
+    /// from the live clock's White side (configured or learned); no move's press is known when
+    /// that side is not.
+    fn memory_presses(
+        &self,
+        game: &GameRecord,
+        presses: &[PressMark],
+    ) -> Vec<Option<Option<ClockTimes>>> {
         let n = game.moves.len();
-        let mut clocks = vec![None; n + 1];
+        let mut out = vec![None; n + 1];
         for p in presses.iter().filter(|p| p.game == game.started_at) {
             let Some(color) = self.clock.color_of(p.side) else {
                 continue;
@@ -398,11 +411,11 @@ impl BoardEngine {
                 // A press without a move of its player: no move's time.
                 continue;
             };
-            let Some(slot) = clocks.get_mut(ply as usize) else {
+            let Some(slot) = out.get_mut(ply as usize).filter(|_| ply >= 1) else {
                 continue;
             };
             // A later press for the same move is the one after it was made for good.
-            *slot = p.other.map(|other| match color {
+            *slot = Some(p.other.map(|other| match color {
                 Color::White => ClockTimes {
                     white: p.millis,
                     black: other,
@@ -411,9 +424,9 @@ impl BoardEngine {
                     white: other,
                     black: p.millis,
                 },
-            });
+            }));
         }
-        clocks
+        out
     }
 }
 

@@ -12,6 +12,17 @@ use super::super::vocab::IrregularityCode;
 use super::BoardEngine;
 use super::gap::{self, Gap};
 
+/// A move recovered from a gap or from the board's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recovered {
+    /// The move.
+    pub mv: Move,
+    /// Its player's press completed it (the board's memory says so).
+    pub pressed: bool,
+    /// Both clocks after it, when known.
+    pub clock: Option<ClockTimes>,
+}
+
 /// What asks for a reconciliation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Trigger {
@@ -125,24 +136,32 @@ impl BoardEngine {
 
     /// Record moves recovered from a gap (their clock times are unknown).
     fn recover(&mut self, t: Micros, moves: &[Move], out: &mut Vec<CoreEvent>) {
-        let moves: Vec<(Move, Option<ClockTimes>)> = moves.iter().map(|&m| (m, None)).collect();
+        let moves: Vec<Recovered> = moves
+            .iter()
+            .map(|&mv| Recovered {
+                mv,
+                pressed: false,
+                clock: None,
+            })
+            .collect();
         self.recover_with(t, &moves, out);
     }
 
-    /// Record recovered moves; a move with clock times was completed by its player's press
-    /// (known from the board's memory), the others by the next move, clock unknown.
+    /// Record recovered moves in order. A move its player's press completed (known from the
+    /// board's memory) is completed by the clock, with the times when known; the others are
+    /// completed by the next move, clock unknown.
     pub(super) fn recover_with(
         &mut self,
         t: Micros,
-        moves: &[(Move, Option<ClockTimes>)],
+        moves: &[Recovered],
         out: &mut Vec<CoreEvent>,
     ) {
         self.recovering = true;
-        for &(m, clock) in moves {
+        for m in moves {
             // Each move completes the one before it, unless its press did.
-            self.make(t, m, out);
-            if let Some(clock) = clock {
-                self.complete(t, CompletedBy::Clock, Some(clock), out);
+            self.make(t, m.mv, out);
+            if m.pressed {
+                self.complete(t, CompletedBy::Clock, m.clock, out);
                 self.moves_since_press = 0;
             }
         }
