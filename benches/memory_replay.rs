@@ -56,7 +56,11 @@ fn memory(style: Style) -> (Vec<MemoryEntry>, Box<FieldArray>) {
 fn live() -> BoardEngine {
     let mut e = BoardEngine::new(EngineConfig::default());
     let mut out = Vec::new();
-    e.handle(0, &Observation::BoardDump(fields(&Chess::default())), &mut out);
+    e.handle(
+        0,
+        &Observation::BoardDump(fields(&Chess::default())),
+        &mut out,
+    );
     e
 }
 

@@ -1056,3 +1056,46 @@ fn colours_of_the_sides_follow_the_live_clock() {
         Some(CompletedBy::Clock)
     );
 }
+
+#[test]
+fn a_game_finished_while_away_comes_back_and_the_next_one_starts() {
+    let (b, cfg, sb) = sample(9, Style::Human);
+    assert!(!cfg.reversed_board);
+    let k = 7;
+    let (mut dev, _) = live(
+        &sb.records,
+        Cut::AfterPress(k).time(&sb),
+        &EngineConfig::default(),
+    );
+    // The game went on to its end, then the pieces were cleared and set up again: the board
+    // recognised its start position.
+    let mut memory = memory_of(&sb.records);
+    let end = final_fields(&b.start, &b.moves, false);
+    for (i, r) in end.iter().enumerate() {
+        if *r != SquareReading::Empty {
+            memory.push(MemoryEntry::Field {
+                index: i as u8,
+                reading: SquareReading::Empty,
+                quick: true,
+            });
+        }
+    }
+    let start = final_fields(&b.start, &[], false);
+    memory.push(MemoryEntry::Board(start.clone()));
+    let t = sb.records.last().expect("records").t + 2 * SEC;
+    let events = reconnect(&mut dev.engine, t, Some(memory), &start);
+    assert!(irregularities(&events).is_empty(), "{events:?}");
+    let games = dev.engine.games();
+    assert_eq!(games.len(), 2);
+    let got: Vec<String> = games[0].moves.iter().map(|m| m.san.clone()).collect();
+    assert_eq!(got, sans(&b.start, &b.moves));
+    assert_eq!(
+        games[0].moves.iter().filter(|m| m.recovered).count(),
+        b.moves.len() - k
+    );
+    assert_eq!(games[1].ply(), 0);
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::GameStarted { .. })
+    ));
+}

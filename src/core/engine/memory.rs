@@ -306,21 +306,10 @@ impl BoardEngine {
         let presses = self.memory_presses(game, &memory.presses);
         let press_of = |ply: usize| presses.get(ply).copied().flatten();
         let live_ply = self.active_game().map_or(0, |g| g.ply()) as usize;
-        let mut changed = false;
-        if aligned.retract {
-            // The made move was changed (or taken back) before it was completed.
-            self.taken_back = None;
-            self.changed = None;
-            self.retract(t, out);
-            changed = true;
-        } else if self.has_uncompleted()
-            && let Some(clock) = press_of(live_ply)
-        {
-            // Seen being made; its player's press is in the memory.
-            self.complete(t, CompletedBy::Clock, clock, out);
-            self.moves_since_press = 0;
-            changed = true;
-        }
+        let confirm = match press_of(live_ply) {
+            Some(clock) if !aligned.retract && self.has_uncompleted() => Some(clock),
+            _ => None,
+        };
         let moves: Vec<Recovered> = game.moves[aligned.from..]
             .iter()
             .enumerate()
@@ -333,17 +322,31 @@ impl BoardEngine {
                 }
             })
             .collect();
+        if !aligned.retract && confirm.is_none() && moves.is_empty() {
+            return false;
+        }
+        // Every press is in the memory: one still pending from before the gap is in it too.
+        self.pending_press = None;
+        self.early_press = None;
+        if let Some(clock) = confirm {
+            // Seen being made; its player's press is in the memory: judged as at that press.
+            self.complete(t, CompletedBy::Clock, clock, out);
+            self.moves_since_press = 0;
+        }
+        // What was seen of the turn in progress belongs to moves the memory now records.
+        self.taken_back = None;
+        self.changed = None;
+        if aligned.retract {
+            // The made move was changed (or taken back) before it was completed.
+            self.retract(t, out);
+        }
         if !moves.is_empty() {
             // The clock readings from before the gap say nothing about who thought meanwhile.
             self.in_phase_from = None;
             self.recover_with(t, &moves, out);
-            changed = true;
         }
-        if changed {
-            // The touches seen live belong to turns the memory has now recorded.
-            self.ledger.clear();
-        }
-        changed
+        self.ledger.clear();
+        true
     }
 
     /// Whether the sensed board (the dump) is what `game` ends with: its position, or a legal
