@@ -22,7 +22,7 @@ use eboardd::core::observation::{
 use eboardd::core::vocab::IrregularityCode;
 use eboardd::device::{Device, apply_record};
 use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
-use eboardd::sim::memory::memory_of;
+use eboardd::sim::memory::{memory_of, memory_of_overwriting};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::rng::Rng;
 use eboardd::sim::{SimConfig, Style, Synthesis, field_index, simulate, synthesize_game};
@@ -1098,4 +1098,53 @@ fn a_game_finished_while_away_comes_back_and_the_next_one_starts() {
         events.last().map(|e| &e.kind),
         Some(EventKind::GameStarted { .. })
     ));
+}
+
+#[test]
+fn a_memory_that_lost_changes_recovers_exactly_or_nothing() {
+    // The board overwrites a field's last entry when the same field changes again: a piece put
+    // back, a slide, a capture by lifting the piece just moved leave fewer entries. Whatever
+    // that loses, the memory recovers the game exactly, or nothing (the events are those of the
+    // dump alone); never other moves.
+    let all = support::games("standard");
+    let games: Vec<&ScriptGame> = all.iter().step_by(97).collect();
+    let cfg = EngineConfig::default();
+    let (mut exact, mut fallback, mut wrong) = (0, 0, Vec::new());
+    for (n, game) in games.iter().enumerate() {
+        for style in [Style::Clean, Style::Human, Style::Blitz] {
+            let sim = SimConfig::new(style, n as u64 + 3);
+            let s = synthesize_game(game, &sim);
+            let memory = memory_of_overwriting(&s.records);
+            let dump = final_fields(&game.start, &game.moves, sim.reversed_board);
+            let t = s.records.last().expect("records").t + 2 * SEC;
+            for k in [0, 3, game.moves.len() / 2] {
+                let cut = Cut::AfterPress(k.min(game.moves.len() - 1)).time(&s);
+                let (mut with, _) = live(&s.records, cut, &cfg);
+                let (mut without, _) = live(&s.records, cut, &cfg);
+                if with.engine.games().is_empty() {
+                    continue;
+                }
+                let a = reconnect(&mut with.engine, t, Some(memory.clone()), &dump);
+                let b = reconnect(&mut without.engine, t, None, &dump);
+                let got: Vec<String> = with.engine.games()[0]
+                    .moves
+                    .iter()
+                    .map(|m| m.san.clone())
+                    .collect();
+                if wire(&a) == wire(&b) {
+                    fallback += 1;
+                } else if got == sans(&game.start, &game.moves) && irregularities(&a).is_empty() {
+                    exact += 1;
+                } else {
+                    wrong.push(format!("game {n} {style:?} k {k}: {got:?}"));
+                }
+            }
+        }
+    }
+    println!(
+        "overwriting memory: {exact} exact, {fallback} as without it, {} wrong",
+        wrong.len()
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(exact > fallback, "{exact} exact, {fallback} fallback");
 }

@@ -7,10 +7,11 @@
 //! every field update a [`MemoryEntry::Field`], `quick` when it came less than [`QUICK`] after
 //! the previous field update; every clock reading whose lever side changed while the clock ran
 //! a [`MemoryEntry::Press`] of the side that stopped, with the time its face shows after the
-//! press (as the board writes the time of the clock that just stopped). Not modelled: the
-//! board's rule that a field-change entry is overwritten while "only a single piece keeps
-//! changing" (§1.6 does not say when exactly), presses missed when the lever is pressed very fast,
-//! and the cyclic overwriting of the oldest entries (cut the list to model it).
+//! press (as the board writes the time of the clock that just stopped). The board's rule that the
+//! last field-change entry is overwritten "if only a single piece keeps changing" is modelled on
+//! request ([`MemoryLog::overwriting`]: a change of the field of the last entry overwrites it;
+//! §1.6 says no more). Not modelled: presses missed when the lever is pressed very fast, and the
+//! cyclic overwriting of the oldest entries (cut the list to model it).
 
 use crate::capture::{Record, RecordKind};
 use crate::core::clock::{ClockChange, ClockTracker};
@@ -27,12 +28,24 @@ pub struct MemoryLog {
     entries: Vec<MemoryEntry>,
     last_field: Option<Micros>,
     clock: ClockTracker,
+    overwrite: bool,
 }
 
 impl MemoryLog {
     /// An empty memory.
     pub fn new() -> MemoryLog {
         MemoryLog::default()
+    }
+
+    /// An empty memory that overwrites the last entry when the next field change is on the same
+    /// field (one reading of §1.6's "if only a single piece keeps changing, the last
+    /// field-change entry is overwritten"): a piece lifted and put back leaves one entry of the
+    /// field reading what it read before, a pawn exchanged on the last rank the promoted piece.
+    pub fn overwriting() -> MemoryLog {
+        MemoryLog {
+            overwrite: true,
+            ..MemoryLog::default()
+        }
     }
 
     /// Log one message the board sent at `t` (messages that are not logged are ignored).
@@ -42,6 +55,17 @@ impl MemoryLog {
             DgtMessage::FieldUpdate { index, reading } => {
                 let quick = self.last_field.is_some_and(|p| t - p < QUICK);
                 self.last_field = Some(t);
+                if self.overwrite
+                    && let Some(MemoryEntry::Field {
+                        index: last,
+                        reading: was,
+                        ..
+                    }) = self.entries.last_mut()
+                    && *last == *index
+                {
+                    *was = *reading;
+                    return;
+                }
                 self.entries.push(MemoryEntry::Field {
                     index: *index,
                     reading: *reading,
@@ -84,7 +108,15 @@ impl MemoryLog {
 /// The memory of everything the board sent in `records` (one board's `rx` records in time
 /// order; `tx` and other records are skipped).
 pub fn memory_of(records: &[Record]) -> Vec<MemoryEntry> {
-    let mut log = MemoryLog::new();
+    log_records(MemoryLog::new(), records)
+}
+
+/// [`memory_of`] with the board overwriting a field's last entry ([`MemoryLog::overwriting`]).
+pub fn memory_of_overwriting(records: &[Record]) -> Vec<MemoryEntry> {
+    log_records(MemoryLog::overwriting(), records)
+}
+
+fn log_records(mut log: MemoryLog, records: &[Record]) -> Vec<MemoryEntry> {
     let mut decoder = DgtDecoder::new();
     let mut messages = Vec::new();
     for r in records {
@@ -174,5 +206,27 @@ mod tests {
             })
         );
         assert_eq!(log.entries().len(), 4);
+    }
+
+    #[test]
+    fn overwriting_keeps_one_entry_per_run_of_changes_of_a_field() {
+        let knight = SquareReading::Piece(shakmaty::Piece::from_char('N').expect("piece"));
+        let change = |index, reading| DgtMessage::FieldUpdate { index, reading };
+        for (overwrite, expected) in [(false, 4), (true, 2)] {
+            let mut log = if overwrite {
+                MemoryLog::overwriting()
+            } else {
+                MemoryLog::new()
+            };
+            log.message(0, &change(62, SquareReading::Empty));
+            log.message(900_000, &change(45, knight));
+            log.message(1_000_000, &change(45, SquareReading::Empty));
+            log.message(2_000_000, &change(45, knight));
+            assert_eq!(log.entries().len(), expected);
+            assert!(matches!(
+                log.entries().last(),
+                Some(MemoryEntry::Field { index: 45, reading, .. }) if *reading == knight
+            ));
+        }
     }
 }
