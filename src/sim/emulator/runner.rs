@@ -49,6 +49,12 @@ pub trait EmulatedBoard: Send + 'static {
     fn texts(&self) -> &[String];
     /// Clock commands taken, lost and acknowledged.
     fn clock_commands(&self) -> super::ClockCommandStats;
+    /// Host bytes the board did not take: unknown commands, bad checksums or block checks,
+    /// commands of another board family or of the other DGT mode. Tests that drive an
+    /// emulator assert this stays 0.
+    fn unknown_bytes(&self) -> u64;
+    /// The first host bytes not taken (at most [`super::UNKNOWN_SAMPLE`]), for reports.
+    fn unknown_sample(&self) -> &[u8];
 }
 
 impl EmulatedBoard for Emulator {
@@ -91,6 +97,12 @@ impl EmulatedBoard for Emulator {
     fn clock_commands(&self) -> super::ClockCommandStats {
         self.clock_commands
     }
+    fn unknown_bytes(&self) -> u64 {
+        Emulator::unknown_bytes(self)
+    }
+    fn unknown_sample(&self) -> &[u8] {
+        Emulator::unknown_sample(self)
+    }
 }
 
 /// Something to do to the running board.
@@ -121,7 +133,8 @@ pub enum Control {
         /// Plies played while the board is in IDLE.
         plies: usize,
     },
-    /// Unplug for good and end the runner.
+    /// Unplug for good and end the runner. Host bytes already on the line are taken first
+    /// (so that the final [`Status`] counts them).
     Stop,
 }
 
@@ -169,8 +182,13 @@ pub struct Status {
     pub dropped: u64,
     /// Clock commands taken, lost (sent before the previous ack) and acknowledged.
     pub clock_commands: super::ClockCommandStats,
-    /// Mode commands (0x43, 0x44, 0x4B) received from the host.
+    /// Mode commands (0x43, 0x44, 0x4B) received from the host (for a bus chain: the
+    /// reporting starts, see [`EmulatedBoard::host_input`]).
     pub modes_set: u64,
+    /// Host bytes the board did not take ([`EmulatedBoard::unknown_bytes`]).
+    pub unknown_bytes: u64,
+    /// The first of them ([`EmulatedBoard::unknown_sample`]).
+    pub unknown_sample: Vec<u8>,
 }
 
 /// A running emulator.
@@ -193,6 +211,14 @@ impl Handle {
     /// Sends a control (ignored when the runner has ended).
     pub fn send(&self, c: Control) {
         let _ = self.control.send(c);
+    }
+
+    /// Stops the runner ([`Control::Stop`]: host bytes already on the line are taken first)
+    /// and returns its last status (the current one if it had already ended).
+    pub async fn stop(self) -> Status {
+        let _ = self.control.send(Control::Stop);
+        let _ = self.task.await;
+        self.status.borrow().clone()
     }
 
     /// Waits until `f(status)` holds or `timeout` passes; returns whether it held.
@@ -308,6 +334,19 @@ async fn run<E: EmulatedBoard>(
                     if let Some(link) = &cfg.link {
                         let _ = std::fs::remove_file(link);
                     }
+                    // What the host wrote before the stop is taken (and counted) first.
+                    if let Some(p) = &pty {
+                        while let Ok(n) = p.read_now(&mut buf) {
+                            if n == 0 {
+                                break;
+                            }
+                            em.host_input(&buf[..n], &mut out);
+                        }
+                    }
+                    status.send_modify(|s| {
+                        s.unknown_bytes = em.unknown_bytes();
+                        s.unknown_sample = em.unknown_sample().to_vec();
+                    });
                     return Ok(());
                 }
                 Some(Control::Unplug { plies, away }) => {
@@ -351,6 +390,11 @@ async fn run<E: EmulatedBoard>(
             } => match r {
                 Ok(n) if n > 0 => {
                     em.link_time(link_now(), &mut out);
+                    // The board is up to date when the command arrives (a bus chain starts a
+                    // board's players at the script time of its first request).
+                    if clock.running {
+                        em.advance(clock.now(), &mut out);
+                    }
                     let mode_set = em.host_input(&buf[..n], &mut out);
                     if mode_set {
                         modes_set += 1;
@@ -409,6 +453,11 @@ async fn run<E: EmulatedBoard>(
             s.clock_commands = em.clock_commands();
             set(&mut changed, s.modes_set != modes_set);
             s.modes_set = modes_set;
+            if s.unknown_bytes != em.unknown_bytes() {
+                s.unknown_bytes = em.unknown_bytes();
+                s.unknown_sample = em.unknown_sample().to_vec();
+                changed = true;
+            }
             changed
         });
     }
