@@ -405,6 +405,8 @@ pub struct Emulator {
     pub field_updates_lost: u64,
     /// Times the board reset itself.
     pub resets: u64,
+    /// The board has power: its memory records (see [`Emulator::set_powered`]).
+    powered: bool,
 }
 
 impl Emulator {
@@ -448,6 +450,7 @@ impl Emulator {
             clock_commands: ClockCommandStats::default(),
             field_updates_lost: 0,
             resets: 0,
+            powered: true,
             cfg,
         }
     }
@@ -497,11 +500,12 @@ impl Emulator {
         &self.unknown.sample
     }
 
-    /// The clock's BWTIME payload as the board sends it (7 bytes; hours D5 in increment mode;
-    /// "no clock" without one).
+    /// The clock's BWTIME payload as the board sends it at script time [`Emulator::now`]
+    /// (7 bytes: the running face as it shows then, the real status bytes, hours D5 in
+    /// increment mode; "no clock" without one).
     pub fn clock_payload(&self) -> Vec<u8> {
         let frame = match self.clock {
-            Some(r) => self.encode_clock(&r),
+            Some(r) => self.encode_clock(&run_down(r, self.now - self.clock_at)),
             None => DgtMessage::NoClock.encode(),
         };
         frame.get(3..).map(<[u8]>::to_vec).unwrap_or_default()
@@ -539,6 +543,16 @@ impl Emulator {
                 out.extend(DgtMessage::ClockAck(b.ack).encode());
             }
         }
+    }
+
+    /// Power off (`false`: the players go on, the board senses and records nothing) or on
+    /// (`true`: the memory's power-up sequence with the pieces found, at [`Emulator::now`]).
+    /// Used by the bus emulator for a board switched off on its chain.
+    pub fn set_powered(&mut self, on: bool) {
+        if on && !self.powered {
+            self.memory.power_up(self.now, &self.fields);
+        }
+        self.powered = on;
     }
 
     /// The board resets (a power glitch, a firmware watchdog) while its port stays open: it
@@ -641,7 +655,9 @@ impl Emulator {
             let bytes = match &msg {
                 DgtMessage::FieldUpdate { index, reading } => {
                     self.fields[usize::from(*index)] = *reading;
-                    self.memory.field_changed(t, *index, *reading, &self.fields);
+                    if self.powered {
+                        self.memory.field_changed(t, *index, *reading, &self.fields);
+                    }
                     if self.mode == Mode::Idle {
                         None
                     } else {
@@ -658,7 +674,9 @@ impl Emulator {
                 DgtMessage::ClockTimes(r) => match self.clock {
                     Some(_) => {
                         self.set_clock(t, *r);
-                        self.memory.clock(r);
+                        if self.powered {
+                            self.memory.clock(r);
+                        }
                         matches!(self.mode, Mode::Update | Mode::UpdateNice)
                             .then(|| self.encode_clock(r))
                     }

@@ -29,7 +29,9 @@ pub trait EmulatedBoard: Send + 'static {
     /// Link time is now `now`; what is due goes to `out`.
     fn link_time(&mut self, now: Micros, out: &mut Vec<u8>);
     /// Bytes from the host; answers go to `out`. Whether the host switched reporting on (the
-    /// players wait for that before they start).
+    /// players wait for that before they start): a DGT board's mode command, a ChessLink
+    /// board's automatic reports, a bus chain's first SEND_CHANGES to one of its boards since
+    /// power-up or the last replug ([`super::dgt_bus::ChainEmulator`]).
     fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool;
     /// Plays the script up to `now`; what the board reports goes to `out`.
     fn advance(&mut self, now: Micros, out: &mut Vec<u8>);
@@ -55,6 +57,31 @@ pub trait EmulatedBoard: Send + 'static {
     fn unknown_bytes(&self) -> u64;
     /// The first host bytes not taken (at most [`super::UNKNOWN_SAMPLE`]), for reports.
     fn unknown_sample(&self) -> &[u8];
+    /// Each board of a chain on this one line, at script time `t` (empty for one board).
+    fn boards(&self, _t: Micros) -> Vec<BoardStatus> {
+        Vec::new()
+    }
+}
+
+/// One board of a chain on one line ([`EmulatedBoard::boards`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoardStatus {
+    /// Its bus address.
+    pub address: u16,
+    /// Plies whose first hand action has happened.
+    pub plies_started: usize,
+    /// Plies settled (clock pressed, or the game-ending move made).
+    pub plies_settled: usize,
+    /// Commands it took (addressed to it or to every board).
+    pub commands: u64,
+    /// Commands lost: they came while it was still busy with the previous one.
+    pub commands_lost: u64,
+    /// Commands it missed: they came while it was off the line.
+    pub missed: u64,
+    /// Replies it sent.
+    pub replies_sent: u64,
+    /// Replies garbled by another transmission on the line at the same time.
+    pub replies_garbled: u64,
 }
 
 impl EmulatedBoard for Emulator {
@@ -189,6 +216,8 @@ pub struct Status {
     pub unknown_bytes: u64,
     /// The first of them ([`EmulatedBoard::unknown_sample`]).
     pub unknown_sample: Vec<u8>,
+    /// Each board of a chain ([`EmulatedBoard::boards`]; empty for one board).
+    pub boards: Vec<BoardStatus>,
 }
 
 /// A running emulator.
@@ -343,9 +372,11 @@ async fn run<E: EmulatedBoard>(
                             em.host_input(&buf[..n], &mut out);
                         }
                     }
+                    let now = clock.now();
                     status.send_modify(|s| {
                         s.unknown_bytes = em.unknown_bytes();
                         s.unknown_sample = em.unknown_sample().to_vec();
+                        s.boards = em.boards(now);
                     });
                     return Ok(());
                 }
@@ -404,6 +435,8 @@ async fn run<E: EmulatedBoard>(
                 _ => tokio::time::sleep(Duration::from_millis(10)).await,
             },
             _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
+                // Link time first: a bus board tells when its EEPROM writes from it.
+                em.link_time(link_now(), &mut out);
                 em.advance(clock.now(), &mut out);
             }
             _ = tokio::time::sleep_until(ack_at.unwrap_or_else(Instant::now)), if ack_at.is_some() => {
@@ -453,6 +486,11 @@ async fn run<E: EmulatedBoard>(
             s.clock_commands = em.clock_commands();
             set(&mut changed, s.modes_set != modes_set);
             s.modes_set = modes_set;
+            let boards = em.boards(now);
+            if s.boards != boards {
+                s.boards = boards;
+                changed = true;
+            }
             if s.unknown_bytes != em.unknown_bytes() {
                 s.unknown_bytes = em.unknown_bytes();
                 s.unknown_sample = em.unknown_sample().to_vec();
