@@ -91,6 +91,13 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         t += 20_000;
     }
     dev.engine.finish(t, &mut events);
+    // The emulated board took every byte the daemon's link sent it.
+    assert_eq!(
+        em.unknown_bytes(),
+        0,
+        "bytes the board did not take: {:02x?}",
+        em.unknown_sample()
+    );
     let mut moves = Vec::new();
     let mut irregularities = Vec::new();
     for e in &events {

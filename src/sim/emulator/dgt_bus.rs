@@ -1506,4 +1506,263 @@ mod tests {
         );
         assert_eq!(h.chain.unknown_bytes(), 14);
     }
+
+    #[test]
+    fn a_board_off_the_line_misses_commands_and_its_memory_tells_what_happened() {
+        for power_off in [false, true] {
+            let mut cfg = ChainConfig::new(2);
+            let (from, until) = (60_000_000, 200_000_000);
+            cfg.boards[1].outages = vec![Outage {
+                from,
+                until,
+                power_off,
+            }];
+            let mut h = chain(2, cfg);
+            let [a, b] = [h.chain.address(0).unwrap(), h.chain.address(1).unwrap()];
+            let mut board = [0u8; 64];
+            replay(&mut board, &h.changes(b));
+            h.changes(a);
+            h.play(from - 1);
+            replay(&mut board, &h.changes(b));
+            h.play(from + 1);
+            let end_at_off = h.chain.players(1).unwrap().memory().end();
+            // Off the line: no answer, the other board answers.
+            h.send(&bus(command::PING, b));
+            h.wait(80_000);
+            assert!(h.take().is_empty());
+            assert_eq!(h.chain.stats(1).unwrap().missed, 1);
+            assert_eq!(h.ask(command::PING, a).len(), 1);
+            h.play(until - 1);
+            let memory = h.chain.players(1).unwrap().memory();
+            assert_eq!(
+                memory.end() == end_at_off,
+                power_off,
+                "a powered-off board records nothing"
+            );
+            assert!(
+                h.chain.plies_settled_on(1, until) > h.chain.plies_settled_on(1, from),
+                "the players went on"
+            );
+            h.play(until);
+            let c = h.changes(b);
+            if power_off {
+                // Power-up: the pieces found, from scratch.
+                let mut fresh = [0u8; 64];
+                replay(&mut fresh, &c);
+                board = fresh;
+                let m = h.chain.players(1).unwrap().memory();
+                let all = m.bytes(0, m.end());
+                assert_eq!(all.iter().filter(|&&x| x == tag::POWERUP).count(), 2);
+            } else {
+                replay(&mut board, &c);
+            }
+            assert_eq!(board, codes(h.chain.players(1).unwrap().fields()));
+            assert_eq!(h.chain.unknown_bytes(), 0);
+        }
+    }
+
+    #[test]
+    fn a_lossy_noisy_line_spoils_replies_but_never_makes_one_up() {
+        let cfg = ChainConfig {
+            lossy: 0.03,
+            noise_every: Some(300_000),
+            ..ChainConfig::new(2)
+        };
+        let mut h = chain(2, cfg);
+        let addrs = h.chain.addresses();
+        let mut good = 0;
+        for k in 0..100 {
+            let a = addrs[k % 2];
+            h.send(&bus(command::SEND_VERSION, a));
+            h.wait(100_000);
+            let (f, _) = frames(&h.take());
+            for fr in &f {
+                assert_eq!(
+                    (fr.id, fr.addr, &fr.data[..]),
+                    (reply::VERSION, a, &[3, 1][..])
+                );
+            }
+            good += f.len();
+        }
+        let line = h.chain.line_stats();
+        assert!(line.bytes_dropped > 0 && line.noise_bytes > 0, "{line:?}");
+        assert!((50..100).contains(&good), "{good} of 100 replies whole");
+        assert_eq!(h.chain.unknown_bytes(), 0);
+    }
+
+    #[test]
+    fn replies_take_milliseconds_and_up_to_20_ms_while_the_eeprom_writes() {
+        let mut h = chain(1, ChainConfig::new(1));
+        let a = h.chain.address(0).unwrap();
+        h.changes(a);
+        let first_byte = |h: &mut Host| {
+            let sent = h.link;
+            h.send(&bus(command::PING, a));
+            h.wait(80_000);
+            h.settle();
+            let t = h.rx[0].0;
+            h.take();
+            // The command's 4 bytes, the reply's first byte.
+            t - sent - 5 * BYTE_TIME
+        };
+        for _ in 0..20 {
+            let d = first_byte(&mut h);
+            assert!((1_000..=5_000 + 1_000).contains(&d), "{d} µs");
+        }
+        // An entry is written now (the players' next change), then a command 2 ms later: its
+        // answer waits for the EEPROM, 20 ms after the write began.
+        let writes = |h: &Host| h.chain.players(0).unwrap().memory().writes();
+        let before = writes(&h);
+        while writes(&h) == before {
+            let step = h.chain.next_due().unwrap();
+            h.play(step);
+        }
+        let write_at = h.link;
+        h.wait(2_000);
+        let d = first_byte(&mut h);
+        // The reply starts 20 ms after the write began (its first byte is one byte time on).
+        let start = write_at + 2_000 + 4 * BYTE_TIME + d;
+        assert_eq!(start - write_at, 20_000, "{d} µs after the command");
+        // Long enough after the write: milliseconds again.
+        let d = first_byte(&mut h);
+        assert!(d <= 6_000, "{d} µs");
+    }
+
+    #[test]
+    fn clock_version_and_all_d_replies() {
+        let mut h = chain(1, ChainConfig::new(1));
+        let a = h.chain.address(0).unwrap();
+        let f = h.ask(command::SEND_CLK, a);
+        assert_eq!((f[0].id, f[0].data.len()), (reply::BWTIME, 7));
+        // Not started: paused with the turn kept; hours D5 (increment mode).
+        assert!([0x08, 0x12].contains(&f[0].data[6]), "{:02x?}", f[0].data);
+        assert_eq!(f[0].data[0] & 0x20, 0x20);
+        h.changes(a);
+        let t = h.chain.after_plies(0, 3) + 1_500_000;
+        h.play(t);
+        let f = h.ask(command::SEND_CLK, a);
+        assert!([0x09, 0x13].contains(&f[0].data[6]), "{:02x?}", f[0].data);
+        assert_eq!(
+            f[0].data,
+            h.chain.players(0).unwrap().clock_payload(),
+            "the single-board payload"
+        );
+        let f = h.ask(command::SEND_VERSION, a);
+        assert_eq!(f[0].data, [3, 1]);
+        // SEND_ALL_D: changes, clock, board, one after the other.
+        h.play(t + 20_000_000);
+        let f = h.ask(command::SEND_ALL_D, a);
+        let ids: Vec<u8> = f.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [reply::UPDATE, reply::BWTIME, reply::BRD_DUMP]);
+        assert!(!f[0].data.is_empty());
+        assert_eq!(
+            f[2].data,
+            codes(h.chain.players(0).unwrap().fields()).to_vec()
+        );
+        assert_eq!(h.changes(a), Vec::<u8>::new(), "ALL_D took the changes");
+    }
+
+    #[test]
+    fn one_command_at_a_time_and_reset_makes_a_board_deaf_then_power_up() {
+        let mut h = chain(1, ChainConfig::new(1));
+        let a = h.chain.address(0).unwrap();
+        // A second command while the first one's reply is still to come: lost.
+        h.send(&bus(command::SEND_BRD, a));
+        h.send(&bus(command::SEND_VERSION, a));
+        h.wait(80_000);
+        h.settle();
+        let (f, bad) = frames(&h.take());
+        assert_eq!((f.len(), f[0].id, bad), (1, reply::BRD_DUMP, 0));
+        assert_eq!(h.chain.stats(0).unwrap().commands_lost, 1);
+        // RESET: no answer, deaf for a while, then the power-up sequence in memory.
+        let end = h.chain.players(0).unwrap().memory().end();
+        h.send(&bus(command::RESET, a));
+        h.wait(80_000);
+        assert!(h.take().is_empty());
+        let m = h.chain.players(0).unwrap().memory();
+        assert_eq!(m.bytes(end, end + 4), [0x7F, 0x7F, 0x7F, tag::POWERUP]);
+        h.send(&bus(command::PING, a));
+        h.wait(80_000);
+        assert!(h.take().is_empty());
+        assert_eq!(h.chain.stats(0).unwrap().missed, 1);
+        h.wait(3_000_000);
+        assert_eq!(h.ask(command::PING, a).len(), 1);
+        let by_kind = &h.chain.stats(0).unwrap().commands;
+        assert_eq!(by_kind.get(&command::SEND_BRD), Some(&1));
+        assert_eq!(by_kind.get(&command::SEND_VERSION), Some(&1));
+        assert_eq!(by_kind.get(&command::RESET), Some(&1));
+        assert_eq!(by_kind.get(&command::PING), Some(&1));
+        assert_eq!(h.chain.unknown_bytes(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_chain_plays_on_one_pty_once_the_host_asks_for_changes() {
+        use super::super::runner::{self, RunnerConfig};
+        use std::io::{Read, Write};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        let chain = ChainEmulator::new(scripts(3), ChainConfig::new(3)).unwrap();
+        let addrs = chain.addresses();
+        let mut h = runner::spawn(
+            chain,
+            RunnerConfig {
+                speed: 200.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let path = h.status().path;
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = stop.clone();
+        // The host: SEND_CHANGES to each board in turn, each answer read whole.
+        let host = tokio::task::spawn_blocking(move || {
+            let mut port = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap();
+            let mut boards = vec![[0u8; 64]; addrs.len()];
+            let mut buf = [0u8; 4096];
+            let mut bad = 0;
+            while !done.load(Ordering::SeqCst) {
+                for (i, &a) in addrs.iter().enumerate() {
+                    port.write_all(&bus(command::SEND_CHANGES, a)).unwrap();
+                    let mut got = Vec::new();
+                    loop {
+                        let n = port.read(&mut buf).unwrap();
+                        got.extend_from_slice(&buf[..n]);
+                        if got.len() >= 3 {
+                            let len = usize::from(got[1]) << 7 | usize::from(got[2]);
+                            if got.len() >= len {
+                                break;
+                            }
+                        }
+                    }
+                    let (f, b) = frames(&got);
+                    bad += b;
+                    assert_eq!((f.len(), f[0].addr), (1, a));
+                    replay(&mut boards[i], &f[0].data);
+                }
+            }
+            (boards, bad)
+        });
+        let settled = h
+            .wait_for(Duration::from_secs(60), |s| {
+                s.boards.len() == 3 && s.boards.iter().all(|b| b.plies_settled >= 6)
+            })
+            .await;
+        stop.store(true, Ordering::SeqCst);
+        let (boards, bad) = host.await.unwrap();
+        let st = h.stop().await;
+        assert!(settled, "{:?}", st.boards);
+        assert_eq!(bad, 0);
+        assert_eq!(st.unknown_bytes, 0, "{:02x?}", st.unknown_sample);
+        assert_eq!(st.modes_set, 3, "reporting switched on once per board");
+        for (b, replayed) in st.boards.iter().zip(&boards) {
+            assert!(b.replies_sent >= 6 && b.replies_garbled == 0, "{b:?}");
+            // Pieces moved off the start position.
+            assert_ne!(replayed[52], 1, "{replayed:?}");
+        }
+    }
 }
