@@ -66,8 +66,9 @@
 //! The players of a board start when the host first asks that board for its changes
 //! (SEND_CHANGES or SEND_ALL_D): that is the chain's "reporting on" for
 //! [`EmulatedBoard::host_input`], which returns `true` for the first such request to each
-//! board since power-up or the last (re)plug, so that the runner's script clock starts at the
-//! first board asked and goes on after a replug at the next request. A board not asked yet
+//! board since power-up, the last (re)plug or the host's going away
+//! ([`EmulatedBoard::host_gone`]), so that the runner's script clock starts at the first board
+//! asked and goes on after a replug or a hold at the next request. A board not asked yet
 //! keeps its first position. From then on its script time is the runner's minus the time it
 //! started.
 //!
@@ -153,9 +154,9 @@ pub fn reply_frame(id: u8, address: u16, data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(total);
     out.extend([
         id,
-        (total >> 7 & 0x7F) as u8,
+        ((total >> 7) & 0x7F) as u8,
         (total & 0x7F) as u8,
-        (address >> 7 & 0x7F) as u8,
+        ((address >> 7) & 0x7F) as u8,
         (address & 0x7F) as u8,
     ]);
     out.extend(data.iter().map(|b| b & 0x7F));
@@ -349,10 +350,14 @@ struct Board {
     players: Emulator,
     /// Runner script time at which its players started.
     started_at: Option<Micros>,
-    /// It has been asked for its changes since power-up or the last (re)plug.
+    /// It has been asked for its changes since power-up, the last (re)plug or the host's
+    /// going away.
     reporting: bool,
     ignore_next_ping: bool,
-    off: bool,
+    /// Off the line: outages under way (overlapping outages count each).
+    off: u32,
+    /// Powered off: power outages under way.
+    unpowered: u32,
     edges: Vec<Edge>,
     next_edge: usize,
     deaf_until: Micros,
@@ -397,7 +402,8 @@ pub struct ChainEmulator {
 impl ChainEmulator {
     /// A chain of one board per script (board `i` set by `cfg.boards[i]`, or numbered), all
     /// powered up with their script's first position, in bus mode, their players waiting.
-    pub fn new(scripts: Vec<Script>, cfg: ChainConfig) -> Result<ChainEmulator, ChainError> {
+    pub fn new(scripts: Vec<Script>, mut cfg: ChainConfig) -> Result<ChainEmulator, ChainError> {
+        cfg.byte_time = cfg.byte_time.max(1);
         if scripts.is_empty() {
             return Err(ChainError::Empty);
         }
@@ -455,7 +461,8 @@ impl ChainEmulator {
                 started_at: None,
                 reporting: false,
                 ignore_next_ping: false,
-                off: false,
+                off: 0,
+                unpowered: 0,
                 edges,
                 next_edge: 0,
                 deaf_until: 0,
@@ -645,7 +652,7 @@ impl ChainEmulator {
             self.unknown.add(&c);
             return false;
         }
-        let address = u16::from(c[1]) << 7 | u16::from(c[2]);
+        let address = (u16::from(c[1]) << 7) | u16::from(c[2]);
         let targets: Vec<usize> = (0..self.boards.len())
             .filter(|&i| address == 0 || self.boards[i].address == address)
             .collect();
@@ -662,7 +669,7 @@ impl ChainEmulator {
 
     fn board_command(&mut self, i: usize, cmd: u8, broadcast: bool, at: Micros) -> bool {
         let b = &mut self.boards[i];
-        if b.off || at < b.deaf_until {
+        if b.off > 0 || at < b.deaf_until {
             b.stats.missed += 1;
             return false;
         }
@@ -797,13 +804,24 @@ impl ChainEmulator {
             self.cut(i);
         }
         let b = &mut self.boards[i];
-        b.off = e.off;
+        let count = |n: &mut u32| {
+            *n = if e.off {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            }
+        };
+        count(&mut b.off);
         if e.power {
-            b.players.set_powered(!e.off);
-            if !e.off {
-                // The board's RAM starts afresh.
+            count(&mut b.unpowered);
+            let on = b.unpowered == 0;
+            if on && !e.off {
+                // Power back: the power-up sequence; the board's RAM starts afresh.
+                b.players.set_powered(true);
                 b.ignore_next_ping = false;
                 b.reporting = false;
+            } else if !on {
+                b.players.set_powered(false);
             }
         }
     }
@@ -1002,6 +1020,12 @@ impl EmulatedBoard for ChainEmulator {
         self.parser.clear();
     }
 
+    fn host_gone(&mut self) {
+        for b in &mut self.boards {
+            b.reporting = false;
+        }
+    }
+
     fn reset(&mut self) {
         for i in 0..self.boards.len() {
             self.cut(i);
@@ -1112,7 +1136,7 @@ mod tests {
         let (mut out, mut bad, mut i) = (Vec::new(), 0, 0);
         while i < bytes.len() {
             if (0x83..=0x89).contains(&bytes[i]) && i + 6 <= bytes.len() {
-                let len = usize::from(bytes[i + 1]) << 7 | usize::from(bytes[i + 2]);
+                let len = (usize::from(bytes[i + 1]) << 7) | usize::from(bytes[i + 2]);
                 if len >= 6
                     && i + len <= bytes.len()
                     && bytes[i + 1..i + len].iter().all(|&b| b < 0x80)
@@ -1122,7 +1146,7 @@ mod tests {
                     if (sum % 128) as u8 == f[len - 1] {
                         out.push(Frame {
                             id: f[0],
-                            addr: u16::from(f[3]) << 7 | u16::from(f[4]),
+                            addr: (u16::from(f[3]) << 7) | u16::from(f[4]),
                             data: f[5..len - 1].to_vec(),
                         });
                         i += len;
@@ -1399,6 +1423,15 @@ mod tests {
             got.extend(c);
         }
         assert_eq!(h.chain.plies_settled_on(0, t), 9);
+        // The host went away and came back: its next request switches reporting on again.
+        assert!(!h.send(&bus(command::SEND_CHANGES, a)));
+        h.wait(80_000);
+        h.settle();
+        h.chain.host_gone();
+        assert!(h.send(&bus(command::SEND_CHANGES, a)));
+        h.wait(80_000);
+        h.settle();
+        assert!(frames(&h.take()).0.iter().all(|f| f.data.is_empty()));
         let p = h.chain.players(0).unwrap();
         // Nothing lost, nothing twice: every byte since EE_POWERUP, in order.
         assert_eq!(got, p.memory().bytes(4, p.memory().end()));
@@ -1559,6 +1592,41 @@ mod tests {
             assert_eq!(board, codes(h.chain.players(1).unwrap().fields()));
             assert_eq!(h.chain.unknown_bytes(), 0);
         }
+    }
+
+    #[test]
+    fn overlapping_outages_keep_a_board_off_until_the_last_ends() {
+        let mut cfg = ChainConfig::new(1);
+        cfg.boards[0].outages = vec![
+            Outage {
+                from: 10_000_000,
+                until: 30_000_000,
+                power_off: true,
+            },
+            Outage {
+                from: 20_000_000,
+                until: 40_000_000,
+                power_off: false,
+            },
+        ];
+        let mut h = chain(1, cfg);
+        let a = h.chain.address(0).unwrap();
+        h.changes(a);
+        for (t, answers) in [(15, false), (35, false), (45, true)] {
+            h.play(t * 1_000_000);
+            h.send(&bus(command::PING, a));
+            h.wait(80_000);
+            assert_eq!(!h.take().is_empty(), answers, "at {t} s");
+        }
+        // Powered on again at 30 s (cable still out): the power-up sequence is in memory.
+        let m = h.chain.players(0).unwrap().memory();
+        assert_eq!(
+            m.bytes(0, m.end())
+                .iter()
+                .filter(|&&b| b == tag::POWERUP)
+                .count(),
+            2
+        );
     }
 
     #[test]
@@ -1733,7 +1801,7 @@ mod tests {
                         let n = port.read(&mut buf).unwrap();
                         got.extend_from_slice(&buf[..n]);
                         if got.len() >= 3 {
-                            let len = usize::from(got[1]) << 7 | usize::from(got[2]);
+                            let len = (usize::from(got[1]) << 7) | usize::from(got[2]);
                             if got.len() >= len {
                                 break;
                             }

@@ -190,7 +190,7 @@ fn out_of(tagged: &FieldArray, fields: &FieldArray) -> usize {
 
 /// Two BCD digits of `v` (0–99).
 fn bcd(v: u32) -> u8 {
-    (((v / 10) % 10) << 4 | v % 10) as u8
+    ((((v / 10) % 10) << 4) | (v % 10)) as u8
 }
 
 /// The 3-byte time entry of one face (`0uuf hhhh`, `0MMM mmmm`, `0SSS ssss`).
@@ -410,7 +410,7 @@ impl DgtMemory {
         let data = self.dump();
         let total = data.len() + 3;
         let mut out = Vec::with_capacity(total);
-        out.extend([0x8F, (total >> 7 & 0x7F) as u8, (total & 0x7F) as u8]);
+        out.extend([0x8F, ((total >> 7) & 0x7F) as u8, (total & 0x7F) as u8]);
         out.extend(data);
         out
     }
@@ -574,9 +574,9 @@ mod tests {
                 set(&mut m, &mut f, i, SquareReading::Empty);
             }
         }
-        for i in 0..64 {
-            if rot[i] != SquareReading::Empty {
-                set(&mut m, &mut f, i, rot[i]);
+        for (i, r) in rot.iter().enumerate() {
+            if *r != SquareReading::Empty {
+                set(&mut m, &mut f, i, *r);
             }
         }
         let all = m.bytes(0, m.end());

@@ -4,7 +4,8 @@
 //! Script time runs at `speed` × real time. The players wait for the host: the script clock
 //! starts at the host's first mode command (unless told otherwise), and after a replug or a
 //! hold it stops until the next mode command, as players wait for the arbiter to get the board
-//! back on.
+//! back on. "Mode command" is each emulator's "reporting on" ([`EmulatedBoard::host_input`]):
+//! for a bus chain, the first SEND_CHANGES to a board.
 
 use std::io;
 use std::path::PathBuf;
@@ -37,6 +38,9 @@ pub trait EmulatedBoard: Send + 'static {
     fn advance(&mut self, now: Micros, out: &mut Vec<u8>);
     /// The board was unplugged (or powered off and on).
     fn unplugged(&mut self);
+    /// The host went away without a word ([`Control::Hold`]): the next time it switches
+    /// reporting on must count (a bus chain forgets which boards were asked for changes).
+    fn host_gone(&mut self) {}
     /// The board reset with its port open: it reports nothing until told again.
     fn reset(&mut self);
     /// Script time after `k` more plies from `t`.
@@ -393,6 +397,7 @@ async fn run<E: EmulatedBoard>(
                     replug_at = Some(Instant::now() + away);
                 }
                 Some(Control::Hold { plies }) => {
+                    em.host_gone();
                     let target = em.after_plies(clock.now(), plies).max(clock.now());
                     em.advance(target, &mut out);
                     out.clear();
