@@ -46,6 +46,8 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         .count() as f64;
     let cfg = EmulatorConfig {
         lose_field_updates: lose.iter().map(|f| (f * n_updates) as u64).collect(),
+        // A board on a Bluetooth link is a Bluetooth board: it answers the battery request.
+        battery: (kind == LinkKind::Bluetooth).then_some(80),
         ..Default::default()
     };
     let mut em = Emulator::new(script, cfg);
