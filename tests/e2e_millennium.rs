@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use eboardd::sim::emulator::millennium::MillenniumEmulator;
-use eboardd::sim::emulator::runner::{self, Control, Handle, RunnerConfig};
+use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
 use eboardd::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};
@@ -40,6 +40,32 @@ fn millennium_board(game: &ScriptGame, style: Style, seed: u64, link: &Path) -> 
         },
     )
     .unwrap()
+}
+
+/// The known daemon bug (see its use): every byte a Millennium board did not take belongs to a
+/// DGT clock frame `2b 03 03 09 00` or `2b 03 03 03 00`, and there are some.
+fn assert_only_dgt_clock_frames(st: &runner::Status, id: &str) {
+    const FRAMES: [[u8; 5]; 2] = [
+        [0x2B, 0x03, 0x03, 0x09, 0x00],
+        [0x2B, 0x03, 0x03, 0x03, 0x00],
+    ];
+    assert!(
+        st.unknown_bytes > 0,
+        "{id}: the daemon no longer sends DGT clock frames to Millennium boards: make this \
+         board's check strict (stop_strict)"
+    );
+    assert_eq!(st.unknown_bytes % 5, 0, "{id}: {:02x?}", st.unknown_sample);
+    let sample = &st.unknown_sample;
+    // The sample may end inside a frame when it is full.
+    let whole = sample.len() == st.unknown_bytes as usize;
+    for chunk in sample.chunks(5) {
+        assert!(
+            FRAMES
+                .iter()
+                .any(|f| f.starts_with(chunk) && (chunk.len() == 5 || !whole)),
+            "{id}: bytes not taken other than DGT clock frames: {sample:02x?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,8 +140,16 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
         assert_eq!(of(&ev, ids[2], "board_connected")[0]["driver"], "dgt");
     }
     d.terminate();
-    for b in &boards {
-        b.send(Control::Stop);
+    let [mill_a, mill_b, dgt] = boards;
+    stop_strict(dgt, ids[2]).await;
+    for (b, id) in [(mill_a, ids[0]), (mill_b, ids[1])] {
+        let st = b.stop().await;
+        // KNOWN DAEMON BUG, expected to fail (the daemon is being restructured elsewhere; not
+        // changed here): the daemon sends DGT clock frames, `2b 03 03 09 00` (VERSION probe)
+        // and `2b 03 03 03 00` (END), to Millennium boards, which have no DGT clock and take
+        // none of these bytes. Until that is fixed the bytes not taken must be exactly such
+        // frames; once it is fixed this fails: replace the block with `stop_strict(b, id)`.
+        assert_only_dgt_clock_frames(&st, id);
     }
     // The captures name their driver, and replay picks the ChessLink decoder from it.
     for (id, driver) in ids.iter().zip(["millennium", "millennium", "dgt"]) {
