@@ -42,30 +42,16 @@ fn millennium_board(game: &ScriptGame, style: Style, seed: u64, link: &Path) -> 
     .unwrap()
 }
 
-/// The known daemon bug (see its use): every byte a Millennium board did not take belongs to a
-/// DGT clock frame `2b 03 03 09 00` or `2b 03 03 03 00`, and there are some.
-fn assert_only_dgt_clock_frames(st: &runner::Status, id: &str) {
-    const FRAMES: [[u8; 5]; 2] = [
-        [0x2B, 0x03, 0x03, 0x09, 0x00],
-        [0x2B, 0x03, 0x03, 0x03, 0x00],
-    ];
-    assert!(
-        st.unknown_bytes > 0,
-        "{id}: the daemon no longer sends DGT clock frames to Millennium boards: make this \
-         board's check strict (stop_strict)"
-    );
-    assert_eq!(st.unknown_bytes % 5, 0, "{id}: {:02x?}", st.unknown_sample);
-    let sample = &st.unknown_sample;
-    // The sample may end inside a frame when it is full.
-    let whole = sample.len() == st.unknown_bytes as usize;
-    for chunk in sample.chunks(5) {
-        assert!(
-            FRAMES
-                .iter()
-                .any(|f| f.starts_with(chunk) && (chunk.len() == 5 || !whole)),
-            "{id}: bytes not taken other than DGT clock frames: {sample:02x?}"
-        );
-    }
+/// Every `tx` record of a capture, as sent.
+fn sent(capture: &std::path::Path) -> Vec<Vec<u8>> {
+    let cap = eboardd::capture::read_capture(capture).unwrap();
+    cap.records
+        .into_iter()
+        .filter_map(|r| match r.kind {
+            eboardd::capture::RecordKind::Tx(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,14 +128,9 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
     d.terminate();
     let [mill_a, mill_b, dgt] = boards;
     stop_strict(dgt, ids[2]).await;
+    // The Millennium boards took every byte they were sent: no DGT clock frame reached them.
     for (b, id) in [(mill_a, ids[0]), (mill_b, ids[1])] {
-        let st = b.stop().await;
-        // KNOWN DAEMON BUG, expected to fail (the daemon is being restructured elsewhere; not
-        // changed here): the daemon sends DGT clock frames, `2b 03 03 09 00` (VERSION probe)
-        // and `2b 03 03 03 00` (END), to Millennium boards, which have no DGT clock and take
-        // none of these bytes. Until that is fixed the bytes not taken must be exactly such
-        // frames; once it is fixed this fails: replace the block with `stop_strict(b, id)`.
-        assert_only_dgt_clock_frames(&st, id);
+        stop_strict(b, id).await;
     }
     // The captures name their driver, and replay picks the ChessLink decoder from it.
     for (id, driver) in ids.iter().zip(["millennium", "millennium", "dgt"]) {
@@ -162,6 +143,25 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
         let text = std::fs::read_to_string(&file).unwrap();
         let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(header["devices"][0]["driver"], driver, "{id}");
+        // What was sent is the family's own: ChessLink commands (printable 7-bit letters with
+        // an odd parity bit, ending in two hex digits) to a ChessLink board; DGT single-board
+        // commands (no bus command, no ChessLink letter) to a DGT board.
+        for bytes in sent(&file) {
+            if driver == "millennium" {
+                let text: Vec<u8> = bytes.iter().map(|b| b & 0x7F).collect();
+                assert!(
+                    bytes.iter().all(|b| b.count_ones() % 2 == 1)
+                        && text.iter().all(|c| c.is_ascii_alphanumeric()),
+                    "{id}: not ChessLink: {bytes:02x?}"
+                );
+                assert!(!bytes.contains(&0x2B), "{id}: a DGT clock frame: {bytes:02x?}");
+            } else {
+                assert!(
+                    bytes[0] == 0x2B || (0x40..=0x55).contains(&bytes[0]),
+                    "{id}: not a DGT single-board command: {bytes:02x?}"
+                );
+            }
+        }
         // Each capture alone replays to its game.
         assert_replay_exact(
             &file,
