@@ -487,8 +487,10 @@ impl Session for Chain {
                     if ReplyKind::of(r) != Some(ReplyKind::Ping) || r.address == 0 {
                         continue;
                     }
-                    if !self.members.contains_key(&r.address) {
-                        self.members.insert(r.address, Member::new());
+                    if let std::collections::btree_map::Entry::Vacant(e) =
+                        self.members.entry(r.address)
+                    {
+                        e.insert(Member::new());
                         self.stats.found += 1;
                         if let Some(s) = &mut self.search {
                             s.news = true;
