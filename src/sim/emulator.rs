@@ -1128,7 +1128,16 @@ mod tests {
         assert_eq!(&out[..3], &[0x8F, 0x3E, 0x03]);
         assert_eq!(*out.last().unwrap(), dgt_memory::tag::EOF);
         // The decoder takes it as the EE_MOVES frame it is.
-        assert_eq!(decode(&out), [DgtMessage::EeMoves { len: 0x1F00 }]);
+        let msgs = decode(&out);
+        let [DgtMessage::EeMoves { entries }] = &msgs[..] else {
+            panic!("{msgs:?}")
+        };
+        assert!(
+            entries.contains(&crate::driver::dgt::EeEntry::Tag(
+                crate::driver::dgt::EeTag::BeginPos
+            )),
+            "{entries:?}"
+        );
         let data = &out[3..out.len() - 1];
         let begin = data
             .iter()
