@@ -462,6 +462,15 @@ impl BoardState {
             .is_some_and(|g| !g.ended() && g.ply() > 0)
     }
 
+    /// Whether the current game has started and no move is made yet.
+    pub fn at_game_start(&self) -> bool {
+        self.device
+            .engine
+            .games()
+            .last()
+            .is_some_and(|g| !g.ended() && g.ply() == 0)
+    }
+
     /// The games rebuilt or played on this board, in the order they started.
     pub fn games(&self) -> &[GameRecord] {
         self.device.engine.games()

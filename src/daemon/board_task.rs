@@ -221,6 +221,11 @@ impl Boards for View<'_> {
             .get(&unit)
             .is_some_and(|l| lock(&l.board).game_in_progress())
     }
+    fn at_game_start(&self, unit: Unit) -> bool {
+        self.0
+            .get(&unit)
+            .is_some_and(|l| lock(&l.board).at_game_start())
+    }
     fn away_for(&self, unit: Unit) -> Option<Duration> {
         self.0.get(&unit).and_then(|l| lock(&l.board).away_for())
     }

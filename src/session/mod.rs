@@ -221,6 +221,8 @@ pub trait Boards {
     fn explains(&self, unit: Unit, fields: &FieldArray) -> bool;
     /// Whether board `unit` has a game in progress (moves made, no result).
     fn game_in_progress(&self, unit: Unit) -> bool;
+    /// Whether board `unit`'s current game has started and no move is made yet.
+    fn at_game_start(&self, unit: Unit) -> bool;
     /// How long board `unit` was away before this session found it; `None` when unknown (its
     /// first connection since the daemon started, e.g. after a restart).
     fn away_for(&self, unit: Unit) -> Option<Duration>;

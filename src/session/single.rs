@@ -300,6 +300,9 @@ mod tests {
         fn game_in_progress(&self, _unit: Unit) -> bool {
             self.memory
         }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            false
+        }
         fn away_for(&self, _unit: Unit) -> Option<Duration> {
             None
         }

@@ -144,6 +144,9 @@ struct Member {
     settled_checked: bool,
     /// Ignored at the current discovery round's PING.
     ignoring: bool,
+    /// A game started on the board: its memory is to mark the start (SET_START_GAME), if the
+    /// board still shows the start position when its turn comes.
+    start_pending: bool,
 }
 
 impl Member {
@@ -157,7 +160,29 @@ impl Member {
             last_field: None,
             settled_checked: true,
             ignoring: false,
+            start_pending: false,
         }
+    }
+
+    /// The commands of the board's next turn: the one-off requests (version, memory), its
+    /// changes, a board dump right after them when one is wanted (a dump is a snapshot: it
+    /// agrees with the changes only when none is pending), the start mark, the clock.
+    fn begin_turn(&mut self) {
+        let wants_board = self.extra.contains(&BusCommand::SendBoard);
+        self.turn.extend(self.extra.drain(..).filter(|c| {
+            !matches!(
+                c,
+                BusCommand::SendBoard | BusCommand::SendChanges | BusCommand::SetStartGame
+            )
+        }));
+        self.turn.push_back(BusCommand::SendChanges);
+        if wants_board {
+            self.turn.push_back(BusCommand::SendBoard);
+        }
+        if self.start_pending {
+            self.turn.push_back(BusCommand::SetStartGame);
+        }
+        self.turn.push_back(BusCommand::SendClock);
     }
 
     fn ask(&mut self, cmd: BusCommand) {
@@ -229,6 +254,24 @@ pub struct ChainStats {
     pub found: u64,
     /// Boards lost.
     pub lost: u64,
+}
+
+/// What a session knows of its boards before any is open.
+struct NoBoards;
+
+impl Boards for NoBoards {
+    fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+        true
+    }
+    fn game_in_progress(&self, _unit: Unit) -> bool {
+        false
+    }
+    fn at_game_start(&self, _unit: Unit) -> bool {
+        false
+    }
+    fn away_for(&self, _unit: Unit) -> Option<Duration> {
+        None
+    }
 }
 
 /// The session of a chain of DGT boards in bus mode.
@@ -307,7 +350,7 @@ impl Chain {
     }
 
     /// The line is free: the next command.
-    fn next(&mut self, now: Instant, out: &mut Vec<Action>) {
+    fn next(&mut self, now: Instant, boards: &dyn Boards, out: &mut Vec<Action>) {
         if self.search.is_none() && self.next_search.is_some_and(|t| now >= t) {
             self.search(1);
         }
@@ -341,6 +384,16 @@ impl Chain {
                 continue;
             };
             if let Some(cmd) = m.turn.pop_front() {
+                if cmd == BusCommand::SetStartGame {
+                    m.start_pending = false;
+                    // The mark logs the pieces where they stand: only while the board shows
+                    // the game's start (a move already made would be taken for the start).
+                    let at_start = boards.at_game_start(address)
+                        && m.shadow.as_ref().is_some_and(|f| boards.explains(address, f));
+                    if !at_start {
+                        continue;
+                    }
+                }
                 self.send(now, address, cmd, 1, out);
                 return;
             }
@@ -355,9 +408,7 @@ impl Chain {
             if let Some(n) = next
                 && let Some(m) = self.members.get_mut(&n)
             {
-                m.turn.extend(m.extra.drain(..));
-                m.turn.push_back(BusCommand::SendChanges);
-                m.turn.push_back(BusCommand::SendClock);
+                m.begin_turn();
             }
             if next.is_none() {
                 self.line = Line::Idle;
@@ -377,9 +428,7 @@ impl Chain {
             .find(|(_, m)| m.opened)
             .map(|(a, _)| *a)?;
         if let Some(m) = self.members.get_mut(&first) {
-            m.turn.extend(m.extra.drain(..));
-            m.turn.push_back(BusCommand::SendChanges);
-            m.turn.push_back(BusCommand::SendClock);
+            m.begin_turn();
         }
         Some(first)
     }
@@ -459,7 +508,7 @@ impl Chain {
 impl Session for Chain {
     fn open(&mut self, now: Instant, out: &mut Vec<Action>) {
         self.search(2);
-        self.next(now, out);
+        self.next(now, &NoBoards, out);
     }
 
     fn listener(&self) -> Option<Unit> {
@@ -475,7 +524,7 @@ impl Session for Chain {
         from: Option<Unit>,
         msgs: &[Message],
         bad_frames: u64,
-        _boards: &dyn Boards,
+        boards: &dyn Boards,
         out: &mut Vec<Action>,
     ) {
         match self.line {
@@ -533,7 +582,7 @@ impl Session for Chain {
                         m.missed = 0;
                     }
                     self.line = Line::Idle;
-                    self.next(now, out);
+                    self.next(now, boards, out);
                 } else if bad_frames > 0 {
                     self.line = Line::Asking {
                         address,
@@ -544,7 +593,7 @@ impl Session for Chain {
                     };
                     self.retry(now, out);
                     if self.line == Line::Idle {
-                        self.next(now, out);
+                        self.next(now, boards, out);
                     }
                 } else {
                     // Bytes of the reply are coming in.
@@ -578,7 +627,7 @@ impl Session for Chain {
         m.ask(BusCommand::SendChanges);
         m.ask(BusCommand::SendBoard);
         if self.line == Line::Idle && self.search.is_none() {
-            self.next(now, out);
+            self.next(now, boards, out);
         }
     }
 
@@ -603,7 +652,7 @@ impl Session for Chain {
             Line::Asking { deadline, .. } if now >= deadline => {
                 self.retry(now, out);
                 if self.line == Line::Idle {
-                    self.next(now, out);
+                    self.next(now, boards, out);
                 }
             }
             Line::Listening { until } if now >= until => {
@@ -619,9 +668,9 @@ impl Session for Chain {
                         self.next_search = Some(now + REDISCOVER_EVERY);
                     }
                 }
-                self.next(now, out);
+                self.next(now, boards, out);
             }
-            Line::Idle => self.next(now, out),
+            Line::Idle => self.next(now, boards, out),
             _ => {}
         }
     }
@@ -642,7 +691,7 @@ impl Session for Chain {
         {
             // The board's memory marks the game's start (and logs every piece), for a recovery
             // from SEND_FROM_START later.
-            m.ask(BusCommand::SetStartGame);
+            m.start_pending = true;
         }
     }
 }
@@ -663,6 +712,9 @@ mod tests {
         }
         fn game_in_progress(&self, _unit: Unit) -> bool {
             self.in_progress
+        }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            false
         }
         fn away_for(&self, _unit: Unit) -> Option<Duration> {
             None
@@ -789,10 +841,14 @@ mod tests {
             fields: Box::new([crate::core::observation::SquareReading::Empty; 64]),
         };
         deliver(&mut s, t, &dump, &view, &mut out);
-        assert_eq!(commands(&out), [(7, 0x83)], "the cycle: changes");
+        assert_eq!(commands(&out), [(7, 0x81)], "the turn ends with the clock");
         out.clear();
-        deliver(&mut s, t, &update, &view, &mut out);
-        assert_eq!(commands(&out), [(7, 0x81)], "the cycle: clock");
+        let clock = BusReply::Clock {
+            address: 7,
+            clock: crate::driver::dgt::BwTime::NoClock,
+        };
+        deliver(&mut s, t, &clock, &view, &mut out);
+        assert_eq!(commands(&out), [(1025, 0x8B)], "the next board's turn");
     }
 
     #[test]
@@ -879,6 +935,6 @@ mod tests {
             },
         };
         s.events(t0, 9, &[started], &mut out);
-        assert!(s.members[&9].extra.contains(&BusCommand::SetStartGame));
+        assert!(s.members[&9].start_pending);
     }
 }
