@@ -1,10 +1,11 @@
 //! One board's pipeline, the same live and in replay: its driver's decoder and its core state
-//! machine, and [`apply_record`], the one function that applies a capture record to it (replay,
-//! the daemon's rebuild after a restart, paced replay and directory merges all use it).
+//! machine, and [`apply_record`], the one function that applies a capture record to it (every
+//! replay, `crate::replay::Session`, goes through it: `eboardd replay`, paced replay and the
+//! daemon's rebuild after a restart).
 
 use serde_json::Value;
 
-use crate::capture::{Record, RecordKind};
+use crate::capture::RecordKind;
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::event::CoreEvent;
 use crate::core::observation::{Micros, Observation, OperatorAction};
@@ -67,17 +68,6 @@ impl Device {
     /// The device's driver.
     pub fn driver(&self) -> &'static dyn BoardDriver {
         self.driver
-    }
-
-    /// Applies every record of one board's capture (whatever their `dev`), then lets the
-    /// board take its pending decisions at the last record's time; events go to `out`.
-    pub fn replay(&mut self, records: &[Record], out: &mut Vec<CoreEvent>) {
-        let mut last = 0;
-        for r in records {
-            apply_record(self, r.t, &r.kind, out);
-            last = r.t;
-        }
-        self.engine.finish(last, out);
     }
 
     /// Feed received bytes; events go to `out`.
