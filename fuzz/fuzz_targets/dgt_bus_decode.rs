@@ -90,11 +90,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(*dropped <= bytes.len() as u64);
     assert_eq!(*foreign, 0, "the line keeps every board's frames");
     assert_eq!(board_bad, bad, "bad frames do not depend on the address");
-    assert_eq!(
-        line_messages.len(),
-        replies.len(),
-        "one driver reply per frame"
-    );
+    assert_eq!(line_messages.len(), replies.len(), "one driver reply per frame");
 
     // Every reply re-encodes to one frame that decodes to it again (clock times that are all
     // zero are sent as the null payload).
