@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use eboardd::capture::{CaptureWriter, Record, RecordKind};
+use eboardd::core::game::GameRecord;
 use eboardd::core::observation::Micros;
 use eboardd::daemon::board::{BoardMeta, BoardState};
 use eboardd::daemon::captures::CaptureStore;
+use eboardd::replay::{Layout, Plan, Session};
 use eboardd::session::link::LinkKind;
 use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, synthesize};
@@ -255,7 +257,16 @@ fn a_directory_replays_as_its_files_with_the_same_games_and_tags() {
     std::fs::write(&wired, text.replacen("\"bluetooth\"", "\"wired\"", 1)).unwrap();
     let as_wired = events_of(&replay(&[wired.as_path()], true), "board-2", 0);
     assert_ne!(as_wired, alone, "the link changes the events");
+
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The games of board `id` in the library's replay of `file`.
+fn library_games(file: &Path, id: &str) -> Vec<GameRecord> {
+    let plan = Plan::load(&[file.to_path_buf()], Layout::AsRecorded).unwrap();
+    let session = Session::play(plan, &mut |_, _| Ok(())).unwrap();
+    let device = session.devices().find(|d| d.id == id).unwrap();
+    device.engine.games().to_vec()
 }
 
 #[test]
@@ -294,6 +305,14 @@ fn the_daemons_rebuild_of_a_board_gives_the_games_of_its_replay() {
             file.display()
         );
         assert_eq!(b.games().len(), games(&replayed).len());
+        // Move for move, with the times each was made at, how it was completed, the clocks.
+        let moves = |games: &[GameRecord]| {
+            games
+                .iter()
+                .map(|g| (g.moves.clone(), g.result))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(moves(b.games()), moves(&library_games(file, id)));
         drop(b);
         assert!(
             std::fs::read(file).unwrap() == before,
