@@ -385,8 +385,8 @@ fn labels(files: &[PathBuf]) -> Vec<String> {
     let mut depth = vec![1; files.len()];
     loop {
         let mut seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for i in 0..files.len() {
-            seen.entry(label(i, depth[i])).or_default().push(i);
+        for (i, &d) in depth.iter().enumerate() {
+            seen.entry(label(i, d)).or_default().push(i);
         }
         let mut deeper = false;
         for same in seen.values().filter(|v| v.len() > 1) {

@@ -107,10 +107,10 @@ async fn streams_and_pgn_equal_replay() {
     std::fs::create_dir_all(&dir).unwrap();
     let second = dir.join("g0002.jsonl");
     let text = std::fs::read_to_string(capture("chess960/g0002.jsonl")).unwrap();
-    let (header, records) = text.split_once('\n').unwrap();
-    let mut header: Value = serde_json::from_str(header).unwrap();
-    header["created"] = "2026-11-29T11:00:00Z".into();
-    std::fs::write(&second, format!("{header}\n{records}")).unwrap();
+    let (head, records) = text.split_once('\n').unwrap();
+    let mut head: Value = serde_json::from_str(head).unwrap();
+    head["created"] = "2026-11-29T11:00:00Z".into();
+    std::fs::write(&second, format!("{head}\n{records}")).unwrap();
     let files = vec![capture("irregular/g0001.jsonl"), second];
     let expected = replay(&files, true);
     let expected: Vec<&str> = expected.lines().collect();

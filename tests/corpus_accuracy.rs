@@ -504,7 +504,8 @@ fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
         events.push(e.clone());
         Ok(())
     };
-    Session::play(Plan::from_records(synth.records.clone()), &mut sink).expect("replay");
+    let session =
+        Session::play(Plan::from_records(synth.records.clone()), &mut sink).expect("replay");
     // The colour of a face: White's face is the right one when `white_on_right`.
     let colour_of_right = |right: bool| {
         if right == synth.white_on_right {
@@ -531,7 +532,7 @@ fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
             tally.named_right += 1;
         }
     }
-    let Some(game) = replayer.devices().flat_map(|d| d.engine.games()).last() else {
+    let Some(game) = session.devices().flat_map(|d| d.engine.games()).last() else {
         return;
     };
     let mut wrong = 0;
