@@ -153,8 +153,8 @@ impl BoardState {
         let records = cap.records.len();
         let mut session = Session::new(Plan::from_capture(cap));
         let mut clock_seen = false;
-        session.run(&mut |_, e| {
-            clock_seen |= matches!(e.kind, EventKind::Clock { .. });
+        session.run(&mut |board, e| {
+            clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
             Ok(())
         })?;
         for w in session.warnings() {
