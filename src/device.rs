@@ -100,6 +100,11 @@ pub enum Applied<'a> {
     },
 }
 
+/// Whether an operator record is a `set_tags` record (PGN tags, not for the core).
+pub fn is_set_tags(op: &Value) -> bool {
+    op.get("action").and_then(Value::as_str) == Some(SET_TAGS)
+}
+
 /// Applies one capture record at `t` to `device`; events go to `out`.
 pub fn apply_record<'a>(
     device: &mut Device,
@@ -112,9 +117,7 @@ pub fn apply_record<'a>(
             device.receive(t, bytes, out);
             Applied::Fed
         }
-        RecordKind::Op(value) if value.get("action").and_then(Value::as_str) == Some(SET_TAGS) => {
-            Applied::Tags(value)
-        }
+        RecordKind::Op(value) if is_set_tags(value) => Applied::Tags(value),
         RecordKind::Op(value) => match serde_json::from_value::<OperatorAction>(value.clone()) {
             Ok(action) => {
                 let obs = Observation::Operator(action);

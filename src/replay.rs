@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use crate::capture::{self, Capture, CaptureError, Header, Record, RecordKind};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
-use crate::device::{Applied, apply_record};
+use crate::device::{Applied, apply_record, is_set_tags};
 use crate::driver::{self, BoardDriver};
 use crate::pgn::{self, GameTags};
 use crate::session::link::LinkKind;
@@ -249,7 +249,7 @@ impl Plan {
                     }
                 };
                 if let RecordKind::Op(value) = &record.kind
-                    && value.get("action").and_then(Value::as_str) == Some(SET_TAGS)
+                    && is_set_tags(value)
                 {
                     set_tags(&plan.devices[d].name, t, value);
                 }
