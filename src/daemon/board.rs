@@ -11,15 +11,17 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
-use crate::capture::RecordKind;
+use super::captures::{CaptureFile, CaptureStore};
+use crate::capture::{Capture, Header, RecordKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
-use crate::device::{Applied, Device, apply_record};
+use crate::device::{Device, SET_TAGS};
 use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
+use crate::pgn::GameTags;
+use crate::replay::{Plan, Session};
 use crate::session::Unit;
 use crate::session::link::LinkKind;
 
@@ -57,6 +59,13 @@ impl BoardMeta {
             "white": self.white, "black": self.black,
         })
     }
+
+    /// The tags as replay reads them from the capture.
+    fn tags(&self) -> GameTags {
+        let mut tags = GameTags::default();
+        tags.apply_json(&self.tags_json());
+        tags
+    }
 }
 
 /// One board: capture, core, health.
@@ -72,7 +81,7 @@ pub struct BoardState {
     connection: LinkState,
     port: Option<String>,
     /// The tags last written to the capture.
-    tags_written: Value,
+    tags_written: GameTags,
     /// The clock side last written to the capture as an operator action.
     side_written: Option<ClockSide>,
     events: Vec<CoreEvent>,
@@ -104,9 +113,12 @@ fn needs_sync(events: &[CoreEvent]) -> bool {
 
 impl BoardState {
     /// Opens the board's capture for today (or continues the file given, e.g. one of an
-    /// earlier day whose game is still running), rebuilding its games from what is there.
-    /// The core's settle windows follow the link (`link`, or the one the capture's header
-    /// names): a Bluetooth board scans at half speed.
+    /// earlier day whose game is still running), rebuilding its games from what is there by
+    /// replaying it ([`Session`], as `eboardd replay` does, without publishing: the events
+    /// happened in an earlier run; [`BoardState::restore_into`] shows them in the hub). The
+    /// board is set up as replay sets it up from the capture's header: the header of a new file
+    /// names the driver, unit and link given here (a Bluetooth board scans at half speed, so
+    /// its core's settle windows are doubled), a continued file keeps its own.
     pub fn open(
         store: &CaptureStore,
         id: &str,
@@ -131,89 +143,60 @@ impl BoardState {
             device["address"] = unit.into();
         }
         header.insert("devices".into(), json!([device]));
-        let opened = CaptureFile::open(&path, header, store.fsync)?;
-        let (link, driver, unit) = match &opened.existing {
-            Some(cap) => {
-                let (driver, warning) = crate::replay::driver_of(&cap.header.extra, id);
-                if let Some(w) = warning {
-                    tracing::warn!("{id}: {w}");
-                }
-                let unit = crate::replay::unit_of(&cap.header.extra, id);
-                if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) {
-                    (LinkKind::Bluetooth, driver, unit)
-                } else {
-                    (LinkKind::Wired, driver, unit)
-                }
-            }
-            None => (link, driver, meta.unit.unwrap_or(crate::session::SINGLE)),
-        };
+        let opened = CaptureFile::open(&path, header.clone(), store.fsync)?;
+        let rebuilt = opened.existing.is_some();
+        let cap = opened.existing.unwrap_or_else(|| Capture {
+            header: Header::new(header),
+            records: Vec::new(),
+            warnings: Vec::new(),
+        });
+        let records = cap.records.len();
+        let mut session = Session::new(Plan::from_capture(cap));
+        let mut clock_seen = false;
+        session.run(&mut |board, e| {
+            clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
+            Ok(())
+        })?;
+        for w in session.warnings() {
+            tracing::warn!("{id}: {w}");
+        }
+        let replayed = session.into_board(id);
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::for_unit(id, driver, unit, link.engine_config()),
+            device: replayed.device,
             capture: opened.file,
-            clock_seen: false,
+            clock_seen,
             connection: LinkState::Unknown,
             port: None,
-            tags_written: meta.tags_json(),
-            side_written: None,
+            tags_written: replayed.tags.unwrap_or_else(|| meta.tags()),
+            side_written: replayed.white_clock,
             meta: BoardMeta::default(),
             events: Vec::new(),
             owner: None,
             away_since: None,
             counters_at_claim: (0, 0),
         };
-        if let Some(cap) = &opened.existing {
-            board.rebuild(cap);
+        if rebuilt {
+            let games = board.device.engine.games();
+            tracing::info!(
+                "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
+                board.id,
+                board.capture.path().display(),
+                records,
+                games.len(),
+                games.last().map_or(0, |g| g.ply())
+            );
         }
         board.set_meta(meta)?;
         Ok(board)
     }
 
-    /// Feeds what a capture already holds, without publishing (the events happened in an
-    /// earlier run); [`BoardState::restore_into`] shows them in the hub.
-    fn rebuild(&mut self, cap: &crate::capture::Capture) {
-        let mut events = Vec::new();
-        if let Some(h) = cap.header.extra.get("tags") {
-            self.tags_written = h.clone();
-        }
-        for r in &cap.records {
-            if r.dev != self.id {
-                continue;
-            }
-            match apply_record(&mut self.device, r.t, &r.kind, &mut events) {
-                Applied::Tags(v) => {
-                    self.tags_written = v.clone();
-                    if let Some(o) = self.tags_written.as_object_mut() {
-                        o.remove("action");
-                    }
-                }
-                Applied::Operator(OperatorAction::SetClockSide { white }) => {
-                    self.side_written = Some(white);
-                }
-                Applied::Operator(_) | Applied::Fed | Applied::Ignored { .. } => {}
-            }
-            for e in &events {
-                self.observe(e);
-            }
-            events.clear();
-        }
-        let games = self.device.engine.games();
-        tracing::info!(
-            "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
-            self.id,
-            self.capture.path().display(),
-            cap.records.len(),
-            games.len(),
-            games.last().map_or(0, |g| g.ply())
-        );
-    }
-
     /// The board's configuration changed (or is first known): new tags go to the capture as a
     /// `set_tags` record, a fixed clock side as a `set_clock_side` operator action.
     pub fn set_meta(&mut self, meta: BoardMeta) -> io::Result<()> {
-        let tags = meta.tags_json();
+        let tags = meta.tags();
         if tags != self.tags_written {
-            let mut op = tags.clone();
+            let mut op = meta.tags_json();
             if let Some(o) = op.as_object_mut() {
                 o.insert("action".into(), SET_TAGS.into());
             }

@@ -378,7 +378,7 @@ impl<'a> Port<'a> {
             header.insert("board".into(), id.clone().into());
             header.insert(
                 "devices".into(),
-                serde_json::json!([{"id": id, "driver": self.driver.name(), "role": "line",
+                serde_json::json!([{"id": id, "driver": self.driver.name(), "role": crate::capture::LINE_ROLE,
                     "port": self.path.display().to_string()}]),
             );
             let opened = CaptureFile::open(&path, header, self.ctx.store.fsync)?;
