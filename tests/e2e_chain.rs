@@ -128,10 +128,22 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
         let ev = d.events.lock().unwrap();
         for (b, g) in ids.iter().zip(&games) {
             assert_eq!(moves_from_events(&ev, b), uci(g), "{b}");
-            assert!(of(&ev, b, "irregularity").is_empty(), "{b}: {:?}", of(&ev, b, "irregularity"));
+            // What the line could cause (the players' own irregularities, a rook touched
+            // before the king, are theirs): nothing.
+            let link_caused: Vec<&&Value> = of(&ev, b, "irregularity")
+                .iter()
+                .filter(|e| {
+                    ["moves_missing", "displaced_pieces", "illegal_move"]
+                        .contains(&e["code"].as_str().unwrap_or(""))
+                })
+                .collect();
+            assert!(link_caused.is_empty(), "{b}: {link_caused:?}");
             assert_eq!(of(&ev, b, "game_started").len(), 1, "{b}");
             if unplug_at.is_some() {
-                assert!(recovered(&ev, b) > 0, "{b}: nothing recovered from the memory");
+                assert!(
+                    recovered(&ev, b) > 0,
+                    "{b}: nothing recovered from the memory"
+                );
             }
         }
     }

@@ -154,7 +154,10 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
                         && text.iter().all(|c| c.is_ascii_alphanumeric()),
                     "{id}: not ChessLink: {bytes:02x?}"
                 );
-                assert!(!bytes.contains(&0x2B), "{id}: a DGT clock frame: {bytes:02x?}");
+                assert!(
+                    !bytes.contains(&0x2B),
+                    "{id}: a DGT clock frame: {bytes:02x?}"
+                );
             } else {
                 assert!(
                     bytes[0] == 0x2B || (0x40..=0x55).contains(&bytes[0]),

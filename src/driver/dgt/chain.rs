@@ -389,7 +389,9 @@ impl Chain {
                     // The mark logs the pieces where they stand: only while the board shows
                     // the game's start (a move already made would be taken for the start).
                     let at_start = boards.at_game_start(address)
-                        && m.shadow.as_ref().is_some_and(|f| boards.explains(address, f));
+                        && m.shadow
+                            .as_ref()
+                            .is_some_and(|f| boards.explains(address, f));
                     if !at_start {
                         continue;
                     }
