@@ -5,10 +5,10 @@
 //! - `core`: the board state machine, observations/s over the decoded observation stream of a
 //!   whole game fed into a fresh engine (with the clock reporting every second, and with clock
 //!   reports at presses only, where field updates dominate);
-//! - `replay`: capture replay through [`Replayer`] (decode + core), records/s over one capture and
+//! - `replay`: capture replay through [`Session`] (decode + core), records/s over one capture and
 //!   whole games/s over a batch of captures;
 //! - `round_replay`: a whole round, 200 boards each playing a full game (`board-1`..`board-200`,
-//!   records merged by time into one capture) replayed through one [`Replayer`], games/s;
+//!   records merged by time into one capture) replayed through one [`Session`], games/s;
 //! - `move_cost`: the core's cost of one move fed into a prepared engine, for an ordinary move,
 //!   a rook sliding over intermediate squares, and rook-first castling.
 //!
@@ -28,7 +28,7 @@ use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::{Micros, Observation, SquareReading};
 use eboardd::protocol::dgt::{self, DgtDecoder};
-use eboardd::replay::Replayer;
+use eboardd::replay::{Plan, Session};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, Style, field_index, synthesize};
 use shakmaty::{Board, Color, Piece, Role, Square};
@@ -181,14 +181,14 @@ fn core(c: &mut Criterion) {
     group.finish();
 }
 
-fn replay_all(captures: &[Capture]) -> usize {
+/// Replays each capture (owned: a replay takes its records, as `eboardd replay` takes those it
+/// read; the benchmarks clone them outside the timing) and counts the moves.
+fn replay_all(captures: Vec<Capture>) -> usize {
     let mut moves = 0;
     for cap in captures {
-        let mut replayer = Replayer::new(EngineConfig::default());
         let mut sink = |_: &str, _: &CoreEvent| Ok(());
-        replayer.replay_capture(cap, &mut sink).expect("replay");
-        replayer.finish(&mut sink).expect("finish");
-        moves += replayer
+        let session = Session::play(Plan::from_capture(cap), &mut sink).expect("replay");
+        moves += session
             .devices()
             .flat_map(|d| d.engine.games())
             .map(|g| g.moves.len())
@@ -204,7 +204,11 @@ fn replay(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
     group.throughput(Throughput::Elements(one[0].records.len() as u64));
     group.bench_function("records_one_game", |b| {
-        b.iter(|| replay_all(black_box(&one)))
+        b.iter_batched(
+            || one.to_vec(),
+            |c| replay_all(black_box(c)),
+            BatchSize::LargeInput,
+        )
     });
     // Whole games: 20 games of the Dortmund file, every 17th, human style.
     let batch: Vec<Capture> = corpus("standard/pychess_dortmund.pgn")
@@ -214,7 +218,7 @@ fn replay(c: &mut Criterion) {
         .enumerate()
         .map(|(i, g)| capture_of(records_of(g, Style::Human, 100 + i as u64)))
         .collect();
-    let plies: usize = replay_all(&batch);
+    let plies: usize = replay_all(batch.to_vec());
     let records: usize = batch.iter().map(|c| c.records.len()).sum();
     println!(
         "replay: batch of {} games, {plies} plies, {records} records",
@@ -222,7 +226,11 @@ fn replay(c: &mut Criterion) {
     );
     group.throughput(Throughput::Elements(batch.len() as u64));
     group.bench_function("games_20_dortmund", |b| {
-        b.iter(|| replay_all(black_box(&batch)))
+        b.iter_batched(
+            || batch.to_vec(),
+            |c| replay_all(black_box(c)),
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }
@@ -264,7 +272,7 @@ fn round_replay(c: &mut Criterion) {
     // A round: every board plays at once, records merged by time (stable: per-board order kept).
     records.sort_by_key(|r| r.t);
     let round = [capture_of(records)];
-    let plies = replay_all(&round);
+    let plies = replay_all(round.to_vec());
     assert_eq!(plies, expected_plies, "every board's game replayed");
     println!(
         "round_replay: {ROUND_BOARDS} boards ({ROUND_DISTINCT} distinct games), {plies} plies, {} records, built in {:?}",
@@ -274,7 +282,11 @@ fn round_replay(c: &mut Criterion) {
     let mut group = c.benchmark_group("round_replay");
     group.throughput(Throughput::Elements(ROUND_BOARDS as u64));
     group.bench_function("boards_200_merged", |b| {
-        b.iter(|| replay_all(black_box(&round)))
+        b.iter_batched(
+            || round.to_vec(),
+            |c| replay_all(black_box(c)),
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }

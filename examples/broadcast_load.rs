@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
 
-use eboardd::output::replay_source::{self, Plan};
+use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
+use eboardd::replay::{Layout, Plan};
 
 fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
     let args: Vec<String> = std::env::args().collect();
@@ -87,9 +88,9 @@ fn main() {
 
     let all = captures();
     let files: Vec<PathBuf> = all.iter().cycle().take(boards).cloned().collect();
-    let plan = Plan::load(&files, true).expect("load captures");
+    let plan = Plan::load(&files, Layout::Round).expect("load captures");
     let info = RoundInfo {
-        boards: plan.boards.clone(),
+        boards: plan.boards().map(String::from).collect(),
         ..Default::default()
     };
     let hub = Hub::new(info, HubConfig::default());

@@ -73,6 +73,11 @@ pub struct DaemonConfig {
     /// Seconds without field updates after which a board dump is asked for (and the update
     /// mode set again): repairs a lost field update, wakes a board that reset.
     pub dump_quiet_secs: u64,
+    /// Seconds a board with a game in progress must have been away (or the daemon restarted)
+    /// before its own memory is read back, when its family keeps one (a single DGT board's
+    /// takes about 8 s at 9600 baud): the moves made meanwhile are recovered from it exactly. A
+    /// shorter absence leaves a few plies at most, recovered from the board dump.
+    pub memory_after_secs: u64,
 }
 
 impl Default for DaemonConfig {
@@ -84,6 +89,7 @@ impl Default for DaemonConfig {
             fsync: true,
             keepalive_secs: 5,
             dump_quiet_secs: 20,
+            memory_after_secs: 10,
         }
     }
 }
@@ -381,9 +387,18 @@ impl Config {
                 self.daemon.dump_quiet_secs
             ));
         }
+        if self.daemon.memory_after_secs > 86_400 {
+            return bad(format!(
+                "daemon.memory_after_secs = {}: must be 0 to 86400",
+                self.daemon.memory_after_secs
+            ));
+        }
         for p in &self.daemon.ports {
             if p.as_os_str().is_empty() {
                 return bad("daemon.ports has an empty path".into());
+            }
+            if let Err(e) = crate::driver::parse_port(p) {
+                return bad(format!("daemon.ports: {e}"));
             }
         }
         if let Some(d) = &self.daemon.capture_dir

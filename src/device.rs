@@ -1,10 +1,11 @@
 //! One board's pipeline, the same live and in replay: its driver's decoder and its core state
-//! machine, and [`apply_record`], the one function that applies a capture record to it (replay,
-//! the daemon's rebuild after a restart, paced replay and directory merges all use it).
+//! machine, and [`apply_record`], the one function that applies a capture record to it (every
+//! replay, `crate::replay::Session`, goes through it: `eboardd replay`, paced replay and the
+//! daemon's rebuild after a restart).
 
 use serde_json::Value;
 
-use crate::capture::{Record, RecordKind};
+use crate::capture::RecordKind;
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::event::CoreEvent;
 use crate::core::observation::{Micros, Observation, OperatorAction};
@@ -33,29 +34,40 @@ impl Device {
 
     /// A device of the given driver with a fresh decoder and engine.
     pub fn with_driver(id: &str, driver: &'static dyn BoardDriver, cfg: EngineConfig) -> Self {
+        Device::for_unit(id, driver, crate::session::SINGLE, cfg)
+    }
+
+    /// Board `unit` of a port of `driver`'s family (a bus address on a chain: its decoder
+    /// takes only that board's frames), with a fresh decoder and engine.
+    pub fn for_unit(
+        id: &str,
+        driver: &'static dyn BoardDriver,
+        unit: crate::session::Unit,
+        cfg: EngineConfig,
+    ) -> Self {
         Device {
             id: id.to_string(),
             driver,
-            decoder: driver.decoder(),
+            decoder: driver.unit_decoder(unit),
             engine: BoardEngine::new(cfg),
             messages: Vec::new(),
         }
     }
 
+    /// The messages decoded from the last bytes received ([`Device::receive`]): the session
+    /// messages go to the port's session, so that every chunk is decoded once.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The decoder's counters so far: bytes dropped while resynchronising, frames rejected.
+    pub fn line_counters(&self) -> (u64, u64) {
+        (self.decoder.dropped_bytes(), self.decoder.bad_frames())
+    }
+
     /// The device's driver.
     pub fn driver(&self) -> &'static dyn BoardDriver {
         self.driver
-    }
-
-    /// Applies every record of one board's capture (whatever their `dev`), then lets the
-    /// board take its pending decisions at the last record's time; events go to `out`.
-    pub fn replay(&mut self, records: &[Record], out: &mut Vec<CoreEvent>) {
-        let mut last = 0;
-        for r in records {
-            apply_record(self, r.t, &r.kind, out);
-            last = r.t;
-        }
-        self.engine.finish(last, out);
     }
 
     /// Feed received bytes; events go to `out`.
@@ -88,6 +100,11 @@ pub enum Applied<'a> {
     },
 }
 
+/// Whether an operator record is a `set_tags` record (PGN tags, not for the core).
+pub fn is_set_tags(op: &Value) -> bool {
+    op.get("action").and_then(Value::as_str) == Some(SET_TAGS)
+}
+
 /// Applies one capture record at `t` to `device`; events go to `out`.
 pub fn apply_record<'a>(
     device: &mut Device,
@@ -100,9 +117,7 @@ pub fn apply_record<'a>(
             device.receive(t, bytes, out);
             Applied::Fed
         }
-        RecordKind::Op(value) if value.get("action").and_then(Value::as_str) == Some(SET_TAGS) => {
-            Applied::Tags(value)
-        }
+        RecordKind::Op(value) if is_set_tags(value) => Applied::Tags(value),
         RecordKind::Op(value) => match serde_json::from_value::<OperatorAction>(value.clone()) {
             Ok(action) => {
                 let obs = Observation::Operator(action);

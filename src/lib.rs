@@ -16,4 +16,5 @@ pub mod pgn;
 pub mod protocol;
 pub mod replay;
 pub mod round;
+pub mod session;
 pub mod sim;

@@ -8,7 +8,7 @@ use shakmaty::{Color, Position};
 use crate::core::game::{GameRecord, mover_of_ply};
 
 /// Tags that come from outside the board (configuration, capture header).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GameTags {
     /// Event name.
     pub event: Option<String>,

@@ -1,17 +1,33 @@
-//! `eboardd replay`: captures through the same decoding, inference and game logic as the live
-//! daemon, to PGN or to the event stream.
+//! Every replay of captures goes one way: `eboardd replay` (files or directories, to PGN or to
+//! the event stream), `eboardd serve-replay` (paced, into the broadcast hub), the daemon's
+//! rebuild of a board after a restart, and the tests and benchmarks.
+//!
+//! - [`Plan`]: captures in, laid out once. Line captures are skipped (they hold no board); every
+//!   device is set up from its capture's header (decoder from `devices[].driver`, settle windows
+//!   from `devices[].link`, bus unit from `devices[].address`); the records of several captures
+//!   are merged by absolute time (`created` + `t`), one capture staying exactly as it is; a
+//!   device id that overlapping captures share is told apart by file; the PGN tags each device
+//!   has over time are taken from headers' `tags` and `set_tags` records; warnings are gathered.
+//! - [`Session`]: a plan played one record at a time through [`crate::device::apply_record`],
+//!   the function the live daemon uses too. Callers differ only in what they do with the events:
+//!   print them ([`replay_paths`]), publish them at a pace (`output::replay_source`), or rebuild a
+//!   board without publishing (`daemon::board`).
 
-use std::collections::BTreeMap;
-use std::io::Write;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::capture;
-use crate::core::engine::EngineConfig;
+use chrono::{DateTime, FixedOffset};
+use serde_json::{Map, Value};
+
+use crate::capture::{self, Capture, CaptureError, Header, Record, RecordKind};
 use crate::core::event::{CoreEvent, EventEnvelope};
-use crate::core::observation::Micros;
-use crate::device::{Applied, apply_record};
+use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
+use crate::device::{Applied, apply_record, is_set_tags};
 use crate::driver::{self, BoardDriver};
 use crate::pgn::{self, GameTags};
+use crate::session::link::LinkKind;
+use crate::session::{SINGLE, Unit};
 
 pub use crate::device::{Device, SET_TAGS};
 
@@ -21,245 +37,841 @@ pub use crate::device::{Device, SET_TAGS};
 pub enum ReplayError {
     /// A capture could not be read.
     #[error(transparent)]
-    Capture(#[from] capture::CaptureError),
+    Capture(#[from] CaptureError),
     /// Output could not be written.
     #[error("writing output: {0}")]
-    Output(#[from] std::io::Error),
+    Output(#[from] io::Error),
 }
 
-/// Device ids that a capture header's `devices` list says are on a Bluetooth link (their
-/// boards scan at half speed: the core's settle windows are doubled, as the daemon did).
-pub fn bluetooth_devices(header: &serde_json::Map<String, serde_json::Value>) -> Vec<&str> {
-    header
-        .get("devices")
-        .and_then(|d| d.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|d| d.get("link").and_then(|l| l.as_str()) == Some("bluetooth"))
-        .filter_map(|d| d.get("id").and_then(|i| i.as_str()))
+/// Where events go: the board (device name) and the event. An error stops the replay.
+pub type Sink<'a> = dyn FnMut(&str, &CoreEvent) -> io::Result<()> + 'a;
+
+/// How captures are laid out in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// As recorded: every record at its absolute time, `created` + `t`, counted from the
+    /// earliest `created` (a capture without one starts there). A device id used by several
+    /// captures whose times overlap (unrelated captures all made as `board-1`) is renamed
+    /// `<file>/<id>`, `<file>` being the file's name without `.jsonl` (with as many of its
+    /// folders as it takes to tell two files apart); otherwise the same id is the same board.
+    #[default]
+    AsRecorded,
+    /// A round made of unrelated captures: every capture is its own board (`board-N` for the
+    /// N-th capture, `fN-DEV` when it has several devices) and all start together at `t` = 0.
+    Round,
+}
+
+/// How one device is set up, from its capture's header.
+#[derive(Debug)]
+struct Setup {
+    /// The device's name in the replay (its id, or the id made distinct).
+    name: String,
+    driver: &'static dyn BoardDriver,
+    unit: Unit,
+    link: LinkKind,
+}
+
+impl Setup {
+    /// Device `id` of a capture with `header`, named `name`; and a warning for a driver this
+    /// build does not have. A device the header does not list is a wired `dgt` board.
+    fn of(header: &Header, id: &str, name: String) -> (Setup, Option<String>) {
+        let entry = header.device(id);
+        let field = |key: &str| entry.and_then(|d| d.get(key));
+        let (driver, warning) =
+            driver::for_name_or_default(field("driver").and_then(Value::as_str));
+        let unit = field("address")
+            .and_then(Value::as_u64)
+            .and_then(|a| Unit::try_from(a).ok())
+            .unwrap_or(SINGLE);
+        let link = field("link")
+            .and_then(Value::as_str)
+            .and_then(|l| {
+                [LinkKind::Wired, LinkKind::Bluetooth]
+                    .into_iter()
+                    .find(|k| k.name() == l)
+            })
+            .unwrap_or(LinkKind::Wired);
+        let setup = Setup {
+            name,
+            driver,
+            unit,
+            link,
+        };
+        (setup, warning)
+    }
+
+    /// A fresh device: decoder of its driver and unit, core with its link's settle windows.
+    fn device(&self) -> Device {
+        Device::for_unit(
+            &self.name,
+            self.driver,
+            self.unit,
+            self.link.engine_config(),
+        )
+    }
+}
+
+/// One record to play: its time in the replay, its device (index), what it carries.
+#[derive(Debug)]
+struct Step {
+    t: Micros,
+    device: usize,
+    kind: RecordKind,
+}
+
+/// Captures laid out for replay: the devices, the records in the order they are played, the PGN
+/// tags of each device over time, the warnings met.
+#[derive(Debug, Default)]
+pub struct Plan {
+    steps: Vec<Step>,
+    /// In the order of their first record; devices a header lists without records last.
+    devices: Vec<Setup>,
+    /// Per device, the tags in force from each time on, in time order.
+    tags: Vec<Vec<(Micros, GameTags)>>,
+    /// The earliest `created`: `t` = 0 of the replay, and the PGN dates.
+    origin: Option<DateTime<FixedOffset>>,
+    warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Reads the captures under `paths` (a directory stands for every `*.jsonl` under it,
+    /// links to folders not followed) and lays them out.
+    pub fn load(paths: &[PathBuf], layout: Layout) -> Result<Plan, CaptureError> {
+        let mut files = Vec::new();
+        for p in paths {
+            let io = |source| CaptureError::Io {
+                file: p.display().to_string(),
+                source,
+            };
+            let found = capture_files(p).map_err(io)?;
+            if found.is_empty() {
+                return Err(io(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no capture files (*.jsonl) in this directory",
+                )));
+            }
+            files.extend(found);
+        }
+        let mut caps = Vec::with_capacity(files.len());
+        for (file, label) in files.iter().zip(labels(&files)) {
+            caps.push((label, capture::read_capture(file)?));
+        }
+        Ok(Plan::new(caps, layout))
+    }
+
+    /// One capture, as it is.
+    pub fn from_capture(cap: Capture) -> Plan {
+        Plan::new(vec![(String::new(), cap)], Layout::AsRecorded)
+    }
+
+    /// Records without a header (synthesised): wired `dgt` boards, no tags, no date.
+    pub fn from_records(records: Vec<Record>) -> Plan {
+        Plan::from_capture(Capture {
+            header: Header::new(Map::new()),
+            records,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Lays out captures, each with the label that tells its devices apart.
+    fn new(mut files: Vec<(String, Capture)>, layout: Layout) -> Plan {
+        files.retain(|(_, cap)| !cap.header.is_line());
+        let created: Vec<_> = files.iter().map(|(_, c)| c.header.created()).collect();
+        let origin = created.iter().flatten().min().copied();
+        let offsets: Vec<Micros> = created
+            .iter()
+            .map(|c| match (layout, origin, c) {
+                (Layout::AsRecorded, Some(o), Some(c)) => (*c - o).num_microseconds().unwrap_or(0),
+                _ => 0,
+            })
+            .collect();
+        let names = names(&files, &offsets, layout);
+        let mut plan = Plan {
+            origin,
+            ..Plan::default()
+        };
+        for (_, cap) in &files {
+            plan.warnings.extend(cap.warnings.iter().cloned());
+        }
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        let mut device = |plan: &mut Plan, header: &Header, id: &str, name: &str| {
+            if let Some(&i) = index.get(name) {
+                return i;
+            }
+            let (setup, warning) = Setup::of(header, id, name.to_string());
+            plan.warnings.extend(warning);
+            plan.devices.push(setup);
+            index.insert(name.to_string(), plan.devices.len() - 1);
+            plan.devices.len() - 1
+        };
+        let mut tags: BTreeMap<String, (GameTags, Vec<(Micros, GameTags)>)> = BTreeMap::new();
+        let mut set_tags = |name: &str, t: Micros, value: &Value| {
+            let (now, changes) = tags.entry(name.to_string()).or_default();
+            now.apply_json(value);
+            changes.push((t, now.clone()));
+        };
+        // Merged by time, each capture in its own order (a capture whose `t` went back stays as
+        // it is); a capture's header counts from the capture's start. Equal times: the earlier
+        // capture first.
+        let mut records: Vec<_> = files
+            .iter_mut()
+            .map(|(_, cap)| std::mem::take(&mut cap.records).into_iter().peekable())
+            .collect();
+        let mut started = vec![false; files.len()];
+        let mut queue: BinaryHeap<std::cmp::Reverse<(Micros, usize)>> = offsets
+            .iter()
+            .enumerate()
+            .map(|(fi, &t)| std::cmp::Reverse((t, fi)))
+            .collect();
+        let mut last: Option<(usize, String, usize)> = None;
+        while let Some(std::cmp::Reverse((t, fi))) = queue.pop() {
+            let header = &files[fi].1.header;
+            if !started[fi] {
+                started[fi] = true;
+                if let Some(value) = header.extra.get("tags") {
+                    // The file's board's tags, or every device's when it names none.
+                    match header.extra.get("board").and_then(Value::as_str) {
+                        Some(board) => {
+                            let name = names[fi].get(board).map_or(board, String::as_str);
+                            set_tags(name, t, value);
+                        }
+                        None => names[fi].values().for_each(|n| set_tags(n, t, value)),
+                    }
+                }
+            } else if let Some(record) = records[fi].next() {
+                let d = match &last {
+                    Some((lf, dev, d)) if *lf == fi && *dev == record.dev => *d,
+                    _ => {
+                        let name = &names[fi][&record.dev];
+                        let d = device(&mut plan, header, &record.dev, name);
+                        last = Some((fi, record.dev.clone(), d));
+                        d
+                    }
+                };
+                if let RecordKind::Op(value) = &record.kind
+                    && is_set_tags(value)
+                {
+                    set_tags(&plan.devices[d].name, t, value);
+                }
+                plan.steps.push(Step {
+                    t,
+                    device: d,
+                    kind: record.kind,
+                });
+            }
+            if let Some(next) = records[fi].peek() {
+                queue.push(std::cmp::Reverse((offsets[fi] + next.t, fi)));
+            }
+        }
+        // Devices a header lists that have no record (a board's file just created).
+        for (fi, (_, cap)) in files.iter().enumerate() {
+            for (id, name) in &names[fi] {
+                device(&mut plan, &cap.header, id, name);
+            }
+        }
+        plan.tags = plan
+            .devices
+            .iter()
+            .map(|s| tags.remove(&s.name).map(|(_, c)| c).unwrap_or_default())
+            .collect();
+        plan
+    }
+
+    /// Keeps only the records up to replay time `t` (a round in mid-play).
+    pub fn until(mut self, t: Micros) -> Plan {
+        self.steps.retain(|s| s.t <= t);
+        for changes in &mut self.tags {
+            changes.retain(|(when, _)| *when <= t);
+        }
+        self
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether there is nothing to play.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Replay time of the last record.
+    pub fn duration(&self) -> Micros {
+        self.steps.last().map_or(0, |s| s.t)
+    }
+
+    /// The boards (device names), in the order of their first record.
+    pub fn boards(&self) -> impl Iterator<Item = &str> + '_ {
+        self.devices.iter().map(|s| s.name.as_str())
+    }
+
+    /// The PGN date (`YYYY.MM.DD`) of the replay's start: the earliest capture's creation.
+    pub fn date(&self) -> Option<String> {
+        self.date_at(0)
+    }
+
+    /// The PGN date at replay time `t`, in the time zone the earliest `created` was written
+    /// with (the daemon writes UTC), so that every machine prints the same.
+    fn date_at(&self, t: Micros) -> Option<String> {
+        let at = self
+            .origin?
+            .checked_add_signed(chrono::TimeDelta::microseconds(t))?;
+        Some(at.format("%Y.%m.%d").to_string())
+    }
+
+    /// The tags of device `d` in force at replay time `t`.
+    fn tags_at(&self, d: usize, t: Micros) -> GameTags {
+        self.tags[d]
+            .iter()
+            .rfind(|(when, _)| *when <= t)
+            .map(|(_, tags)| tags.clone())
+            .unwrap_or_default()
+    }
+
+    /// Non-fatal problems met reading and laying out the captures (cut-off lines, unknown
+    /// drivers).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+/// Every capture file under `path` (itself when it is a file), sorted. Links to folders are
+/// not followed (a loop would never end).
+fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir)? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                stack.push(p);
+            } else if p.is_dir() {
+                // A link to a folder: skipped.
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A label per file that tells files apart: its name without the extension, with as many of
+/// its folders in front as it takes to differ from every other file's (`#N` for the same file
+/// given again).
+fn labels(files: &[PathBuf]) -> Vec<String> {
+    let parts: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| {
+            let mut c: Vec<String> = f
+                .with_extension("")
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            c.reverse();
+            c
+        })
+        .collect();
+    let label = |i: usize, depth: usize| {
+        let mut p: Vec<&str> = parts[i].iter().take(depth).map(String::as_str).collect();
+        p.reverse();
+        p.join("/")
+    };
+    let mut depth = vec![1; files.len()];
+    loop {
+        let mut seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, &d) in depth.iter().enumerate() {
+            seen.entry(label(i, d)).or_default().push(i);
+        }
+        let mut deeper = false;
+        for same in seen.values().filter(|v| v.len() > 1) {
+            for &i in same {
+                if depth[i] < parts[i].len() {
+                    depth[i] += 1;
+                    deeper = true;
+                }
+            }
+        }
+        if !deeper {
+            break;
+        }
+    }
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    (0..files.len())
+        .map(|i| {
+            let l = label(i, depth[i]);
+            let n = count.entry(l.clone()).or_default();
+            *n += 1;
+            if *n == 1 { l } else { format!("{l}#{n}") }
+        })
         .collect()
 }
 
-/// The driver a capture header's `devices` list names for device `id` (`dgt` when the capture
-/// does not say: captures made before drivers were named), and a warning for a driver this
-/// build does not have.
-pub fn driver_of(
-    header: &serde_json::Map<String, serde_json::Value>,
-    id: &str,
-) -> (&'static dyn BoardDriver, Option<String>) {
-    let name = header
-        .get("devices")
-        .and_then(|d| d.as_array())
-        .into_iter()
-        .flatten()
-        .find(|d| d.get("id").and_then(|i| i.as_str()) == Some(id))
-        .and_then(|d| d.get("driver"))
-        .and_then(|n| n.as_str());
-    driver::for_name_or_default(name)
+/// Device ids of a capture, in the order its header lists them and then of their first record.
+fn device_ids(cap: &Capture) -> Vec<&str> {
+    let mut seen = BTreeSet::new();
+    let listed = cap
+        .header
+        .devices()
+        .filter_map(|d| d.get("id").and_then(Value::as_str));
+    let mut last = None;
+    let recorded = cap.records.iter().map(|r| r.dev.as_str()).filter(move |d| {
+        let new = last != Some(*d);
+        last = Some(*d);
+        new
+    });
+    listed
+        .chain(recorded)
+        .filter(|id| seen.insert(*id))
+        .collect()
 }
 
-/// Replays records of any number of devices, in order, through one code path.
-#[derive(Debug, Default)]
-pub struct Replayer {
-    cfg: EngineConfig,
-    devices: BTreeMap<String, Device>,
-    /// Device ids in order of first appearance.
-    order: Vec<String>,
-    /// The ids in `order`.
-    listed: std::collections::BTreeSet<String>,
-    seq: u64,
-    offset: Micros,
-    last_t: Micros,
-    /// Date from the first capture header (`YYYY.MM.DD`).
-    pub date: Option<String>,
-    /// Non-fatal problems met (cut-off lines, unknown operator actions).
-    pub warnings: Vec<String>,
-    /// PGN tags per device, from capture headers (`tags`) and `set_tags` operator records.
-    tags: BTreeMap<String, GameTags>,
-    /// The tags in force at each game's last move (or its start), by device and game number:
-    /// a later `set_tags` (the next round's players) does not rename an earlier game.
-    game_tags: BTreeMap<(String, u32), GameTags>,
+/// Per capture, the replay name of each of its device ids ([`Layout`]).
+fn names(
+    files: &[(String, Capture)],
+    offsets: &[Micros],
+    layout: Layout,
+) -> Vec<BTreeMap<String, String>> {
+    let ids: Vec<Vec<&str>> = files.iter().map(|(_, c)| device_ids(c)).collect();
+    // Devices to tell apart: (file, id) of an id whose records in two files overlap in time.
+    let mut renamed: BTreeSet<(usize, &str)> = BTreeSet::new();
+    if layout == Layout::AsRecorded && files.len() > 1 {
+        let mut spans: BTreeMap<&str, Vec<(Micros, Micros, usize)>> = BTreeMap::new();
+        for (fi, (_, cap)) in files.iter().enumerate() {
+            let mut per_dev: BTreeMap<&str, (Micros, Micros)> = BTreeMap::new();
+            for r in &cap.records {
+                let t = offsets[fi] + r.t;
+                let span = per_dev.entry(&r.dev).or_insert((t, t));
+                span.0 = span.0.min(t);
+                span.1 = span.1.max(t);
+            }
+            for (dev, (a, b)) in per_dev {
+                spans.entry(dev).or_default().push((a, b, fi));
+            }
+        }
+        for (dev, mut v) in spans {
+            v.sort();
+            if v.windows(2).any(|w| w[1].0 <= w[0].1) {
+                renamed.extend(v.iter().map(|&(_, _, fi)| (fi, dev)));
+            }
+        }
+    }
+    ids.iter()
+        .enumerate()
+        .map(|(fi, ids)| {
+            ids.iter()
+                .map(|&id| {
+                    let name = match layout {
+                        Layout::Round if ids.len() == 1 => format!("board-{}", fi + 1),
+                        Layout::Round => format!("f{}-{id}", fi + 1),
+                        Layout::AsRecorded if renamed.contains(&(fi, id)) => {
+                            format!("{}/{id}", files[fi].0)
+                        }
+                        Layout::AsRecorded => id.to_string(),
+                    };
+                    (id.to_string(), name)
+                })
+                .collect()
+        })
+        .collect()
 }
 
-impl Replayer {
-    /// A replayer with the given engine configuration.
-    pub fn new(cfg: EngineConfig) -> Self {
-        Replayer {
-            cfg,
-            ..Default::default()
+/// A board as its capture's replay left it: what the daemon carries on with after a restart.
+#[derive(Debug)]
+pub struct Replayed {
+    /// Its decoder and core, every record applied (pending decisions not taken: the board goes
+    /// on live).
+    pub device: Device,
+    /// The tags in force at the end, when the capture carries any.
+    pub tags: Option<GameTags>,
+    /// White's clock side as the last `set_clock_side` record fixed it.
+    pub white_clock: Option<ClockSide>,
+}
+
+/// A [`Plan`] being played, one record at a time.
+#[derive(Debug)]
+pub struct Session {
+    plan: Plan,
+    /// The next step.
+    next: usize,
+    devices: Vec<Device>,
+    white_clock: Vec<Option<ClockSide>>,
+    /// Replay time of the last record played.
+    t: Micros,
+    events: Vec<CoreEvent>,
+    warnings: Vec<String>,
+}
+
+impl Session {
+    /// Sets up the plan's devices, ready to play its first record.
+    pub fn new(plan: Plan) -> Session {
+        Session {
+            devices: plan.devices.iter().map(Setup::device).collect(),
+            white_clock: vec![None; plan.devices.len()],
+            warnings: plan.warnings.clone(),
+            plan,
+            next: 0,
+            t: 0,
+            events: Vec::new(),
         }
     }
 
-    /// The devices seen, by id.
-    pub fn devices(&self) -> impl Iterator<Item = &Device> {
-        self.order.iter().filter_map(|id| self.devices.get(id))
+    /// Plays every record of `plan`, then lets every board take its pending decisions.
+    pub fn play(plan: Plan, sink: &mut Sink<'_>) -> io::Result<Session> {
+        let mut session = Session::new(plan);
+        session.run(sink)?;
+        session.finish(sink)?;
+        Ok(session)
     }
 
-    fn device(&mut self, id: &str) -> &mut Device {
-        if !self.listed.contains(id) {
-            self.listed.insert(id.to_string());
-            self.order.push(id.to_string());
-        }
-        self.devices
-            .entry(id.to_string())
-            .or_insert_with(|| Device::new(id, self.cfg.clone()))
+    /// Replay time of the next record, if any is left.
+    pub fn next_t(&self) -> Option<Micros> {
+        self.plan.steps.get(self.next).map(|s| s.t)
     }
 
-    /// Replay one capture; events are passed to `sink` as JSON lines when given.
-    pub fn replay_capture(
-        &mut self,
-        cap: &capture::Capture,
-        sink: &mut dyn FnMut(&str, &CoreEvent) -> std::io::Result<()>,
-    ) -> Result<(), ReplayError> {
-        if self.date.is_none() {
-            self.date = capture::header_date(&cap.header);
-        }
-        self.warnings.extend(cap.warnings.iter().cloned());
-        if let Some(header_tags) = cap.header.extra.get("tags") {
-            let devices: std::collections::BTreeSet<String> =
-                cap.records.iter().map(|r| r.dev.clone()).collect();
-            for dev in devices {
-                self.tags.entry(dev).or_default().apply_json(header_tags);
+    /// Plays the next record; `false` when none was left.
+    pub fn step(&mut self, sink: &mut Sink<'_>) -> io::Result<bool> {
+        let Some(step) = self.plan.steps.get(self.next) else {
+            return Ok(false);
+        };
+        self.next += 1;
+        self.t = self.t.max(step.t);
+        let device = &mut self.devices[step.device];
+        match apply_record(device, step.t, &step.kind, &mut self.events) {
+            Applied::Ignored { value, error } => self
+                .warnings
+                .push(format!("ignored operator action {value}: {error}")),
+            Applied::Operator(OperatorAction::SetClockSide { white }) => {
+                self.white_clock[step.device] = Some(white);
             }
+            Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
         }
-        let bluetooth = bluetooth_devices(&cap.header.extra);
-        let ids: std::collections::BTreeSet<&str> =
-            cap.records.iter().map(|r| r.dev.as_str()).collect();
-        for id in bluetooth.iter().copied().chain(ids) {
-            if !self.devices.contains_key(id) {
-                let mut cfg = self.cfg.clone();
-                if bluetooth.contains(&id) {
-                    cfg.settle *= 2;
-                    cfg.displaced_after *= 2;
-                    // Listed from the header, as before its records.
-                    self.listed.insert(id.to_string());
-                    self.order.push(id.to_string());
-                }
-                let (driver, warning) = driver_of(&cap.header.extra, id);
-                self.warnings.extend(warning);
-                self.devices
-                    .insert(id.to_string(), Device::with_driver(id, driver, cfg));
-            }
+        let name = &self.plan.devices[step.device].name;
+        for e in self.events.drain(..) {
+            sink(name, &e)?;
         }
-        // Captures given one after another continue in time.
-        self.offset = self.last_t;
-        let mut events = Vec::new();
-        for record in &cap.records {
-            let t = record.t + self.offset;
-            self.last_t = self.last_t.max(t);
-            let device = self.device(&record.dev);
-            match apply_record(device, t, &record.kind, &mut events) {
-                Applied::Tags(value) => self
-                    .tags
-                    .entry(record.dev.clone())
-                    .or_default()
-                    .apply_json(value),
-                Applied::Ignored { value, error } => self
-                    .warnings
-                    .push(format!("ignored operator action {value}: {error}")),
-                Applied::Fed | Applied::Operator(_) => {}
-            }
-            for e in events.drain(..) {
-                if matches!(
-                    e.kind,
-                    crate::core::event::EventKind::GameStarted { .. }
-                        | crate::core::event::EventKind::MoveMade { .. }
-                ) {
-                    let tags = self.tags.get(&record.dev).cloned().unwrap_or_default();
-                    self.game_tags.insert((record.dev.clone(), e.game), tags);
-                }
-                sink(&record.dev, &e)?;
-            }
-        }
+        Ok(true)
+    }
+
+    /// Plays every record left.
+    pub fn run(&mut self, sink: &mut Sink<'_>) -> io::Result<()> {
+        while self.step(sink)? {}
         Ok(())
     }
 
     /// End of input: every board takes its pending decisions.
-    pub fn finish(
-        &mut self,
-        sink: &mut dyn FnMut(&str, &CoreEvent) -> std::io::Result<()>,
-    ) -> Result<(), ReplayError> {
-        let t = self.last_t;
-        let mut events = Vec::new();
-        for id in self.order.clone() {
-            if let Some(device) = self.devices.get_mut(&id) {
-                device.engine.finish(t, &mut events);
-                for e in events.drain(..) {
-                    sink(&id, &e)?;
-                }
+    pub fn finish(&mut self, sink: &mut Sink<'_>) -> io::Result<()> {
+        for (setup, device) in self.plan.devices.iter().zip(&mut self.devices) {
+            device.engine.finish(self.t, &mut self.events);
+            for e in self.events.drain(..) {
+                sink(&setup.name, &e)?;
             }
         }
         Ok(())
     }
 
-    /// Next event sequence number.
-    pub fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
+    /// An operator action for `board` now (at the last record's time), from outside the
+    /// captures (an arbiter watching a replay); `false` for a board the replay does not have.
+    pub fn operator(
+        &mut self,
+        board: &str,
+        action: OperatorAction,
+        sink: &mut Sink<'_>,
+    ) -> io::Result<bool> {
+        let Some(d) = self.plan.devices.iter().position(|s| s.name == board) else {
+            return Ok(false);
+        };
+        self.devices[d]
+            .engine
+            .handle(self.t, &Observation::Operator(action), &mut self.events);
+        for e in self.events.drain(..) {
+            sink(board, &e)?;
+        }
+        Ok(true)
     }
 
-    /// Every game of every board as PGN, in the order the games started.
+    /// The devices, in the plan's order.
+    pub fn devices(&self) -> impl Iterator<Item = &Device> {
+        self.devices.iter()
+    }
+
+    /// Non-fatal problems met: the plan's, then those met playing (unknown operator actions).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Every game of every board as PGN, in the order the games started; each game with the
+    /// tags in force at its last move (at its start when it has none: a later `set_tags`, the
+    /// next round's players, does not rename it) and the date of its start.
     pub fn pgn(&self) -> String {
         let mut games: Vec<_> = self
-            .devices()
+            .devices
+            .iter()
             .enumerate()
-            .flat_map(|(i, d)| {
-                d.engine
-                    .games()
-                    .iter()
-                    .map(move |g| (g.started_at, i, d, g))
-            })
+            .flat_map(|(d, dev)| dev.engine.games().iter().map(move |g| (d, g)))
             .collect();
-        games.sort_by_key(|(t, i, _, g)| (*t, *i, g.number));
+        games.sort_by_key(|(d, g)| (g.started_at, *d, g.number));
         let mut out = String::new();
-        for (_, _, device, game) in games {
+        for (d, game) in games {
+            let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
             let tags = GameTags {
-                date: self.date.clone(),
-                board: Some(device.id.clone()),
-                ..self
-                    .game_tags
-                    .get(&(device.id.clone(), game.number))
-                    .or_else(|| self.tags.get(&device.id))
-                    .cloned()
-                    .unwrap_or_default()
+                date: self.plan.date_at(game.started_at),
+                board: Some(self.plan.devices[d].name.clone()),
+                ..self.plan.tags_at(d, at)
             };
             pgn::write_game(game, &tags, &mut out);
         }
         out
     }
+
+    /// Board `id` as the replay left it (a fresh wired `dgt` board when the captures have
+    /// no such device).
+    pub fn into_board(mut self, id: &str) -> Replayed {
+        match self.plan.devices.iter().position(|s| s.name == id) {
+            Some(d) => Replayed {
+                device: self.devices.swap_remove(d),
+                tags: self.plan.tags[d].last().map(|(_, tags)| tags.clone()),
+                white_clock: self.white_clock[d],
+            },
+            None => Replayed {
+                device: Setup::of(&Header::new(Map::new()), id, id.to_string())
+                    .0
+                    .device(),
+                tags: None,
+                white_clock: None,
+            },
+        }
+    }
 }
 
-/// Replay capture files to `out`: PGN, or JSON Lines events when `events` is set.
-pub fn replay_files(
+/// `eboardd replay`: replays the captures under `paths` (files, or directories searched for
+/// `*.jsonl`) and writes every game as PGN, or the events as JSON Lines when `events` is set,
+/// to `out`; warnings go to `warn`.
+pub fn replay_paths(
     paths: &[PathBuf],
     events: bool,
     out: &mut dyn Write,
     warn: &mut dyn FnMut(&str),
 ) -> Result<(), ReplayError> {
-    let mut replayer = Replayer::new(EngineConfig::default());
+    let plan = Plan::load(paths, Layout::AsRecorded)?;
     let mut seq = 0u64;
-    let mut sink = |board: &str, e: &CoreEvent| -> std::io::Result<()> {
+    let mut sink = |board: &str, e: &CoreEvent| -> io::Result<()> {
         if events {
             seq += 1;
             writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())?;
         }
         Ok(())
     };
-    for path in paths {
-        let cap = read(path)?;
-        replayer.replay_capture(&cap, &mut sink)?;
-    }
-    replayer.finish(&mut sink)?;
-    for w in &replayer.warnings {
+    let session = Session::play(plan, &mut sink)?;
+    for w in session.warnings() {
         warn(w);
     }
     if !events {
-        out.write_all(replayer.pgn().as_bytes())?;
+        out.write_all(session.pgn().as_bytes())?;
     }
     out.flush()?;
     Ok(())
 }
 
-fn read(path: &Path) -> Result<capture::Capture, ReplayError> {
-    Ok(capture::read_capture(path)?)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(path: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/captures")
+            .join(path)
+    }
+
+    fn pgn_of(paths: &[PathBuf]) -> String {
+        let mut out = Vec::new();
+        replay_paths(paths, false, &mut out, &mut |_| {}).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// (Board tag, moves) of every game.
+    fn games(pgn: &str) -> Vec<(String, Vec<shakmaty::Move>)> {
+        crate::sim::pgn::parse_games(pgn)
+            .into_iter()
+            .map(|g| {
+                let g = g.unwrap();
+                (g.tag("Board").unwrap_or("").to_string(), g.moves)
+            })
+            .collect()
+    }
+
+    fn capture(header: Value, records: &[(f64, &str, &str)]) -> Capture {
+        let mut text = header.to_string();
+        for (t, dev, note) in records {
+            text.push('\n');
+            text.push_str(&serde_json::json!({"t": t, "dev": dev, "note": note}).to_string());
+        }
+        capture::parse_capture("test.jsonl", &text).unwrap()
+    }
+
+    fn header(created: &str) -> Value {
+        serde_json::json!({"format": "eboard-capture", "version": 1, "created": created})
+    }
+
+    /// The (time, device name, note) of every step.
+    fn steps(plan: &Plan) -> Vec<(Micros, &str, &str)> {
+        plan.steps
+            .iter()
+            .map(|s| {
+                let RecordKind::Note(n) = &s.kind else {
+                    panic!("{s:?}")
+                };
+                (s.t, plan.devices[s.device].name.as_str(), n.as_str())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unrelated_captures_of_one_device_id_stay_apart() {
+        // Every sample capture, all made as `board-1` at the same time, and their names clash
+        // across folders (`clean/g0001`, `human/g0001`...).
+        let dir = data("");
+        let files = capture_files(&dir).unwrap();
+        assert!(files.len() >= 100);
+        let all = pgn_of(std::slice::from_ref(&dir));
+        let merged = games(&all);
+        assert_eq!(merged.len(), files.len());
+        for f in &files {
+            let folder = f.parent().unwrap().file_name().unwrap().to_string_lossy();
+            let stem = f.file_stem().unwrap().to_string_lossy();
+            let board = format!("{folder}/{stem}/board-1");
+            // Each game as when its file is replayed alone.
+            let alone = games(&pgn_of(std::slice::from_ref(f))).remove(0).1;
+            let here = merged.iter().find(|(b, _)| *b == board);
+            assert_eq!(here.map(|(_, m)| m), Some(&alone), "{board}");
+        }
+    }
+
+    #[test]
+    fn captures_merge_by_absolute_time_and_one_stays_as_it_is() {
+        let a = capture(
+            header("2026-11-29T10:00:00Z"),
+            &[(0.0, "board-1", "a0"), (2.0, "board-1", "a2")],
+        );
+        // Created a second later, another board.
+        let b = capture(
+            header("2026-11-29T10:00:01Z"),
+            &[(0.0, "board-2", "b1"), (1.0, "board-2", "b2")],
+        );
+        let plan = Plan::new(vec![("a".into(), a), ("b".into(), b)], Layout::AsRecorded);
+        assert_eq!(
+            steps(&plan),
+            [
+                (0, "board-1", "a0"),
+                (1_000_000, "board-2", "b1"),
+                // Equal times: the earlier capture first.
+                (2_000_000, "board-1", "a2"),
+                (2_000_000, "board-2", "b2"),
+            ]
+        );
+        assert_eq!(plan.date().as_deref(), Some("2026.11.29"));
+        // One capture whose records go back in time (built, not read): played as it is.
+        let records = [(5, "x"), (3, "y"), (4, "z")]
+            .map(|(t, n)| Record {
+                t,
+                dev: "board-1".into(),
+                kind: RecordKind::Note(n.into()),
+            })
+            .to_vec();
+        let plan = Plan::from_records(records);
+        assert_eq!(
+            steps(&plan),
+            [
+                (5, "board-1", "x"),
+                (3, "board-1", "y"),
+                (4, "board-1", "z")
+            ]
+        );
+        assert_eq!(plan.date(), None);
+    }
+
+    #[test]
+    fn a_device_in_two_captures_is_one_board_unless_their_times_overlap() {
+        let day = |created: &str| capture(header(created), &[(0.0, "board-1", "n")]);
+        let plan = Plan::new(
+            vec![
+                ("d1/board-1".into(), day("2026-11-29T10:00:00Z")),
+                ("d2/board-1".into(), day("2026-11-30T10:00:00Z")),
+            ],
+            Layout::AsRecorded,
+        );
+        assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1"]);
+        assert_eq!(plan.len(), 2);
+        let plan = Plan::new(
+            vec![
+                ("x".into(), day("2026-11-29T10:00:00Z")),
+                ("y".into(), day("2026-11-29T10:00:00Z")),
+            ],
+            Layout::AsRecorded,
+        );
+        assert_eq!(
+            plan.boards().collect::<Vec<_>>(),
+            ["x/board-1", "y/board-1"]
+        );
+        // A round: every capture its own board, all from t = 0.
+        let plan = Plan::new(
+            vec![
+                ("x".into(), day("2026-11-29T10:00:00Z")),
+                ("y".into(), day("2026-11-30T10:00:00Z")),
+            ],
+            Layout::Round,
+        );
+        assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1", "board-2"]);
+        assert_eq!(plan.duration(), 0);
+    }
+
+    #[test]
+    fn labels_take_folders_only_to_tell_files_apart() {
+        let files: Vec<PathBuf> = ["c/clean/g1.jsonl", "c/human/g1.jsonl", "c/human/g2.jsonl"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(labels(&files), ["clean/g1", "human/g1", "g2"]);
+        let twice = [PathBuf::from("a/g1.jsonl"), PathBuf::from("a/g1.jsonl")];
+        assert_eq!(labels(&twice), ["a/g1", "a/g1#2"]);
+    }
+
+    #[test]
+    fn line_captures_hold_no_board() {
+        let line = capture(
+            serde_json::json!({"format": "eboard-capture", "version": 1,
+                "created": "2026-11-29T10:00:00Z", "board": "line-ttyUSB0",
+                "devices": [{"id": "line-ttyUSB0", "driver": "nonesuch", "role": "line"}]}),
+            &[(0.0, "line-ttyUSB0", "n")],
+        );
+        let board = capture(header("2026-11-29T10:00:00Z"), &[(1.0, "board-1", "n")]);
+        let plan = Plan::new(
+            vec![("line".into(), line), ("board".into(), board)],
+            Layout::AsRecorded,
+        );
+        assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1"]);
+        assert_eq!(plan.len(), 1);
+        assert!(plan.warnings().is_empty(), "{:?}", plan.warnings());
+    }
+
+    #[test]
+    fn header_tags_are_the_boards_or_every_devices() {
+        let two = |board: Option<&str>| {
+            let mut h = header("2026-11-29T10:00:00Z");
+            h["tags"] = serde_json::json!({"white": "W"});
+            if let Some(b) = board {
+                h["board"] = b.into();
+            }
+            let cap = capture(h, &[(0.0, "a", "n"), (0.0, "b", "n")]);
+            let plan = Plan::from_capture(cap);
+            (0..2).map(|d| plan.tags_at(d, 0).white).collect::<Vec<_>>()
+        };
+        assert_eq!(two(Some("b")), [None, Some("W".to_string())]);
+        assert_eq!(two(None), [Some("W".to_string()), Some("W".to_string())]);
+    }
 }

@@ -14,8 +14,9 @@ use tokio_tungstenite::tungstenite::Message;
 mod support;
 use support::capture;
 
-use eboardd::output::replay_source::{self, Plan};
+use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
+use eboardd::replay::{Layout, Plan};
 use support::http::header;
 use support::streams::*;
 
@@ -30,7 +31,7 @@ fn temp_dir(name: &str) -> PathBuf {
 /// `eboardd replay --events` (or PGN) of `files`, through the same library function.
 fn replay(files: &[PathBuf], events: bool) -> String {
     let mut out = Vec::new();
-    eboardd::replay::replay_files(files, events, &mut out, &mut |_| {}).expect("replay");
+    eboardd::replay::replay_paths(files, events, &mut out, &mut |_| {}).expect("replay");
     String::from_utf8(out).expect("utf-8")
 }
 
@@ -41,14 +42,14 @@ struct Setup {
     http: SocketAddr,
 }
 
-async fn setup(files: &[PathBuf], separate: bool, relay: Option<PathBuf>) -> Setup {
-    let plan = Plan::load(files, separate).expect("load captures");
+async fn setup(files: &[PathBuf], layout: Layout, relay: Option<PathBuf>) -> Setup {
+    let plan = Plan::load(files, layout).expect("load captures");
     let info = RoundInfo {
         event: Some("Test Open".into()),
         site: Some("Bergen NOR".into()),
         round: 3,
-        date: plan.date.clone(),
-        boards: plan.boards.clone(),
+        date: plan.date(),
+        boards: plan.boards().map(String::from).collect(),
         time_control: Some("5400+30".into()),
         epoch_ms: 1_780_000_000_000,
         ..Default::default()
@@ -100,13 +101,20 @@ fn strip_tags(pgn: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_and_pgn_equal_replay() {
-    let files = vec![
-        capture("irregular/g0001.jsonl"),
-        capture("chess960/g0002.jsonl"),
-    ];
+    // One board's two captures, as the daemon writes a board's two days: the second created
+    // after the first one's last record, so the two games are one board's, one after the other.
+    let dir = temp_dir("two-days");
+    std::fs::create_dir_all(&dir).unwrap();
+    let second = dir.join("g0002.jsonl");
+    let text = std::fs::read_to_string(capture("chess960/g0002.jsonl")).unwrap();
+    let (head, records) = text.split_once('\n').unwrap();
+    let mut head: Value = serde_json::from_str(head).unwrap();
+    head["created"] = "2026-11-29T11:00:00Z".into();
+    std::fs::write(&second, format!("{head}\n{records}")).unwrap();
+    let files = vec![capture("irregular/g0001.jsonl"), second];
     let expected = replay(&files, true);
     let expected: Vec<&str> = expected.lines().collect();
-    let mut s = setup(&files, false, None).await;
+    let mut s = setup(&files, Layout::AsRecorded, None).await;
     let base = format!("ws://{}/api/v1/events", s.http);
 
     // A live client, connected before the first event: an (empty) snapshot, then every event.
@@ -227,6 +235,7 @@ async fn streams_and_pgn_equal_replay() {
 
     handle.stop();
     s.outputs.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn lcc_move_ok(token: &str) -> bool {
@@ -255,7 +264,7 @@ async fn relay_files_lcc_json_and_operator_actions() {
         capture("chess960/g0004.jsonl"),
     ];
     let dir = temp_dir("relay");
-    let mut s = setup(&files, true, Some(dir.clone())).await;
+    let mut s = setup(&files, Layout::Round, Some(dir.clone())).await;
     s.hub
         .set_pairing(
             "board-1",
@@ -652,7 +661,7 @@ async fn livechess_eboards_api() {
     let truth: Value =
         serde_json::from_str(&std::fs::read_to_string(capture("human/g0002.truth.json")).unwrap())
             .unwrap();
-    let mut s = setup(&files, true, None).await;
+    let mut s = setup(&files, Layout::Round, None).await;
     let url = format!("ws://{}/api/v1.0", s.outputs.livechess.unwrap());
     let mut ws = ws_connect(&url).await;
 
@@ -839,19 +848,17 @@ fn model_from_events_equals_engine_games_for_every_capture() {
     files.sort();
     assert!(files.len() >= 100);
     for f in &files {
-        let cap = eboardd::capture::read_capture(f).unwrap();
-        let mut replayer = eboardd::replay::Replayer::new(Default::default());
+        let plan = Plan::load(std::slice::from_ref(f), Layout::AsRecorded).unwrap();
         let hub = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| -> std::io::Result<()> {
             hub.publish(board, e);
             Ok(())
         };
-        replayer.replay_capture(&cap, &mut sink).unwrap();
-        replayer.finish(&mut sink).unwrap();
+        let session = eboardd::replay::Session::play(plan, &mut sink).unwrap();
         let ours = hub.with_round(eboardd::output::render::all_games_pgn);
         assert_eq!(
             strip_tags(&ours),
-            strip_tags(&replayer.pgn()),
+            strip_tags(&session.pgn()),
             "{}",
             f.display()
         );

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use eboardd::output::replay_source::Plan;
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
+use eboardd::replay::{Layout, Plan};
 
 const TOKEN: &str = "test-token-123";
 
@@ -36,10 +36,10 @@ fn with_header(dir: &Path, name: &str, header: &str) -> PathBuf {
 }
 
 async fn serve(cfg: OutputConfig) -> (Hub, Outputs, SocketAddr) {
-    let plan = Plan::load(&[data("game.jsonl")], false).unwrap();
+    let plan = Plan::load(&[data("game.jsonl")], Layout::AsRecorded).unwrap();
     let info = RoundInfo {
         round: 1,
-        boards: plan.boards.clone(),
+        boards: plan.boards().map(String::from).collect(),
         ..Default::default()
     };
     let hub = Hub::new(info, HubConfig::default());

@@ -16,8 +16,9 @@ use tokio::sync::mpsc;
 mod support;
 use support::capture;
 
-use eboardd::output::replay_source::{self, Plan};
+use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use eboardd::replay::{Layout, Plan};
 use support::broker::{Broker, require_mosquitto};
 
 /// A subscriber: every (topic, payload) received on `filter`.
@@ -66,9 +67,9 @@ async fn publisher(
     files: &[PathBuf],
     queue: usize,
 ) -> (Hub, eboardd::output::Outputs, Plan) {
-    let plan = Plan::load(files, true).unwrap();
+    let plan = Plan::load(files, Layout::Round).unwrap();
     let info = RoundInfo {
-        boards: plan.boards.clone(),
+        boards: plan.boards().map(String::from).collect(),
         ..Default::default()
     };
     let hub = Hub::new(info, HubConfig::default());
@@ -308,7 +309,7 @@ fn every_event_reads_back_from_its_wire_form() {
                 continue;
             }
             let mut out = Vec::new();
-            eboardd::replay::replay_files(std::slice::from_ref(&p), true, &mut out, &mut |_| {})
+            eboardd::replay::replay_paths(std::slice::from_ref(&p), true, &mut out, &mut |_| {})
                 .unwrap();
             for line in String::from_utf8(out).unwrap().lines() {
                 let v: Value = serde_json::from_str(line).unwrap();
@@ -347,7 +348,7 @@ async fn two_nodes_served_as_one_round_from_the_broker() {
     // Node hall-2 has board-21: the events of another capture, published under that id.
     let (hub2, out2, _) = publisher(port, "hall-2", &[], 100_000).await;
     let mut out = Vec::new();
-    eboardd::replay::replay_files(&[capture("human/g0002.jsonl")], true, &mut out, &mut |_| {})
+    eboardd::replay::replay_paths(&[capture("human/g0002.jsonl")], true, &mut out, &mut |_| {})
         .unwrap();
     let events: Vec<eboardd::core::event::CoreEvent> = String::from_utf8(out)
         .unwrap()

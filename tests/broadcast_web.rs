@@ -14,8 +14,9 @@ mod support;
 use support::capture;
 
 use eboardd::core::observation::OperatorAction;
-use eboardd::output::replay_source::{self, Plan};
+use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
+use eboardd::replay::{Layout, Plan};
 
 fn chromium() -> Option<PathBuf> {
     let found = [
@@ -81,11 +82,13 @@ async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle)
         "irregular/g0007.jsonl",
     ]
     .map(capture);
-    let plan = Plan::load(&files, true).unwrap().until(600_000_000);
+    let plan = Plan::load(&files, Layout::Round)
+        .unwrap()
+        .until(600_000_000);
     let info = RoundInfo {
         event: Some("Bergen Open 2026".into()),
         round: 4,
-        boards: plan.boards.clone(),
+        boards: plan.boards().map(String::from).collect(),
         ..Default::default()
     };
     let hub = Hub::new(info, HubConfig::default());

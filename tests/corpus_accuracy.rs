@@ -32,10 +32,9 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
-use eboardd::capture::{Capture, FORMAT, Header, Record, VERSION};
-use eboardd::core::engine::EngineConfig;
+use eboardd::capture::Record;
 use eboardd::core::event::CoreEvent;
-use eboardd::replay::Replayer;
+use eboardd::replay::{Plan, Session};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, Style, synthesize};
 use pgn_reader::{Reader, SanPlus as PgnSan, Visitor};
@@ -223,22 +222,10 @@ fn chess960() -> &'static [CorpusGame] {
 
 /// Replays a synthesised capture and returns the SAN list of every game the board recorded.
 fn replay(records: Vec<Record>) -> Vec<Vec<String>> {
-    let cap = Capture {
-        header: Header {
-            format: FORMAT.to_owned(),
-            version: VERSION,
-            extra: serde_json::Map::new(),
-        },
-        records,
-        warnings: Vec::new(),
-    };
-    let mut replayer = Replayer::new(EngineConfig::default());
     let mut sink = |_: &str, _: &CoreEvent| Ok(());
-    replayer
-        .replay_capture(&cap, &mut sink)
+    let session = Session::play(Plan::from_records(records), &mut sink)
         .expect("replay of a synthesised capture");
-    replayer.finish(&mut sink).expect("finish");
-    replayer
+    session
         .devices()
         .flat_map(|d| d.engine.games())
         .map(|g| g.moves.iter().map(|m| m.san.clone()).collect())
@@ -512,23 +499,13 @@ fn raw_clock(records: &[Record]) -> Vec<(i64, u32, u32, u8)> {
 fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
     let synth = eboardd::sim::synthesize_game(&g.game, cfg);
     let raw = raw_clock(&synth.records);
-    let cap = Capture {
-        header: Header {
-            format: FORMAT.to_owned(),
-            version: VERSION,
-            extra: serde_json::Map::new(),
-        },
-        records: synth.records.clone(),
-        warnings: Vec::new(),
-    };
     let mut events: Vec<CoreEvent> = Vec::new();
-    let mut replayer = Replayer::new(EngineConfig::default());
     let mut sink = |_: &str, e: &CoreEvent| {
         events.push(e.clone());
         Ok(())
     };
-    replayer.replay_capture(&cap, &mut sink).expect("replay");
-    replayer.finish(&mut sink).expect("finish");
+    let session =
+        Session::play(Plan::from_records(synth.records.clone()), &mut sink).expect("replay");
     // The colour of a face: White's face is the right one when `white_on_right`.
     let colour_of_right = |right: bool| {
         if right == synth.white_on_right {
@@ -555,7 +532,7 @@ fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
             tally.named_right += 1;
         }
     }
-    let Some(game) = replayer.devices().flat_map(|d| d.engine.games()).last() else {
+    let Some(game) = session.devices().flat_map(|d| d.engine.games()).last() else {
         return;
     };
     let mut wrong = 0;

@@ -40,7 +40,7 @@ async fn the_daemon_feeds_its_http_outputs() {
     assert!(status.contains("200"), "{status}");
     assert!(page.contains("<html"), "the arbiter page is served");
     let id = one.id.clone();
-    one.finish(d, &id);
+    one.finish(d, &id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +70,7 @@ async fn the_configuration_file_alone_drives_the_outputs() {
     assert!(relay_pgn.contains("[Black \"Beta, Bob\"]"), "{relay_pgn}");
     let sans = san(&one.game);
     assert!(relay_pgn.contains(sans[0].as_str()), "{relay_pgn}");
-    one.finish(d, "board-1");
+    one.finish(d, "board-1").await;
 }
 
 /// A GET that may find nobody listening.
@@ -138,7 +138,7 @@ async fn a_reload_restarts_changed_outputs_and_a_bad_file_keeps_them() {
     let (status, pgn) = get(port2, "/api/v1/games.pgn");
     assert!(status.contains("200") && pgn.contains("[Event \"After Reload\"]"));
     assert!(try_get(port1, "/api/v1/health").is_none());
-    one.finish(d, &id);
+    one.finish(d, &id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,5 +181,5 @@ async fn stdout_and_the_streams_give_every_event_the_same_seq() {
     }
     assert_eq!(from_sse, printed, "stdout and SSE differ");
     let id = one.id.clone();
-    one.finish(d, &id);
+    one.finish(d, &id).await;
 }

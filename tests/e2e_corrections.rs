@@ -6,7 +6,6 @@ mod support;
 
 use std::path::Path;
 
-use eboardd::sim::emulator::runner;
 use shakmaty::Position;
 use shakmaty::san::SanPlus;
 use support::daemon::*;
@@ -173,7 +172,7 @@ async fn corrections_through_the_api_replay_exactly_from_the_capture() {
         assert!(retracted >= played.len() - k, "{retracted} plies retracted");
     }
     d.terminate();
-    one.board.send(runner::Control::Stop);
+    stop_strict(one.board, &one.id).await;
 
     let live_games = games_by_board(&live);
     assert_eq!(live_games.len(), 1, "{live}");

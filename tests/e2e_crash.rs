@@ -59,7 +59,7 @@ async fn kill_9_and_restart_loses_no_completed_move() {
         assert!(first_made > seen, "ply {first_made} after {seen}");
     }
     d.terminate();
-    one.board.send(Control::Stop);
+    stop_strict(one.board, id).await;
     // One file, appended to, its cut-off line gone.
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.lines().count() > lines_before);

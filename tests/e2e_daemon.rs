@@ -119,8 +119,8 @@ show_moves = true
         );
     }
     d.terminate();
-    for b in &boards {
-        b.send(Control::Stop);
+    for (b, id) in boards.into_iter().zip(ids) {
+        stop_strict(b, id).await;
     }
     let expected: Vec<(&str, &eboardd::sim::pgn::ScriptGame)> =
         ids.iter().copied().zip(games.iter()).collect();
@@ -164,7 +164,7 @@ async fn unplug_and_replug_mid_game_loses_nothing() {
         let started = of(&ev, id, "game_started").len();
         assert_eq!(started, 1, "a reconnect is not a new game");
     }
-    s.finish(d, id);
+    s.finish(d, id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,7 +184,7 @@ async fn garbage_on_the_line_is_survived() {
     }
     s.wait_done(&mut d, id).await;
     assert!(s.board.status().plugged);
-    let log = s.finish(d, id);
+    let log = s.finish(d, id).await;
     // The noise was seen, and thrown away.
     let line = log
         .lines()
@@ -223,7 +223,7 @@ async fn sighup_reloads_the_configuration_and_a_bad_file_is_refused() {
     s.wait_done(&mut d, id).await;
     let caps = s.caps.clone();
     let pgn = replay(&caps);
-    let log = s.finish(d, id);
+    let log = s.finish(d, id).await;
     assert!(log.contains("reload refused"), "{log}");
     assert!(log.contains("configuration reloaded"), "{log}");
     assert!(pgn.contains("[White \"After, Name\"]"), "{pgn}");

@@ -65,7 +65,7 @@ async fn a_board_reset_with_its_port_open_is_put_back_into_update_mode() {
             "a reset board is alive: the link must not be dropped"
         );
     }
-    let log = s.finish(d, id);
+    let log = s.finish(d, id).await;
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("reset to IDLE"))
@@ -108,7 +108,7 @@ async fn lost_field_updates_are_repaired_by_board_dumps_without_irregularity() {
     }
     let log = d.log.clone();
     d.terminate();
-    board.send(Control::Stop);
+    stop_strict(board, id).await;
     assert_replay_exact(&caps, &[(id, &game)]);
     let log = std::fs::read_to_string(log).unwrap();
     let repaired = log
@@ -165,7 +165,7 @@ async fn clock_commands_go_one_at_a_time_and_are_not_lost() {
         );
     }
     d.terminate();
-    board.send(Control::Stop);
+    stop_strict(board, id).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -202,7 +202,7 @@ async fn an_old_bluetooth_board_is_served_and_its_battery_reported() {
     }
     let log = d.log.clone();
     d.terminate();
-    board.send(Control::Stop);
+    stop_strict(board, id).await;
     assert_replay_exact(&caps, &[(id, &game)]);
     let log = std::fs::read_to_string(log).unwrap();
     assert!(log.contains("bluetooth link"), "log:\n{log}");

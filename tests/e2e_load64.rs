@@ -10,7 +10,6 @@ mod support;
 use std::time::{Duration, Instant};
 
 use eboardd::sim::Style;
-use eboardd::sim::emulator::runner::Control;
 use support::daemon::*;
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -102,8 +101,8 @@ async fn sixty_four_boards_full_games_exact() {
         }
     }
     d.terminate();
-    for b in &boards {
-        b.send(Control::Stop);
+    for (b, id) in boards.into_iter().zip(&ids) {
+        stop_strict(b, id).await;
     }
     let bytes: u64 = walk(&caps)
         .iter()

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use eboardd::sim::emulator::millennium::MillenniumEmulator;
-use eboardd::sim::emulator::runner::{self, Control, Handle, RunnerConfig};
+use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
 use eboardd::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};
@@ -40,6 +40,18 @@ fn millennium_board(game: &ScriptGame, style: Style, seed: u64, link: &Path) -> 
         },
     )
     .unwrap()
+}
+
+/// Every `tx` record of a capture, as sent.
+fn sent(capture: &std::path::Path) -> Vec<Vec<u8>> {
+    let cap = eboardd::capture::read_capture(capture).unwrap();
+    cap.records
+        .into_iter()
+        .filter_map(|r| match r.kind {
+            eboardd::capture::RecordKind::Tx(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,8 +126,11 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
         assert_eq!(of(&ev, ids[2], "board_connected")[0]["driver"], "dgt");
     }
     d.terminate();
-    for b in &boards {
-        b.send(Control::Stop);
+    let [mill_a, mill_b, dgt] = boards;
+    stop_strict(dgt, ids[2]).await;
+    // The Millennium boards took every byte they were sent: no DGT clock frame reached them.
+    for (b, id) in [(mill_a, ids[0]), (mill_b, ids[1])] {
+        stop_strict(b, id).await;
     }
     // The captures name their driver, and replay picks the ChessLink decoder from it.
     for (id, driver) in ids.iter().zip(["millennium", "millennium", "dgt"]) {
@@ -128,6 +143,28 @@ async fn millennium_boards_play_full_games_through_run_and_replay_exactly() {
         let text = std::fs::read_to_string(&file).unwrap();
         let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(header["devices"][0]["driver"], driver, "{id}");
+        // What was sent is the family's own: ChessLink commands (printable 7-bit letters with
+        // an odd parity bit, ending in two hex digits) to a ChessLink board; DGT single-board
+        // commands (no bus command, no ChessLink letter) to a DGT board.
+        for bytes in sent(&file) {
+            if driver == "millennium" {
+                let text: Vec<u8> = bytes.iter().map(|b| b & 0x7F).collect();
+                assert!(
+                    bytes.iter().all(|b| b.count_ones() % 2 == 1)
+                        && text.iter().all(|c| c.is_ascii_alphanumeric()),
+                    "{id}: not ChessLink: {bytes:02x?}"
+                );
+                assert!(
+                    !bytes.contains(&0x2B),
+                    "{id}: a DGT clock frame: {bytes:02x?}"
+                );
+            } else {
+                assert!(
+                    bytes[0] == 0x2B || (0x40..=0x55).contains(&bytes[0]),
+                    "{id}: not a DGT single-board command: {bytes:02x?}"
+                );
+            }
+        }
         // Each capture alone replays to its game.
         assert_replay_exact(
             &file,

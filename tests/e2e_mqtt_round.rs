@@ -135,8 +135,7 @@ async fn two_daemons_on_one_broker_are_served_as_one_round() {
         "disconnected",
         "hall 2 is still on line"
     );
-    two.finish(d2, &id2);
-    one.board
-        .send(eboardd::sim::emulator::runner::Control::Stop);
+    two.finish(d2, &id2).await;
+    stop_strict(one.board, &id1).await;
     drop(broker);
 }

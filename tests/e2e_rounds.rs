@@ -125,5 +125,5 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
     assert_eq!(boards["round"], 2);
     assert_eq!(boards["boards"][0]["white"]["name"], "Gamma, Gus");
     assert_eq!(boards["boards"][0]["white"]["elo"], 2100);
-    one.finish(d, "board-1");
+    one.finish(d, "board-1").await;
 }

@@ -88,5 +88,5 @@ async fn clock_unplugged_mid_game_moves_still_exact() {
         );
     }
     relay.stop();
-    s.finish(d, id);
+    s.finish(d, id).await;
 }

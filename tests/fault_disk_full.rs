@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use eboardd::sim::emulator::runner::Control;
 use support::daemon::*;
 
 const SPEED: f64 = 1000.0;
@@ -118,7 +117,7 @@ async fn disk_full_mid_game_is_reported_and_loses_nothing_captured() {
         );
     }
     d.terminate();
-    b.send(Control::Stop);
+    stop_strict(b, id).await;
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(
         log.contains("capture write failed") && log.contains("No space left on device"),

@@ -53,7 +53,7 @@ async fn silent_board_is_noticed_and_the_game_goes_on_exact() {
     frozen.store(false, Ordering::SeqCst);
     s.wait_done(&mut d, id).await;
     relay.stop();
-    let log = s.finish(d, id);
+    let log = s.finish(d, id).await;
     assert!(
         log.contains("silent for"),
         "no word of the dead link in the log:\n{log}"

@@ -589,9 +589,8 @@ fn game() -> ScriptGame {
 fn replay_capture(
     records: &[eboardd::capture::Record],
 ) -> (Vec<String>, Vec<(String, u32)>, Vec<String>) {
-    let mut device = Device::new("board-1", EngineConfig::default());
     let mut events = Vec::new();
-    device.replay(records, &mut events);
+    let device = support::replay_records(records, &mut events);
     let raised = support::raised(&events);
     let resolved = events
         .iter()

@@ -25,12 +25,10 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use eboardd::capture::{Record, RecordKind};
-use eboardd::core::engine::EngineConfig;
 use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::SquareReading;
 use eboardd::core::sensed::Orientation;
 use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
-use eboardd::replay::Device;
 use eboardd::sim::hand::HandAction;
 use eboardd::sim::inject::{InjectConfig, Injected, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
@@ -131,9 +129,8 @@ struct Replay {
 }
 
 fn replay(records: &[Record]) -> Replay {
-    let mut device = Device::new("board-1", EngineConfig::default());
     let mut events: Vec<CoreEvent> = Vec::new();
-    device.replay(records, &mut events);
+    let device = support::replay_records(records, &mut events);
     let raised = support::raised(&events);
     Replay {
         games: device

@@ -7,9 +7,10 @@
 use std::time::{Duration, Instant};
 
 use eboardd::core::event::EventKind;
-use eboardd::daemon::link::{Link, LinkConfig, LinkKind, Note, game_explains};
 use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
 use eboardd::replay::Device;
+use eboardd::session::Note;
+use eboardd::session::link::{Link, LinkConfig, LinkKind, game_explains};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};
@@ -46,6 +47,8 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         .count() as f64;
     let cfg = EmulatorConfig {
         lose_field_updates: lose.iter().map(|f| (f * n_updates) as u64).collect(),
+        // A board on a Bluetooth link is a Bluetooth board: it answers the battery request.
+        battery: (kind == LinkKind::Bluetooth).then_some(80),
         ..Default::default()
     };
     let mut em = Emulator::new(script, cfg);
@@ -91,6 +94,13 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         t += 20_000;
     }
     dev.engine.finish(t, &mut events);
+    // The emulated board took every byte the daemon's link sent it.
+    assert_eq!(
+        em.unknown_bytes(),
+        0,
+        "bytes the board did not take: {:02x?}",
+        em.unknown_sample()
+    );
     let mut moves = Vec::new();
     let mut irregularities = Vec::new();
     for e in &events {

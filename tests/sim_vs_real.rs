@@ -129,6 +129,7 @@ fn emulated(style: Style, seed: u64) -> Vec<u8> {
     em.host_input(&[0x42, 0x4B], &mut out);
     em.advance(end, &mut out);
     assert!(em.finished());
+    assert_eq!(em.unknown_bytes(), 0);
     out
 }
 

@@ -1,5 +1,6 @@
 //! The board engine fed arbitrary observation sequences built from the input bytes (field
-//! updates, board dumps, clock readings, link and operator events, with non-decreasing time):
+//! updates, board dumps, clock readings, link and operator events, the board's memory, with
+//! non-decreasing time):
 //! never panics, every made move is legal in the position before it and its SAN names it, and
 //! the same input gives the same events twice.
 //!
@@ -8,7 +9,12 @@
 //! - 8: the start position as a board dump, with up to `a % 4` fields changed (pairs of bytes);
 //! - 9: a clock reading built from the next 5 bytes;
 //! - 10: let time pass (`a` × 50 ms) and tick;
-//! - 11: no clock; 12: connected; 13: disconnected; 14: operator new game; 15: set result.
+//! - 11: no clock; 12: connected; 13: disconnected; 14: operator new game;
+//! - 15: by `a % 8`: a correction (4: take back, 5: replace a move, 6: set a position), the
+//!   board's memory (7: `b % 48` entries, each from its first byte `c`: `c % 8` = 0 the start
+//!   position or 1 an empty board as an anchor, 2 a press of the side `c & 8`, 3 unknown, else a
+//!   field change of field `d` (any byte when `c & 32`, so indices past 63 too, else `d % 64`),
+//!   reading `e`, quick when `c & 16`), else a result set.
 //!
 //! Every op also advances the time by `op / 16` × 20 ms.
 #![no_main]
@@ -16,7 +22,8 @@
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EventKind};
 use eboardd::core::observation::{
-    ClockFace, ClockReading, FieldArray, Micros, Observation, OperatorAction, SquareReading,
+    ClockFace, ClockReading, ClockSide, FieldArray, MemoryEntry, Micros, Observation,
+    OperatorAction, SquareReading,
 };
 use eboardd::protocol::dgt::reading_from_code;
 use libfuzzer_sys::fuzz_target;
@@ -107,6 +114,35 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                 driver: "dgt".into(),
             }),
             14 => Some(Observation::Operator(OperatorAction::NewGame { fen: None })),
+            _ if data.get(i).is_some_and(|k| k % 8 == 7) => {
+                i += 1;
+                let mut entries = Vec::new();
+                for _ in 0..next(&mut i) % 48 {
+                    let c = next(&mut i);
+                    entries.push(match c % 8 {
+                        0 => MemoryEntry::Board(start_dump()),
+                        1 => MemoryEntry::Board(Box::new([SquareReading::Empty; 64])),
+                        2 => MemoryEntry::Press {
+                            side: if c & 8 != 0 {
+                                ClockSide::Left
+                            } else {
+                                ClockSide::Right
+                            },
+                            millis: u32::from(next(&mut i)) * 1000,
+                        },
+                        3 => MemoryEntry::Unknown,
+                        _ => {
+                            let d = next(&mut i);
+                            MemoryEntry::Field {
+                                index: if c & 32 != 0 { d } else { d % 64 },
+                                reading: reading(next(&mut i)),
+                                quick: c & 16 != 0,
+                            }
+                        }
+                    });
+                }
+                Some(Observation::Memory(entries))
+            }
             _ => {
                 let kind = next(&mut i);
                 Some(Observation::Operator(match kind % 8 {

@@ -4,9 +4,7 @@
 #![no_main]
 
 use eboardd::capture::parse_capture;
-use eboardd::core::engine::EngineConfig;
-use eboardd::output::replay_source::Plan;
-use eboardd::replay::Replayer;
+use eboardd::replay::{Plan, Session};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,13 +12,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(capture) = parse_capture("fuzz.jsonl", &text) else {
         return;
     };
-    let mut replayer = Replayer::new(EngineConfig::default());
     let mut sink = |_: &str, _: &eboardd::core::event::CoreEvent| Ok(());
-    replayer
-        .replay_capture(&capture, &mut sink)
-        .expect("no output, no error");
-    replayer.finish(&mut sink).expect("no output, no error");
-    let pgn = replayer.pgn();
+    let session =
+        Session::play(Plan::from_capture(capture.clone()), &mut sink).expect("no output, no error");
+    let pgn = session.pgn();
     for line in pgn.lines().filter(|l| l.starts_with('[')) {
         assert!(line.ends_with("\"]"), "broken tag line: {line:?}");
         assert!(
@@ -37,9 +32,9 @@ fuzz_target!(|data: &[u8]| {
             escaped = !escaped && c == '\\';
         }
     }
-    // serve-replay's plan of the same capture.
-    let plan = Plan::from_captures(std::slice::from_ref(&capture), false);
-    if let Some(d) = &plan.date {
+    // The replay's date of the same capture.
+    let plan = Plan::from_capture(capture);
+    if let Some(d) = &plan.date() {
         assert!(d.len() == 10 && d.is_ascii(), "date {d:?}");
     }
 });

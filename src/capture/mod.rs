@@ -16,16 +16,9 @@ pub const FORMAT: &str = "eboard-capture";
 /// The capture format version this code reads and writes.
 pub const VERSION: u64 = 1;
 
-/// The PGN date (`YYYY.MM.DD`) of a header's `created` time, when it starts with a date.
-pub fn header_date(header: &Header) -> Option<String> {
-    let created = header.extra.get("created")?.as_str()?;
-    let d = created.get(..10)?;
-    let ok = d.bytes().enumerate().all(|(i, c)| match i {
-        4 | 7 => c == b'-',
-        _ => c.is_ascii_digit(),
-    });
-    ok.then(|| d.replace('-', "."))
-}
+/// The `role` of a header's device that is no board: a *line*, the bytes a port exchanged with
+/// a chain of boards as a whole (its discovery). A capture of lines only holds no game.
+pub const LINE_ROLE: &str = "line";
 
 /// `s` for a message: control and direction-changing characters escaped, at most `max`
 /// characters.
@@ -80,6 +73,49 @@ pub struct Header {
     pub version: u64,
     /// Every other header field (creation time, daemon version, devices, configuration…).
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Header {
+    /// A version-1 header with the given fields besides `format` and `version`.
+    pub fn new(extra: serde_json::Map<String, serde_json::Value>) -> Header {
+        Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            extra,
+        }
+    }
+
+    /// When the capture was created (its `t` = 0), with the offset it was written with; `None`
+    /// when the header does not say (the reader refuses a `created` that is no RFC 3339 time).
+    pub fn created(&self) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+        let created = self.extra.get("created")?.as_str()?;
+        chrono::DateTime::parse_from_rfc3339(created).ok()
+    }
+
+    /// The entries of the header's `devices` list (`id`, `driver`, `link`, `address`, `role`...).
+    pub fn devices(&self) -> impl Iterator<Item = &serde_json::Map<String, serde_json::Value>> {
+        self.extra
+            .get("devices")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_object)
+    }
+
+    /// The `devices` entry of device `id`.
+    pub fn device(&self, id: &str) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.devices()
+            .find(|d| d.get("id").and_then(serde_json::Value::as_str) == Some(id))
+    }
+
+    /// Whether the capture is a line capture: every device it lists has the role
+    /// [`LINE_ROLE`] (and it lists one at least).
+    pub fn is_line(&self) -> bool {
+        let role = |d: &serde_json::Map<String, serde_json::Value>| {
+            d.get("role").and_then(serde_json::Value::as_str) == Some(LINE_ROLE)
+        };
+        self.devices().next().is_some() && self.devices().all(role)
+    }
 }
 
 /// A capture read from a file: header, records in file order, and non-fatal problems met.

@@ -33,8 +33,8 @@ pub enum Command {
     Demo(daemon::DemoArgs),
     /// Replay capture files through the same code as the live daemon; print PGN or events.
     Replay {
-        /// Capture files (format eboard-capture v1), replayed one after another; or capture
-        /// directories (e.g. the daemon's), whose files are merged by time.
+        /// Capture files (format eboard-capture v1) or capture directories (e.g. the daemon's):
+        /// every capture's records merged by absolute time.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print the event stream as JSON Lines instead of PGN.
@@ -68,12 +68,7 @@ pub fn run(cli: Cli) -> ExitCode {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut warn = |w: &str| eprintln!("eboardd: warning: {w}");
-            let result = if files.iter().any(|f| f.is_dir()) {
-                crate::daemon::captures::replay_paths(&files, events, &mut out, &mut warn)
-            } else {
-                crate::replay::replay_files(&files, events, &mut out, &mut warn)
-            };
-            match result {
+            match crate::replay::replay_paths(&files, events, &mut out, &mut warn) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(crate::replay::ReplayError::Output(e))
                     if e.kind() == std::io::ErrorKind::BrokenPipe =>

@@ -280,14 +280,14 @@ pub fn now_ms() -> i64 {
 /// `eboardd serve-replay`: play captures into the broadcaster and serve every output.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeReplayArgs {
-    /// Capture files (format eboard-capture v1).
+    /// Capture files (format eboard-capture v1) or capture directories.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Replay speed: event seconds per wall second (0 = as fast as possible).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
     /// Every file is its own board (board-1, board-2, ...), all starting together, instead of
-    /// playing the files one after another as `eboardd replay` does.
+    /// merging the files by time as `eboardd replay` does.
     #[arg(long)]
     pub boards: bool,
     /// Exit when the replay is over (default: keep serving until interrupted).
@@ -317,15 +317,20 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(&e),
     };
-    let plan = match crate::output::replay_source::Plan::load(&args.files, args.boards) {
+    let layout = if args.boards {
+        crate::replay::Layout::Round
+    } else {
+        crate::replay::Layout::AsRecorded
+    };
+    let plan = match crate::replay::Plan::load(&args.files, layout) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    for w in &plan.warnings {
+    for w in plan.warnings() {
         eprintln!("eboardd: warning: {w}");
     }
-    info.date = plan.date.clone();
-    info.boards = plan.boards.clone();
+    info.date = plan.date();
+    info.boards = plan.boards().map(String::from).collect();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

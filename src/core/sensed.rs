@@ -61,6 +61,11 @@ impl SensedBoard {
         std::mem::replace(slot, reading)
     }
 
+    /// Every field's reading, in device numbering.
+    pub fn fields(&self) -> &FieldArray {
+        &self.fields
+    }
+
     /// What a field reads.
     pub fn get(&self, index: u8) -> SquareReading {
         self.fields[(index & 63) as usize]

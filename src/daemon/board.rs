@@ -11,15 +11,19 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::captures::{CaptureFile, CaptureStore, SET_TAGS};
-use super::link::LinkKind;
-use crate::capture::RecordKind;
+use super::captures::{CaptureFile, CaptureStore};
+use crate::capture::{Capture, Header, RecordKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
-use crate::device::{Applied, Device, apply_record};
+use crate::device::{Device, SET_TAGS};
+use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
+use crate::pgn::GameTags;
+use crate::replay::{Plan, Session};
+use crate::session::Unit;
+use crate::session::link::LinkKind;
 
 /// What the configuration says about a board (PGN tags, clock side).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +47,8 @@ pub struct BoardMeta {
     /// The board's driver (`None`: the default), for a new capture; a capture continued
     /// keeps the driver its header names.
     pub driver: Option<&'static str>,
+    /// The board's unit on its port (a bus address on a chain), for a new capture's header.
+    pub unit: Option<Unit>,
 }
 
 impl BoardMeta {
@@ -52,6 +58,13 @@ impl BoardMeta {
             "event": self.event, "site": self.site, "round": self.round,
             "white": self.white, "black": self.black,
         })
+    }
+
+    /// The tags as replay reads them from the capture.
+    fn tags(&self) -> GameTags {
+        let mut tags = GameTags::default();
+        tags.apply_json(&self.tags_json());
+        tags
     }
 }
 
@@ -68,12 +81,27 @@ pub struct BoardState {
     connection: LinkState,
     port: Option<String>,
     /// The tags last written to the capture.
-    tags_written: Value,
+    tags_written: GameTags,
     /// The clock side last written to the capture as an operator action.
     side_written: Option<ClockSide>,
     events: Vec<CoreEvent>,
     /// The port session that has the board now.
     owner: Option<u64>,
+    /// Capture time at which the board was last disconnected (`None`: not in this run).
+    away_since: Option<crate::core::observation::Micros>,
+    /// The decoder's counters when the current session took the board.
+    counters_at_claim: (u64, u64),
+}
+
+/// What bytes received did.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// The events they caused (already published).
+    pub events: Vec<CoreEvent>,
+    /// The messages decoded from them, for the port's session.
+    pub messages: Vec<Message>,
+    /// Frames the decoder rejected among them.
+    pub bad_frames: u64,
 }
 
 /// Whether events are worth a disk sync before they go out (everything but clock readings).
@@ -85,9 +113,12 @@ fn needs_sync(events: &[CoreEvent]) -> bool {
 
 impl BoardState {
     /// Opens the board's capture for today (or continues the file given, e.g. one of an
-    /// earlier day whose game is still running), rebuilding its games from what is there.
-    /// The core's settle windows follow the link (`link`, or the one the capture's header
-    /// names): a Bluetooth board scans at half speed.
+    /// earlier day whose game is still running), rebuilding its games from what is there by
+    /// replaying it ([`Session`], as `eboardd replay` does, without publishing: the events
+    /// happened in an earlier run; [`BoardState::restore_into`] shows them in the hub). The
+    /// board is set up as replay sets it up from the capture's header: the header of a new file
+    /// names the driver, unit and link given here (a Bluetooth board scans at half speed, so
+    /// its core's settle windows are doubled), a continued file keeps its own.
     pub fn open(
         store: &CaptureStore,
         id: &str,
@@ -106,90 +137,66 @@ impl BoardState {
         let mut header = Map::new();
         header.insert("board".into(), id.into());
         header.insert("tags".into(), meta.tags_json());
-        header.insert(
-            "devices".into(),
-            json!([{"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()}]),
-        );
-        let opened = CaptureFile::open(&path, header, store.fsync)?;
-        let (link, driver) = match &opened.existing {
-            Some(cap) => {
-                let (driver, warning) = crate::replay::driver_of(&cap.header.extra, id);
-                if let Some(w) = warning {
-                    tracing::warn!("{id}: {w}");
-                }
-                if crate::replay::bluetooth_devices(&cap.header.extra).contains(&id) {
-                    (LinkKind::Bluetooth, driver)
-                } else {
-                    (LinkKind::Wired, driver)
-                }
-            }
-            None => (link, driver),
-        };
+        let mut device =
+            json!({"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()});
+        if let Some(unit) = meta.unit {
+            device["address"] = unit.into();
+        }
+        header.insert("devices".into(), json!([device]));
+        let opened = CaptureFile::open(&path, header.clone(), store.fsync)?;
+        let rebuilt = opened.existing.is_some();
+        let cap = opened.existing.unwrap_or_else(|| Capture {
+            header: Header::new(header),
+            records: Vec::new(),
+            warnings: Vec::new(),
+        });
+        let records = cap.records.len();
+        let mut session = Session::new(Plan::from_capture(cap));
+        let mut clock_seen = false;
+        session.run(&mut |board, e| {
+            clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
+            Ok(())
+        })?;
+        for w in session.warnings() {
+            tracing::warn!("{id}: {w}");
+        }
+        let replayed = session.into_board(id);
         let mut board = BoardState {
             id: id.to_string(),
-            device: Device::with_driver(id, driver, link.engine_config()),
+            device: replayed.device,
             capture: opened.file,
-            clock_seen: false,
+            clock_seen,
             connection: LinkState::Unknown,
             port: None,
-            tags_written: meta.tags_json(),
-            side_written: None,
+            tags_written: replayed.tags.unwrap_or_else(|| meta.tags()),
+            side_written: replayed.white_clock,
             meta: BoardMeta::default(),
             events: Vec::new(),
             owner: None,
+            away_since: None,
+            counters_at_claim: (0, 0),
         };
-        if let Some(cap) = &opened.existing {
-            board.rebuild(cap);
+        if rebuilt {
+            let games = board.device.engine.games();
+            tracing::info!(
+                "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
+                board.id,
+                board.capture.path().display(),
+                records,
+                games.len(),
+                games.last().map_or(0, |g| g.ply())
+            );
         }
         board.set_meta(meta)?;
         Ok(board)
     }
 
-    /// Feeds what a capture already holds, without publishing (the events happened in an
-    /// earlier run); [`BoardState::restore_into`] shows them in the hub.
-    fn rebuild(&mut self, cap: &crate::capture::Capture) {
-        let mut events = Vec::new();
-        if let Some(h) = cap.header.extra.get("tags") {
-            self.tags_written = h.clone();
-        }
-        for r in &cap.records {
-            if r.dev != self.id {
-                continue;
-            }
-            match apply_record(&mut self.device, r.t, &r.kind, &mut events) {
-                Applied::Tags(v) => {
-                    self.tags_written = v.clone();
-                    if let Some(o) = self.tags_written.as_object_mut() {
-                        o.remove("action");
-                    }
-                }
-                Applied::Operator(OperatorAction::SetClockSide { white }) => {
-                    self.side_written = Some(white);
-                }
-                Applied::Operator(_) | Applied::Fed | Applied::Ignored { .. } => {}
-            }
-            for e in &events {
-                self.observe(e);
-            }
-            events.clear();
-        }
-        let games = self.device.engine.games();
-        tracing::info!(
-            "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
-            self.id,
-            self.capture.path().display(),
-            cap.records.len(),
-            games.len(),
-            games.last().map_or(0, |g| g.ply())
-        );
-    }
-
     /// The board's configuration changed (or is first known): new tags go to the capture as a
     /// `set_tags` record, a fixed clock side as a `set_clock_side` operator action.
     pub fn set_meta(&mut self, meta: BoardMeta) -> io::Result<()> {
-        let tags = meta.tags_json();
+        let tags = meta.tags();
         if tags != self.tags_written {
-            let mut op = tags.clone();
+            let mut op = meta.tags_json();
             if let Some(o) = op.as_object_mut() {
                 o.insert("action".into(), SET_TAGS.into());
             }
@@ -213,6 +220,24 @@ impl BoardState {
     /// old one has noticed its link is gone).
     pub fn claim(&mut self, session: u64) {
         self.owner = Some(session);
+        self.counters_at_claim = self.device.line_counters();
+    }
+
+    /// Bytes dropped and frames rejected by the board's decoder since the current session took
+    /// the board.
+    pub fn session_counters(&self) -> (u64, u64) {
+        let (d, b) = self.device.line_counters();
+        (
+            d.saturating_sub(self.counters_at_claim.0),
+            b.saturating_sub(self.counters_at_claim.1),
+        )
+    }
+
+    /// How long the board was away before now (`None`: not disconnected in this run).
+    pub fn away_for(&self) -> Option<std::time::Duration> {
+        let since = self.away_since?;
+        let us = (self.capture.now() - since).max(0);
+        Some(std::time::Duration::from_micros(us as u64))
     }
 
     /// A port session lets the board go; `false` when another session has it since.
@@ -269,13 +294,20 @@ impl BoardState {
         Ok(events)
     }
 
-    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived).
-    pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Vec<CoreEvent>> {
+    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived): captured,
+    /// decoded once, their observations fed to the core and its events published.
+    pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Received> {
         let t = self
             .capture
             .write(t, &self.id, RecordKind::Rx(bytes.to_vec()))?;
+        let bad = self.device.line_counters().1;
         self.device.receive(t, bytes, &mut self.events);
-        self.flush(hub)
+        let bad_frames = self.device.line_counters().1 - bad;
+        Ok(Received {
+            events: self.flush(hub)?,
+            messages: self.device.messages().to_vec(),
+            bad_frames,
+        })
     }
 
     /// Bytes about to be sent at `t`.
@@ -358,6 +390,9 @@ impl BoardState {
         }
         let was = self.connection;
         self.connection = connection;
+        if was == LinkState::Active && connection != LinkState::Active {
+            self.away_since = Some(self.capture.now());
+        }
         let driver = self.device.driver().name().to_string();
         let serial = self.meta.serial.clone();
         let kind = match (was, connection) {
@@ -390,9 +425,9 @@ impl BoardState {
         Ok(())
     }
 
-    /// Whether the game explains `fields` (see [`super::link::game_explains`]).
+    /// Whether the game explains `fields` (see [`crate::session::link::game_explains`]).
     pub fn explains(&self, fields: &FieldArray) -> bool {
-        super::link::game_explains(&self.device.engine, fields)
+        crate::session::link::game_explains(&self.device.engine, fields)
     }
 
     /// The number of games and the moves of the last, for logs and tests.
@@ -408,6 +443,15 @@ impl BoardState {
             .games()
             .last()
             .is_some_and(|g| !g.ended() && g.ply() > 0)
+    }
+
+    /// Whether the current game has started and no move is made yet.
+    pub fn at_game_start(&self) -> bool {
+        self.device
+            .engine
+            .games()
+            .last()
+            .is_some_and(|g| !g.ended() && g.ply() == 0)
     }
 
     /// The games rebuilt or played on this board, in the order they started.

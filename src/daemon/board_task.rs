@@ -1,22 +1,17 @@
-//! One task per port: open it with its driver's line settings, do the driver's handshake,
-//! stream, keep the link alive, and reopen it with backoff when it is lost. A slow or broken
-//! board only ever stalls its own task. Every byte written comes from the driver
-//! ([`BoardDriver`]); this task does the I/O.
+//! One task per port: open it with its driver's line settings, let the port's
+//! [`Session`] (the driver's, sans-IO) talk to the board or boards on it, and reopen it with
+//! backoff when it is lost. A slow or broken board only ever stalls its own port. This task does
+//! the I/O and nothing of any board family: every byte written comes from the session, and so
+//! from the driver ([`crate::session`]).
 //!
-//! Handshake: the driver's handshake bytes (DGT: reset to IDLE, version, serial number), its
-//! retry bytes every 2 s until the version and serial number are in; then the board is known by
-//! its serial number and its capture is opened; then the driver's start bytes (DGT: update mode
-//! and a board dump, which the core compares with the game: a move made while the board was
-//! away is recovered when it is one legal move away) and the clock probe. Bytes exchanged
-//! before the serial number is known are kept and written to the capture once it is.
-//!
-//! Once streaming, the [`Link`] state machine keeps the link right (see [`super::link`]):
-//! keep-alive (after `keepalive` of silence the serial number is asked for; a link silent for
-//! twice that is dead; bytes of a long EE dump count as life), board dumps after bad frames,
-//! after field updates that settle on a board the game does not explain, and after quiet
-//! spells (the DGT protocol has no checksums: a lost field update is repaired by the dump),
-//! a board that reset with its port open put back into update mode, and a Bluetooth board's
-//! battery asked for. Every such decision is logged and noted in the capture.
+//! Bytes received belong to the board the session listens to: they go to that board's capture
+//! first, are decoded once by that board's decoder (the core gets the observations, the session
+//! the messages), and the events they cause are published. Before a board is known its
+//! exchanges are kept (and decoded for the session, to learn who it is) and written to its
+//! capture once it is ([`Action::Found`]); bytes the session receives from the line as a whole
+//! (a chain's discovery, where any board may answer) go to the port's line capture
+//! (`line-<port>`). Every session decision worth it (a dump that differs, a reset, a battery, a
+//! board of a chain that stopped answering) is logged and noted in the board's capture.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,16 +22,18 @@ use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use std::collections::BTreeMap;
+
 use super::Ctx;
 use super::board::BoardState;
-use super::clock::ClockQueue;
-use super::link::{Link, LinkConfig, LinkKind, Note};
+use super::captures::CaptureFile;
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
-use crate::core::observation::Observation;
-use crate::driver::dgt::ClockCommand;
-use crate::driver::{self, BoardDriver, Decoder, Message, SessionMessage};
+use crate::core::observation::FieldArray;
+use crate::driver::{self, BoardDriver, Decoder, Message};
 use crate::output::LinkState;
+use crate::session::link::LinkKind;
+use crate::session::{Action, Boards, ClockShow, Note, Session, SessionConfig, Unit};
 
 /// How a port task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,34 +82,18 @@ impl Origin {
         .unwrap_or_else(driver::default)
     }
 
-    /// A configured port: `<driver>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
-    /// any other path is served with the default driver.
-    pub fn configured(spec: &Path) -> (PathBuf, Origin) {
-        let named = spec
-            .to_str()
-            .and_then(|s| s.split_once(':'))
-            .and_then(|(name, path)| Some((driver::by_name(name)?, path)));
-        match named {
-            Some((d, path)) => (PathBuf::from(path), Origin::Configured { driver: d.name() }),
-            None => (
-                spec.to_path_buf(),
-                Origin::Configured {
-                    driver: driver::DEFAULT_DRIVER,
-                },
-            ),
-        }
+    /// A configured port: `<family>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
+    /// a plain path is served with the default driver ([`driver::parse_port`]). A port naming
+    /// no family is refused (the configuration is checked for that before it is used).
+    pub fn configured(spec: &Path) -> Result<(PathBuf, Origin), driver::UnknownFamily> {
+        let (d, path) = driver::parse_port(spec)?;
+        Ok((path, Origin::Configured { driver: d.name() }))
     }
 }
 
-/// Handshake tries before a generic device counts as not a board.
-const PROBE_TRIES: u32 = 2;
-/// Handshake tries before a board's port is reopened.
-const HANDSHAKE_TRIES: u32 = 5;
-/// Time between handshake tries.
-const HANDSHAKE_RETRY: Duration = Duration::from_secs(2);
 /// A write that takes longer than this means a dead link.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
-/// Period of the core's settle decisions and of the clock queue.
+/// Period of the core's settle decisions and of the session's own timers.
 const TICK: Duration = Duration::from_millis(100);
 
 /// Serves one port until told to stop (or, for discovered ports, until it goes away).
@@ -138,7 +119,7 @@ pub async fn serve_port(
                 } else {
                     failing_since = None;
                     let started = Instant::now();
-                    let end = session(&ctx, &path, origin, port, &mut stop).await;
+                    let end = Port::new(&ctx, &path, origin).serve(port, &mut stop).await;
                     ctx.release_port(&canonical);
                     match end {
                         SessionEnd::Stopped => return PortEnd::Stopped,
@@ -198,162 +179,440 @@ fn lock(b: &Board) -> std::sync::MutexGuard<'_, BoardState> {
     b.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// State of a session once the board is known.
+/// The time the sans-IO session sees (tokio's, so that paused test clocks move it too).
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
+}
+
+/// A board of the port whose capture is open.
 struct Live {
     id: String,
     board: Board,
-    clock: ClockQueue,
-    /// When to send END TEXT (a text is showing).
+    session: u64,
+    /// When to show the times again (a text is showing).
     text_until: Option<Instant>,
-    kind: LinkKind,
 }
 
-async fn session<S>(
-    ctx: &Arc<Ctx>,
-    path: &Path,
-    origin: Origin,
-    port: S,
-    stop: &mut watch::Receiver<bool>,
-) -> SessionEnd
-where
-    S: tokio::io::AsyncRead + AsyncWrite + Unpin,
-{
-    let (mut rd, mut wr) = tokio::io::split(port);
-    let driver = origin.driver();
-    let mut dec = driver.decoder();
-    let mut msgs = Vec::new();
-    let mut buf = vec![0u8; 4096];
-    // Before the board is known: (when, record) kept for its capture.
-    let mut early: Vec<(Instant, RecordKind)> = Vec::new();
-    let hello = driver.handshake();
-    early.push((Instant::now(), RecordKind::Tx(hello.to_vec())));
-    if let Err(e) = write(&mut wr, &hello).await {
-        return SessionEnd::Lost(e);
+/// A board the session talks to before it is known: what was exchanged, kept for its capture,
+/// and a decoder for the session to learn who it is.
+struct Early {
+    records: Vec<(Instant, RecordKind)>,
+    decoder: Box<dyn Decoder>,
+}
+
+/// The bytes exchanged with the line as a whole (a chain's discovery): their own capture.
+struct Line {
+    file: CaptureFile,
+    id: String,
+    decoder: Box<dyn Decoder>,
+}
+
+/// The boards' cores as the session sees them.
+struct View<'a>(&'a BTreeMap<Unit, Live>);
+
+impl Boards for View<'_> {
+    fn explains(&self, unit: Unit, fields: &FieldArray) -> bool {
+        self.0
+            .get(&unit)
+            .is_none_or(|l| lock(&l.board).explains(fields))
     }
-    let tries_max = match origin {
-        Origin::Discovered { generic: true, .. } => PROBE_TRIES,
-        _ => HANDSHAKE_TRIES,
-    };
-    let mut tries = 1;
-    let mut next_try = Instant::now() + HANDSHAKE_RETRY;
-    let (mut version, mut serial) = (None, None);
-    let serial = loop {
-        if let (Some(_), Some(s)) = (&version, &serial) {
-            break String::clone(s);
+    fn game_in_progress(&self, unit: Unit) -> bool {
+        self.0
+            .get(&unit)
+            .is_some_and(|l| lock(&l.board).game_in_progress())
+    }
+    fn at_game_start(&self, unit: Unit) -> bool {
+        self.0
+            .get(&unit)
+            .is_some_and(|l| lock(&l.board).at_game_start())
+    }
+    fn away_for(&self, unit: Unit) -> Option<Duration> {
+        self.0.get(&unit).and_then(|l| lock(&l.board).away_for())
+    }
+}
+
+/// One open port: its session, and the boards on it.
+struct Port<'a> {
+    ctx: &'a Arc<Ctx>,
+    path: &'a Path,
+    driver: &'static dyn BoardDriver,
+    kind: LinkKind,
+    session: Box<dyn Session>,
+    live: BTreeMap<Unit, Live>,
+    early: BTreeMap<Unit, Early>,
+    line: Option<Line>,
+}
+
+impl<'a> Port<'a> {
+    fn new(ctx: &'a Arc<Ctx>, path: &'a Path, origin: Origin) -> Port<'a> {
+        let driver = origin.driver();
+        let kind = LinkKind::of_path(path);
+        let daemon = &ctx.config().daemon;
+        let cfg = SessionConfig {
+            link: kind,
+            keepalive: Duration::from_secs(daemon.keepalive_secs),
+            quiet_dump: Duration::from_secs(daemon.dump_quiet_secs),
+            probing: matches!(origin, Origin::Discovered { generic: true, .. }),
+            port_serial: port_serial(path),
+            memory_after: Duration::from_secs(daemon.memory_after_secs),
+        };
+        Port {
+            ctx,
+            path,
+            driver,
+            kind,
+            session: crate::session::open(driver, cfg),
+            live: BTreeMap::new(),
+            early: BTreeMap::new(),
+            line: None,
         }
-        if version.is_some() && serial.is_none() && !driver.reports_serial() {
-            // A board whose protocol has no serial number: known by its port.
-            serial = Some(port_serial(path));
-            continue;
+    }
+
+    async fn serve<S>(mut self, port: S, stop: &mut watch::Receiver<bool>) -> SessionEnd
+    where
+        S: tokio::io::AsyncRead + AsyncWrite + Unpin,
+    {
+        let (mut rd, mut wr) = tokio::io::split(port);
+        let mut actions = Vec::new();
+        self.session.open(now(), &mut actions);
+        let end = self.run(&mut rd, &mut wr, stop, actions).await;
+        for (_, l) in std::mem::take(&mut self.live) {
+            self.release(&l);
         }
-        tokio::select! {
-            r = rd.read(&mut buf) => match r {
-                Ok(0) => return SessionEnd::Lost("end of file".into()),
-                Ok(n) => {
-                    early.push((Instant::now(), RecordKind::Rx(buf[..n].to_vec())));
-                    dec.decode(&buf[..n], &mut msgs);
-                    for m in msgs.drain(..) {
-                        match m {
-                            Message::Session(SessionMessage::Version { major, minor }) => {
-                                version = Some((major, minor))
-                            }
-                            Message::Session(SessionMessage::Serial(s)) => serial = Some(s),
-                            _ => {}
+        end
+    }
+
+    async fn run<R, W>(
+        &mut self,
+        rd: &mut R,
+        wr: &mut W,
+        stop: &mut watch::Receiver<bool>,
+        mut actions: Vec<Action>,
+    ) -> SessionEnd
+    where
+        R: tokio::io::AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut buf = vec![0u8; 4096];
+        let mut next_tick = Instant::now() + TICK;
+        loop {
+            if let Err(end) = self.carry_out(wr, &mut actions).await {
+                return end;
+            }
+            let wake = match self.session.deadline().map(Instant::from_std) {
+                Some(d) => d.min(next_tick),
+                None => next_tick,
+            };
+            tokio::select! {
+                r = rd.read(&mut buf) => match r {
+                    Ok(0) => return SessionEnd::Lost("end of file".into()),
+                    Ok(n) => {
+                        if let Err(e) = self.received(&buf[..n], &mut actions) {
+                            return SessionEnd::Lost(format!("capture: {e}"));
                         }
                     }
+                    Err(e) => return SessionEnd::Lost(format!("read: {e}")),
+                },
+                _ = tokio::time::sleep_until(wake) => {
+                    let at = Instant::now();
+                    if at >= next_tick {
+                        next_tick = at + TICK;
+                        if let Err(e) = self.tick(at, &mut actions) {
+                            return SessionEnd::Lost(format!("capture: {e}"));
+                        }
+                    }
+                    self.session.poll(now(), &View(&self.live), &mut actions);
                 }
-                Err(e) => return SessionEnd::Lost(format!("read: {e}")),
-            },
-            _ = tokio::time::sleep_until(next_try) => {
-                if version.is_some() && serial.is_none() && tries >= 3 {
-                    // A board that answers everything but its serial number: known by its port.
-                    tracing::warn!("{}: no serial number; named after the port", path.display());
-                    serial = Some(port_serial(path));
-                    continue;
-                }
-                if tries >= tries_max {
-                    return match origin {
-                        Origin::Discovered { generic: true, .. } => SessionEnd::NotABoard,
-                        _ => SessionEnd::Lost("no answer to the handshake".into()),
-                    };
-                }
-                tries += 1;
-                next_try = Instant::now() + HANDSHAKE_RETRY;
-                let again = driver.handshake_retry();
-                early.push((Instant::now(), RecordKind::Tx(again.to_vec())));
-                if let Err(e) = write(&mut wr, &again).await {
-                    return SessionEnd::Lost(e);
+                _ = stop.changed() => return SessionEnd::Stopped,
+            }
+        }
+    }
+
+    /// A chunk came in: it belongs to the board the session listens to (its capture, its
+    /// decoder), or to the line; the decoded messages go to the session.
+    fn received(&mut self, bytes: &[u8], actions: &mut Vec<Action>) -> io::Result<()> {
+        let from = self.session.listener();
+        let (msgs, bad) = match from {
+            Some(unit) if self.live.contains_key(&unit) => {
+                let l = &self.live[&unit];
+                let r = {
+                    let mut b = lock(&l.board);
+                    let t = b.now();
+                    b.rx(t, bytes, &self.ctx.hub)?
+                };
+                self.react(unit, &r.events, actions);
+                (r.messages, r.bad_frames)
+            }
+            Some(unit) => {
+                let driver = self.driver;
+                let e = self.early.entry(unit).or_insert_with(|| Early {
+                    records: Vec::new(),
+                    decoder: driver.unit_decoder(unit),
+                });
+                e.records
+                    .push((Instant::now(), RecordKind::Rx(bytes.to_vec())));
+                decode(&mut *e.decoder, bytes)
+            }
+            None => {
+                let line = self.line()?;
+                let t = line.file.now();
+                line.file
+                    .write(t, &line.id, RecordKind::Rx(bytes.to_vec()))?;
+                decode(&mut *line.decoder, bytes)
+            }
+        };
+        self.session
+            .received(now(), from, &msgs, bad, &View(&self.live), actions);
+        Ok(())
+    }
+
+    /// The line's capture, opened at its first use.
+    fn line(&mut self) -> io::Result<&mut Line> {
+        if self.line.is_none() {
+            let id = format!(
+                "line-{}",
+                port_serial(self.path).trim_start_matches("port-")
+            );
+            let path = self.ctx.store.path_for(super::captures::today(), &id);
+            let mut header = serde_json::Map::new();
+            header.insert("board".into(), id.clone().into());
+            header.insert(
+                "devices".into(),
+                serde_json::json!([{"id": id, "driver": self.driver.name(), "role": crate::capture::LINE_ROLE,
+                    "port": self.path.display().to_string()}]),
+            );
+            let opened = CaptureFile::open(&path, header, self.ctx.store.fsync)?;
+            self.line = Some(Line {
+                file: opened.file,
+                id,
+                decoder: self.driver.line_decoder(),
+            });
+        }
+        Ok(self.line.as_mut().expect("opened above"))
+    }
+
+    /// Carries out the session's actions, in order, until none is left.
+    async fn carry_out<W: AsyncWrite + Unpin>(
+        &mut self,
+        wr: &mut W,
+        actions: &mut Vec<Action>,
+    ) -> Result<(), SessionEnd> {
+        let capture = |e: io::Error| SessionEnd::Lost(format!("capture: {e}"));
+        while !actions.is_empty() {
+            for action in std::mem::take(actions) {
+                match action {
+                    Action::Send { unit, bytes } => {
+                        self.sent(unit, &bytes).map_err(capture)?;
+                        write(wr, &bytes).await.map_err(SessionEnd::Lost)?;
+                    }
+                    Action::Found {
+                        unit,
+                        serial,
+                        version,
+                    } => self.found(unit, &serial, version, actions)?,
+                    Action::Lost { unit, why } => {
+                        if let Some(l) = self.live.remove(&unit) {
+                            tracing::warn!("{}: lost on {}: {why}", l.id, self.path.display());
+                            let _ = lock(&l.board).note(&format!("lost: {why}"));
+                            self.release(&l);
+                        }
+                    }
+                    Action::Note { unit, note } => self.note(unit, &note).map_err(capture)?,
+                    Action::Dead(why) => return Err(SessionEnd::Lost(why)),
+                    Action::NotABoard => return Err(SessionEnd::NotABoard),
                 }
             }
-            _ = stop.changed() => return SessionEnd::Stopped,
         }
-    };
-    let (major, minor) = version.unwrap_or_default();
-    let (id, mut meta) = ctx.identify(driver.name(), &serial);
-    meta.driver = Some(driver.name());
-    let kind = LinkKind::of_path(path);
-    let board = match ctx.board(&id, meta, kind) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!("{id}: cannot open its capture: {e}");
-            return SessionEnd::Lost(format!("capture: {e}"));
+        Ok(())
+    }
+
+    /// Bytes about to be written: captured first (the board's, the early list's, the line's).
+    fn sent(&mut self, unit: Option<Unit>, bytes: &[u8]) -> io::Result<()> {
+        match unit {
+            Some(u) if self.live.contains_key(&u) => {
+                let mut b = lock(&self.live[&u].board);
+                let t = b.now();
+                b.tx(t, bytes)
+            }
+            Some(u) => {
+                let driver = self.driver;
+                let e = self.early.entry(u).or_insert_with(|| Early {
+                    records: Vec::new(),
+                    decoder: driver.unit_decoder(u),
+                });
+                e.records
+                    .push((Instant::now(), RecordKind::Tx(bytes.to_vec())));
+                Ok(())
+            }
+            None => {
+                let line = self.line()?;
+                let t = line.file.now();
+                line.file
+                    .write(t, &line.id, RecordKind::Tx(bytes.to_vec()))?;
+                Ok(())
+            }
         }
-    };
-    let session_id = ctx.new_session();
-    let port_name = path.display().to_string();
-    {
-        let mut b = lock(&board);
-        b.claim(session_id);
-        let now = Instant::now();
-        let base = b.now();
-        let result: io::Result<()> = (|| {
-            for (at, kind) in early.drain(..) {
-                let t = base - now.duration_since(at).as_micros() as i64;
+    }
+
+    /// A board is known: its capture is opened (its games rebuilt), what was exchanged before
+    /// goes into it, and it shows connected.
+    fn found(
+        &mut self,
+        unit: Unit,
+        serial: &str,
+        version: Option<(u8, u8)>,
+        actions: &mut Vec<Action>,
+    ) -> Result<(), SessionEnd> {
+        let ctx = self.ctx;
+        let (id, mut meta) = ctx.identify(self.driver.name(), serial);
+        meta.driver = Some(self.driver.name());
+        meta.unit = (unit != crate::session::SINGLE).then_some(unit);
+        let board = match ctx.board(&id, meta, self.kind) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("{id}: cannot open its capture: {e}");
+                return Err(SessionEnd::Lost(format!("capture: {e}")));
+            }
+        };
+        let session = ctx.new_session();
+        let port_name = self.path.display().to_string();
+        let early = self
+            .early
+            .remove(&unit)
+            .map(|e| e.records)
+            .unwrap_or_default();
+        let result: io::Result<Vec<CoreEvent>> = (|| {
+            let mut b = lock(&board);
+            b.claim(session);
+            let at = Instant::now();
+            let base = b.now();
+            let mut events = Vec::new();
+            for (when, kind) in early {
+                let t = base - at.duration_since(when).as_micros() as i64;
                 match kind {
                     RecordKind::Tx(bytes) => b.tx(t, &bytes)?,
-                    RecordKind::Rx(bytes) => {
-                        b.rx(t, &bytes, &ctx.hub)?;
-                    }
+                    RecordKind::Rx(bytes) => events.extend(b.rx(t, &bytes, &ctx.hub)?.events),
                     _ => {}
                 }
             }
+            let version = version.map_or("?".into(), |(major, minor)| format!("{major}.{minor}"));
             b.note(&format!(
-                "board version {major}.{minor}, {} link",
-                kind.name()
+                "board version {version}, {} link{}",
+                self.kind.name(),
+                if unit == crate::session::SINGLE {
+                    String::new()
+                } else {
+                    format!(", bus address {unit}")
+                }
             ))?;
-            b.set_connection(LinkState::Active, Some(&port_name), &ctx.hub)
+            b.set_connection(LinkState::Active, Some(&port_name), &ctx.hub)?;
+            Ok(events)
         })();
-        if let Err(e) = result {
-            return SessionEnd::Lost(format!("capture: {e}"));
-        }
+        let events = result.map_err(|e| SessionEnd::Lost(format!("capture: {e}")))?;
+        tracing::info!(
+            "{id}: connected on {} (serial {serial}, version {}, {} link)",
+            self.path.display(),
+            version.map_or("?".into(), |(a, b)| format!("{a}.{b}")),
+            self.kind.name()
+        );
+        self.live.insert(
+            unit,
+            Live {
+                id,
+                board,
+                session,
+                text_until: None,
+            },
+        );
+        self.react(unit, &events, actions);
+        self.session.opened(now(), unit, &View(&self.live), actions);
+        Ok(())
     }
-    tracing::info!(
-        "{id}: connected on {} (serial {serial}, version {major}.{minor}, {} link)",
-        path.display(),
-        kind.name()
-    );
-    let mut live = Live {
-        id: id.clone(),
-        board,
-        clock: ClockQueue::new(),
-        text_until: None,
-        kind,
-    };
-    let end = stream(ctx, &mut live, &mut rd, &mut wr, &mut *dec, stop).await;
-    let line = format!(
-        "{} bytes dropped, {} bad frames on the line",
-        dec.dropped_bytes(),
-        dec.bad_frames()
-    );
-    {
-        let mut b = lock(&live.board);
+
+    /// A board leaves this session: noted, shown disconnected (unless a newer session has it).
+    fn release(&self, l: &Live) {
+        let mut b = lock(&l.board);
+        let (dropped, bad) = b.session_counters();
+        let line = format!("{dropped} bytes dropped, {bad} bad frames on the line");
         let _ = b.note(&format!("session ended: {line}"));
-        if b.release(session_id) {
-            let _ = b.set_connection(LinkState::Disconnected, None, &ctx.hub);
+        if b.release(l.session) {
+            let _ = b.set_connection(LinkState::Disconnected, None, &self.ctx.hub);
+        }
+        tracing::info!(
+            "{}: disconnected from {} ({line})",
+            l.id,
+            self.path.display()
+        );
+    }
+
+    /// Logs a session note and writes it to the board's capture.
+    fn note(&self, unit: Unit, note: &Note) -> io::Result<()> {
+        let Some(l) = self.live.get(&unit) else {
+            tracing::info!("{} (unit {unit}): {note}", self.path.display());
+            return Ok(());
+        };
+        if note.informational() {
+            tracing::info!("{}: {note}", l.id);
+        } else {
+            tracing::warn!("{}: {note}", l.id);
+        }
+        lock(&l.board).note(&note.to_string())
+    }
+
+    /// The port's tick: the boards' cores take their due decisions; texts on the clocks end.
+    fn tick(&mut self, at: Instant, actions: &mut Vec<Action>) -> io::Result<()> {
+        let units: Vec<Unit> = self.live.keys().copied().collect();
+        for unit in units {
+            let events = lock(&self.live[&unit].board).tick(&self.ctx.hub)?;
+            self.react(unit, &events, actions);
+            if let Some(l) = self.live.get_mut(&unit)
+                && l.text_until.is_some_and(|t| t <= at)
+            {
+                l.text_until = None;
+                self.session.show(unit, ClockShow::Times);
+            }
+        }
+        Ok(())
+    }
+
+    /// The session hears of the events just published on `unit`, and the clock shows a text
+    /// for them when so configured.
+    fn react(&mut self, unit: Unit, events: &[CoreEvent], actions: &mut Vec<Action>) {
+        if events.is_empty() {
+            return;
+        }
+        self.session.events(now(), unit, events, actions);
+        let cfg = self.ctx.config();
+        let c = &cfg.clock;
+        if !c.text || !self.session.shows_text(unit) {
+            return;
+        }
+        for e in events {
+            let text = match &e.kind {
+                EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
+                EventKind::Irregularity { code, .. } if c.show_irregularities => {
+                    if *code == crate::core::vocab::IrregularityCode::IllegalMove {
+                        "ILLEGAL".to_string()
+                    } else {
+                        "ARBITER".to_string()
+                    }
+                }
+                _ => continue,
+            };
+            self.session.show(unit, ClockShow::Text(text));
+            if let Some(l) = self.live.get_mut(&unit) {
+                l.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
+            }
         }
     }
-    tracing::info!("{id}: disconnected from {} ({line})", path.display());
-    end
+}
+
+/// Decodes `bytes` with `decoder`: the messages, and the frames it rejected among them.
+fn decode(decoder: &mut dyn Decoder, bytes: &[u8]) -> (Vec<Message>, u64) {
+    let bad = decoder.bad_frames();
+    let mut msgs = Vec::new();
+    decoder.decode(bytes, &mut msgs);
+    (msgs, decoder.bad_frames() - bad)
 }
 
 /// The name of a board that tells no serial number: after its port (`port-ttyUSB0`).
@@ -364,198 +623,17 @@ pub fn port_serial(path: &Path) -> String {
     format!("port-{}", crate::config::sanitize(&name))
 }
 
-/// Sends `bytes`: captured first, then written.
-async fn send<W: AsyncWrite + Unpin>(live: &Live, wr: &mut W, bytes: &[u8]) -> Result<(), String> {
-    {
-        let mut b = lock(&live.board);
-        let t = b.now();
-        b.tx(t, bytes).map_err(|e| format!("capture: {e}"))?;
-    }
-    write(wr, bytes).await
-}
-
-async fn stream<R, W>(
-    ctx: &Arc<Ctx>,
-    live: &mut Live,
-    rd: &mut R,
-    wr: &mut W,
-    dec: &mut dyn Decoder,
-    stop: &mut watch::Receiver<bool>,
-) -> SessionEnd
-where
-    R: tokio::io::AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let daemon = &ctx.config().daemon;
-    let driver = lock(&live.board).driver();
-    let cfg = LinkConfig::new(
-        live.kind,
-        Duration::from_secs(daemon.keepalive_secs),
-        Duration::from_secs(daemon.dump_quiet_secs),
-    );
-    // Update mode and a dump after every (re)connection.
-    if let Err(e) = send(live, wr, &driver.start()).await {
-        return SessionEnd::Lost(e);
-    }
-    let mut link = Link::new(driver, cfg, std::time::Instant::now());
-    let mut buf = vec![0u8; 4096];
-    let mut msgs = Vec::new();
-    let mut ticker = tokio::time::interval(TICK);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        let mut notes: Vec<Note> = Vec::new();
-        tokio::select! {
-            r = rd.read(&mut buf) => match r {
-                Ok(0) => return SessionEnd::Lost("end of file".into()),
-                Ok(n) => {
-                    let now = std::time::Instant::now();
-                    link.on_rx(now);
-                    let bytes = &buf[..n];
-                    let events = {
-                        let mut b = lock(&live.board);
-                        let t = b.now();
-                        match b.rx(t, bytes, &ctx.hub) {
-                            Ok(e) => e,
-                            Err(e) => return SessionEnd::Lost(format!("capture: {e}")),
-                        }
-                    };
-                    let bad = dec.bad_frames();
-                    dec.decode(bytes, &mut msgs);
-                    if dec.bad_frames() > bad {
-                        link.on_bad_frame(now);
-                    }
-                    for m in msgs.drain(..) {
-                        match &m {
-                            Message::Session(SessionMessage::Driver(r)) => {
-                                if let Some(a) = crate::driver::dgt::ClockAck::from_reply(r) {
-                                    live.clock.on_ack(&a)
-                                }
-                            }
-                            Message::Observation(Observation::ClockAbsent) => live.clock.no_clock(),
-                            Message::Observation(Observation::Clock(_)) if live.clock.on_times() => {
-                                tracing::info!(
-                                    "{}: the clock sends times after saying \"no clock\": \
-                                     probing it again",
-                                    live.id
-                                );
-                            }
-                            _ => {}
-                        }
-                        notes.extend(link.on_message(now, &m));
-                    }
-                    react(ctx, live, &events);
-                }
-                Err(e) => return SessionEnd::Lost(format!("read: {e}")),
-            },
-            _ = ticker.tick() => {
-                let now = Instant::now();
-                let events = match lock(&live.board).tick(&ctx.hub) {
-                    Ok(e) => e,
-                    Err(e) => return SessionEnd::Lost(format!("capture: {e}")),
-                };
-                react(ctx, live, &events);
-                if live.text_until.is_some_and(|t| t <= now) {
-                    live.text_until = None;
-                    live.clock.push(ClockCommand::EndText);
-                }
-                let mut bytes = Vec::new();
-                let board = &live.board;
-                match link.poll(std::time::Instant::now(), |f| lock(board).explains(f), &mut bytes) {
-                    Ok(note) => notes.extend(note),
-                    Err(why) => return SessionEnd::Lost(why),
-                }
-                if !bytes.is_empty() {
-                    out.push(bytes);
-                }
-            }
-            _ = stop.changed() => return SessionEnd::Stopped,
-        }
-        for note in notes {
-            if let Err(e) = report(live, &note) {
-                return SessionEnd::Lost(format!("capture: {e}"));
-            }
-        }
-        if let Some(bytes) = live.clock.poll(std::time::Instant::now()) {
-            out.push(bytes);
-        }
-        for bytes in out {
-            if let Err(e) = send(live, wr, &bytes).await {
-                return SessionEnd::Lost(e);
-            }
-        }
-    }
-}
-
-/// Logs a link note and writes it to the capture.
-fn report(live: &Live, note: &Note) -> io::Result<()> {
-    let id = &live.id;
-    let text = match note {
-        Note::Reset { silent_secs } => format!(
-            "the board answers but has sent nothing for {silent_secs} s while its clock ran: \
-             it has reset to IDLE; update mode set again, board dump asked for"
-        ),
-        Note::DumpDiffers { fields, first } => {
-            let square = crate::core::sensed::Orientation::Normal.square_of(*first);
-            format!(
-                "board dump differs from the field updates received in {fields} field(s) \
-                 (first: field {first}, {square} seen from White on a normal board): updates \
-                 were lost; the game is reconciled with the dump"
-            )
-        }
-        Note::Battery(b) => format!(
-            "battery {}{}",
-            b.percent.map_or("unknown".into(), |p| format!("{p}%")),
-            match b.charging {
-                Some(true) => ", charging",
-                _ => "",
-            }
-        ),
-    };
-    match note {
-        Note::Battery(_) => tracing::info!("{id}: {text}"),
-        _ => tracing::warn!("{id}: {text}"),
-    }
-    lock(&live.board).note(&text)
-}
-
-/// Texts on a DGT 3000 for the events just published.
-fn react(ctx: &Arc<Ctx>, live: &mut Live, events: &[CoreEvent]) {
-    if events.is_empty() {
-        return;
-    }
-    let cfg = ctx.config();
-    let c = &cfg.clock;
-    if !c.text || !live.clock.kind.takes_text() {
-        return;
-    }
-    for e in events {
-        let text = match &e.kind {
-            EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
-            EventKind::Irregularity { code, .. } if c.show_irregularities => {
-                if *code == crate::core::vocab::IrregularityCode::IllegalMove {
-                    "ILLEGAL".to_string()
-                } else {
-                    "ARBITER".to_string()
-                }
-            }
-            _ => continue,
-        };
-        live.clock.push(ClockCommand::Ascii { text, beep: 0 });
-        live.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn configured_ports_may_name_their_driver() {
-        let (path, origin) = Origin::configured(Path::new("millennium:/dev/ttyUSB0"));
+        let (path, origin) = Origin::configured(Path::new("millennium:/dev/ttyUSB0")).unwrap();
         assert_eq!(path, Path::new("/dev/ttyUSB0"));
         assert_eq!(origin.driver().name(), "millennium");
-        let (path, origin) = Origin::configured(Path::new("/dev/ttyACM0"));
+        assert!(Origin::configured(Path::new("milenium:/dev/ttyUSB0")).is_err());
+        let (path, origin) = Origin::configured(Path::new("/dev/ttyACM0")).unwrap();
         assert_eq!(path, Path::new("/dev/ttyACM0"));
         assert_eq!(origin.driver().name(), "dgt");
     }

@@ -1,5 +1,4 @@
-//! The daemon's captures: one file per board per day, always on, and the replay of a whole
-//! capture directory.
+//! The daemon's captures: one file per board per day, always on.
 //!
 //! Layout: `DIR/YYYY-MM-DD/<board>.jsonl` (local date; `<board>` is the device id, e.g.
 //! `board-3` or `dgt-12345`). **A restarted daemon appends to the same file**: it truncates a
@@ -10,9 +9,8 @@
 //! it connects again (or the daemon starts) on a later day, it goes on in the old file if a game
 //! is still running there, and starts the new day's file otherwise.
 //!
-//! `eboardd replay DIR` reads every capture under `DIR` and merges their records by absolute
-//! time (`created` + `t`), so the boards' games come out in the order they started, whatever
-//! the files.
+//! `eboardd replay DIR` replays them all (`crate::replay`): the files merged by absolute time
+//! (`created` + `t`), so the boards' games come out in the order they started, whatever the files.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -24,13 +22,7 @@ use chrono::{DateTime, Local, NaiveDate, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
 use crate::capture::{self, Capture, CaptureWriter, Record, RecordKind};
-use crate::core::engine::EngineConfig;
-use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::Micros;
-use crate::pgn::{self, GameTags};
-use crate::replay::{ReplayError, Replayer};
-
-pub use crate::replay::SET_TAGS;
 
 /// Writes to a file, dropping everything up to and including the first newline (so a
 /// [`CaptureWriter`] can append records to an existing capture without a second header).
@@ -179,12 +171,8 @@ impl CaptureFile {
         }
         let created = cap
             .header
-            .extra
-            .get("created")
-            .and_then(Value::as_str)
-            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map(|d| d.with_timezone(&Utc))
-            .unwrap_or_else(Utc::now);
+            .created()
+            .map_or_else(Utc::now, |d| d.with_timezone(&Utc));
         let last_t = cap.records.last().map_or(0, |r| r.t);
         let since = SystemTime::now()
             .duration_since(SystemTime::from(created))
@@ -219,14 +207,6 @@ impl CaptureFile {
     /// When the capture was created (its `t` = 0).
     pub fn created(&self) -> DateTime<Utc> {
         self.created
-    }
-
-    /// The local date of the file's creation (`YYYY.MM.DD`, for PGN).
-    pub fn pgn_date(&self) -> String {
-        self.created
-            .with_timezone(&Local)
-            .format("%Y.%m.%d")
-            .to_string()
     }
 
     /// `t` now: microseconds since `created`, from a monotonic clock, never below the last
@@ -350,6 +330,7 @@ impl CaptureStore {
     /// The files that may hold the current round on `today`: every board's file of today, and
     /// each other board's latest file of an earlier day (the caller keeps it only when its last
     /// game is still running). Sorted by board id.
+    /// Line captures (`line-*`) are not boards and are left out.
     pub fn current_files(&self, today: NaiveDate) -> Vec<(String, PathBuf)> {
         let mut found: std::collections::BTreeMap<String, PathBuf> = Default::default();
         for (day, dir) in self.days().into_iter().rev() {
@@ -363,6 +344,7 @@ impl CaptureStore {
                 let p = e.path();
                 if p.extension().is_some_and(|x| x == "jsonl")
                     && let Some(stem) = p.file_stem()
+                    && !stem.to_string_lossy().starts_with(LINE_PREFIX)
                 {
                     found.entry(stem.to_string_lossy().to_string()).or_insert(p);
                 }
@@ -375,6 +357,10 @@ impl CaptureStore {
         found.into_iter().collect()
     }
 }
+
+/// The start of a line capture's name (`line-ttyUSB0`): the bytes a port exchanged with its line
+/// as a whole (a chain's discovery), not a board's.
+pub const LINE_PREFIX: &str = "line-";
 
 /// Mode of capture files: they are evidence, readable by the daemon's group only.
 pub const FILE_MODE: u32 = 0o640;
@@ -406,270 +392,6 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// Every capture file under `path` (itself when it is a file), sorted. Links to folders are
-/// not followed (a loop would never end).
-pub fn capture_files(path: &Path) -> io::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir)? {
-            let e = e?;
-            let p = e.path();
-            if e.file_type()?.is_dir() {
-                stack.push(p);
-            } else if p.is_dir() {
-                // A link to a folder: skipped.
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// Device names for a merged replay: a device id used in several files whose times overlap
-/// (unrelated captures, e.g. samples all made as `board-1`) is told apart by file name.
-struct DeviceNames {
-    renamed: std::collections::BTreeSet<(usize, String)>,
-    stems: Vec<String>,
-}
-
-impl DeviceNames {
-    fn name(&self, file: usize, dev: &str) -> String {
-        if self.renamed.contains(&(file, dev.to_string())) {
-            format!("{}/{dev}", self.stems[file])
-        } else {
-            dev.to_string()
-        }
-    }
-}
-
-fn distinct_devices(files: &[PathBuf], caps: &[Capture], offsets: &[Micros]) -> DeviceNames {
-    // Per device: (first t, last t, file) of every file it appears in.
-    let mut spans: std::collections::BTreeMap<&str, Vec<(Micros, Micros, usize)>> =
-        Default::default();
-    for (fi, cap) in caps.iter().enumerate() {
-        let mut per_dev: std::collections::BTreeMap<&str, (Micros, Micros)> = Default::default();
-        for r in &cap.records {
-            let t = offsets[fi] + r.t;
-            let e = per_dev.entry(&r.dev).or_insert((t, t));
-            e.1 = t;
-        }
-        for (dev, (a, b)) in per_dev {
-            spans.entry(dev).or_default().push((a, b, fi));
-        }
-    }
-    let mut renamed = std::collections::BTreeSet::new();
-    for (dev, mut v) in spans {
-        v.sort();
-        if v.windows(2).any(|w| w[1].0 <= w[0].1) {
-            renamed.extend(v.iter().map(|&(_, _, fi)| (fi, dev.to_string())));
-        }
-    }
-    let stems = files
-        .iter()
-        .map(|f| {
-            f.file_stem().map_or_else(
-                || f.display().to_string(),
-                |s| s.to_string_lossy().to_string(),
-            )
-        })
-        .collect();
-    DeviceNames { renamed, stems }
-}
-
-/// Replays every capture under `paths` (directories are searched for `*.jsonl`), merged by
-/// absolute time, and writes every game as PGN (with the tags the captures carry) or the
-/// events as JSON Lines to `out`.
-pub fn replay_paths(
-    paths: &[PathBuf],
-    events: bool,
-    out: &mut dyn Write,
-    warn: &mut dyn FnMut(&str),
-) -> Result<(), ReplayError> {
-    let mut files = Vec::new();
-    for p in paths {
-        let found = capture_files(p).map_err(|source| {
-            ReplayError::Capture(capture::CaptureError::Io {
-                file: p.display().to_string(),
-                source,
-            })
-        })?;
-        if found.is_empty() {
-            return Err(ReplayError::Capture(capture::CaptureError::Io {
-                file: p.display().to_string(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "no capture files (*.jsonl) in this directory",
-                ),
-            }));
-        }
-        files.extend(found);
-    }
-    let mut caps = Vec::new();
-    for f in &files {
-        caps.push(capture::read_capture(f)?);
-    }
-    let created = |c: &Capture| {
-        c.header
-            .extra
-            .get("created")
-            .and_then(Value::as_str)
-            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map(|d| d.with_timezone(&Utc))
-    };
-    let origin = caps.iter().filter_map(created).min();
-    let offsets: Vec<Micros> = caps
-        .iter()
-        .map(|cap| match (origin, created(cap)) {
-            (Some(o), Some(c)) => (c - o).num_microseconds().unwrap_or(0),
-            _ => 0,
-        })
-        .collect();
-    let devs = distinct_devices(&files, &caps, &offsets);
-    // (absolute t, file index, record index) → stable merge by time.
-    let mut merged: Vec<(Micros, usize, usize)> = Vec::new();
-    let mut tags: std::collections::BTreeMap<String, GameTags> = Default::default();
-    // Tags in force when each game started: (dev, game start t) → tags, filled as we go.
-    let mut tag_changes: Vec<(Micros, String, GameTags)> = Vec::new();
-    for (fi, cap) in caps.iter().enumerate() {
-        let offset = offsets[fi];
-        for (ri, r) in cap.records.iter().enumerate() {
-            merged.push((offset + r.t, fi, ri));
-        }
-        let dev = cap
-            .header
-            .extra
-            .get("board")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| cap.records.first().map(|r| r.dev.clone()))
-            .map(|d| devs.name(fi, &d));
-        if let (Some(h), Some(dev)) = (cap.header.extra.get("tags"), dev) {
-            let t = tags.entry(dev.clone()).or_default();
-            t.apply_json(h);
-            tag_changes.push((offset, dev, t.clone()));
-        }
-    }
-    merged.sort_by_key(|&(t, fi, ri)| (t, fi, ri));
-    let mut records = Vec::with_capacity(merged.len());
-    for (t, fi, ri) in merged {
-        let r = &caps[fi].records[ri];
-        let dev = devs.name(fi, &r.dev);
-        if let RecordKind::Op(v) = &r.kind
-            && v.get("action").and_then(Value::as_str) == Some(SET_TAGS)
-        {
-            let entry = tags.entry(dev.clone()).or_default();
-            entry.apply_json(v);
-            tag_changes.push((t, dev, entry.clone()));
-            continue;
-        }
-        records.push(Record {
-            t,
-            dev,
-            kind: r.kind.clone(),
-        });
-    }
-    // Each device's driver and link (a Bluetooth board is judged with its doubled settle
-    // windows, as live and as when its file is replayed alone), under its merged name.
-    let devices: Vec<Value> = caps
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, cap)| {
-            let names = &devs;
-            cap.header
-                .extra
-                .get("devices")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(move |d| {
-                    let id = d.get("id").and_then(Value::as_str)?;
-                    let mut entry = serde_json::json!({"id": names.name(fi, id)});
-                    for key in ["driver", "link"] {
-                        if let Some(v) = d.get(key) {
-                            entry[key] = v.clone();
-                        }
-                    }
-                    Some(entry)
-                })
-        })
-        .collect();
-    let header_extra = {
-        let mut m = Map::new();
-        if !devices.is_empty() {
-            m.insert("devices".into(), devices.into());
-        }
-        if let Some(o) = origin {
-            m.insert(
-                "created".into(),
-                o.to_rfc3339_opts(SecondsFormat::Micros, true).into(),
-            );
-        }
-        m
-    };
-    let merged_cap = Capture {
-        header: capture::Header {
-            format: capture::FORMAT.into(),
-            version: capture::VERSION,
-            extra: header_extra,
-        },
-        records,
-        warnings: caps.iter().flat_map(|c| c.warnings.clone()).collect(),
-    };
-    let mut replayer = Replayer::new(EngineConfig::default());
-    let mut seq = 0u64;
-    let mut sink = |board: &str, e: &CoreEvent| -> io::Result<()> {
-        if events {
-            seq += 1;
-            writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())?;
-        }
-        Ok(())
-    };
-    replayer.replay_capture(&merged_cap, &mut sink)?;
-    replayer.finish(&mut sink)?;
-    for w in &replayer.warnings {
-        warn(w);
-    }
-    if !events {
-        let date = |t: Micros| {
-            origin.map(|o| {
-                (o + chrono::Duration::microseconds(t))
-                    .with_timezone(&Local)
-                    .format("%Y.%m.%d")
-                    .to_string()
-            })
-        };
-        let mut games: Vec<_> = replayer
-            .devices()
-            .enumerate()
-            .flat_map(|(i, d)| d.engine.games().iter().map(move |g| (i, d, g)))
-            .collect();
-        games.sort_by_key(|(i, _, g)| (g.started_at, *i, g.number));
-        let mut text = String::new();
-        for (_, device, game) in games {
-            // The tags in force at the game's last move (a correction made during the game
-            // counts; the next round's names, loaded after it, do not).
-            let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
-            let mut t = tag_changes
-                .iter()
-                .rfind(|(when, dev, _)| *dev == device.id && *when <= at)
-                .map(|(_, _, t)| t.clone())
-                .unwrap_or_default();
-            t.date = date(game.started_at);
-            t.board = Some(device.id.clone());
-            pgn::write_game(game, &t, &mut text);
-        }
-        out.write_all(text.as_bytes())?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -756,47 +478,5 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
-#[cfg(test)]
-mod replay_tests {
-    use super::*;
-
-    fn pgn_of(paths: &[PathBuf]) -> String {
-        let mut out = Vec::new();
-        replay_paths(paths, false, &mut out, &mut |_| {}).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    /// (Board tag, moves) of every game.
-    fn games(pgn: &str) -> Vec<(String, Vec<shakmaty::Move>)> {
-        crate::sim::pgn::parse_games(pgn)
-            .into_iter()
-            .map(|g| {
-                let g = g.unwrap();
-                (g.tag("Board").unwrap_or("").to_string(), g.moves)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn unrelated_captures_of_one_device_id_stay_apart() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures/clean");
-        let files = capture_files(&dir).unwrap();
-        assert!(files.len() >= 2);
-        let all = pgn_of(std::slice::from_ref(&dir));
-        for f in &files {
-            let stem = f.file_stem().unwrap().to_string_lossy();
-            assert!(
-                all.contains(&format!("[Board \"{stem}/board-1\"]")),
-                "{stem}"
-            );
-            // Each game as when its file is replayed alone.
-            let alone = games(&pgn_of(std::slice::from_ref(f))).remove(0).1;
-            let merged = games(&all);
-            let here = merged.iter().find(|(b, _)| *b == format!("{stem}/board-1"));
-            assert_eq!(here.map(|(_, m)| m), Some(&alone), "{stem}");
-        }
     }
 }

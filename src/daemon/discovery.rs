@@ -3,10 +3,11 @@
 //! `rusb`) or, where hotplug is missing, every two seconds.
 //!
 //! A board's own id is served at once; a generic id (an FTDI bridge used by countless other
-//! gadgets) only after the handshake's protocol probe finds a board behind it. A generic
-//! device that fails the probe is left alone until it is unplugged.
+//! gadgets) only after the handshake's protocol probe finds a board behind it. An id that
+//! several families list (the same USB-serial bridge chip inside boards of different makers)
+//! is probed by each of those families in turn, in the order of the family table; a generic
+//! device that fails every probe is left alone until it is unplugged.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,8 +47,11 @@ pub fn known_ids() -> impl Iterator<Item = KnownId> {
 pub struct Found {
     /// The device node, e.g. `/dev/ttyACM0`.
     pub tty: PathBuf,
-    /// The USB id.
+    /// The USB id, as the first family that lists it knows it.
     pub id: KnownId,
+    /// Every family's entry for this id, in the family table's order (more than one for a
+    /// bridge chip several families use: each probes it in turn).
+    pub candidates: Vec<KnownId>,
     /// The USB device's sysfs path (stable while it stays plugged in).
     pub usb_path: PathBuf,
     /// The USB serial number string, when the device has one.
@@ -81,7 +85,10 @@ pub fn scan_sysfs(sys: &Path, dev: &Path) -> Vec<Found> {
                 }
                 continue;
             };
-            if let Some(id) = known_ids().find(|k| k.vid == vid && k.pid.is_none_or(|p| p == pid)) {
+            let candidates: Vec<KnownId> = known_ids()
+                .filter(|k| k.vid == vid && k.pid.is_none_or(|p| p == pid))
+                .collect();
+            if let Some(&id) = candidates.first() {
                 let usb_serial = std::fs::read_to_string(d.join("serial"))
                     .ok()
                     .map(|s| s.trim().to_string())
@@ -89,6 +96,7 @@ pub fn scan_sysfs(sys: &Path, dev: &Path) -> Vec<Found> {
                 out.push(Found {
                     tty: dev.join(&name),
                     id,
+                    candidates,
                     usb_path: d.clone(),
                     usb_serial,
                 });
@@ -156,25 +164,27 @@ pub fn start_hotplug(tx: mpsc::UnboundedSender<()>) -> bool {
     spawned.is_ok()
 }
 
-/// Generic devices that failed the probe, by USB device path: not probed again while they
-/// stay plugged in.
+/// Which family probes a device next: the candidates that already found no board of theirs
+/// behind a shared id, by USB device path.
 #[derive(Debug, Default)]
-pub struct NotABoard(HashSet<PathBuf>);
+pub struct Probes(std::collections::HashMap<PathBuf, usize>);
 
-impl NotABoard {
-    /// Remembers a device that is not a board.
-    pub fn insert(&mut self, usb_path: PathBuf) {
-        self.0.insert(usb_path);
+impl Probes {
+    /// The candidate of `found` to serve it with now: the first one whose probe has not failed
+    /// (`None`: every family tried; the device is no board).
+    pub fn next<'a>(&self, found: &'a Found) -> Option<&'a KnownId> {
+        let tried = self.0.get(&found.usb_path).copied().unwrap_or(0);
+        found.candidates.get(tried)
     }
 
-    /// Whether it failed the probe.
-    pub fn contains(&self, usb_path: &Path) -> bool {
-        self.0.contains(usb_path)
+    /// The current candidate found no board of its family behind the device.
+    pub fn failed(&mut self, usb_path: &Path) {
+        *self.0.entry(usb_path.to_path_buf()).or_default() += 1;
     }
 
     /// Forgets devices no longer present.
     pub fn retain_present(&mut self, found: &[Found]) {
-        self.0.retain(|p| found.iter().any(|f| &f.usb_path == p));
+        self.0.retain(|p, _| found.iter().any(|f| &f.usb_path == p));
     }
 }
 
@@ -230,10 +240,14 @@ mod tests {
         assert!(!found[1].id.generic);
         assert_eq!(found[2].tty, Path::new("/dev/ttyUSB0"));
         assert!(found[2].id.generic);
-        let mut not = NotABoard::default();
-        not.insert(found[2].usb_path.clone());
-        not.retain_present(&found[..1]);
-        assert!(!not.contains(&found[2].usb_path));
+        // One family lists the FTDI id: after its probe fails, no family is left.
+        let mut probes = Probes::default();
+        assert_eq!(probes.next(&found[2]).map(|k| k.driver), Some("dgt"));
+        probes.failed(&found[2].usb_path);
+        let left = found[2].candidates.len() - 1;
+        assert_eq!(probes.next(&found[2]).is_some(), left > 0);
+        probes.retain_present(&found[..1]);
+        assert_eq!(probes.next(&found[2]).map(|k| k.driver), Some("dgt"));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -10,11 +10,9 @@
 pub mod board;
 pub mod board_task;
 pub mod captures;
-pub mod clock;
 mod control;
 pub mod demo;
 pub mod discovery;
-pub mod link;
 pub mod notify;
 pub mod serial;
 pub mod signals;
@@ -221,6 +219,7 @@ impl Ctx {
             black: b.and_then(|b| b.black.clone()),
             white_clock: b.and_then(|b| b.white_clock),
             driver: None,
+            unit: None,
         }
     }
 
@@ -252,9 +251,17 @@ impl Ctx {
         if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
             return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
         }
+        // The longest family name that prefixes the id (`dgt-bus-01025` is a `dgt-bus` board).
         let serial = crate::driver::DRIVERS
             .iter()
-            .find_map(|d| id.strip_prefix(d.name())?.strip_prefix('-'));
+            .filter_map(|d| {
+                Some((
+                    d.name().len(),
+                    id.strip_prefix(d.name())?.strip_prefix('-')?,
+                ))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, serial)| serial);
         self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
     }
 
@@ -266,7 +273,7 @@ impl Ctx {
         &self,
         id: &str,
         meta: BoardMeta,
-        link: link::LinkKind,
+        link: crate::session::link::LinkKind,
     ) -> std::io::Result<Arc<Mutex<BoardState>>> {
         let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = boards.get(id) {
@@ -326,7 +333,7 @@ impl Ctx {
                 &id,
                 meta,
                 Some(&path),
-                link::LinkKind::Wired,
+                crate::session::link::LinkKind::Wired,
             ) {
                 Ok(b) => b,
                 Err(e) => {
@@ -413,11 +420,11 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             "polling sysfs every 2 s"
         }
     );
-    let mut not_board = discovery::NotABoard::default();
+    let mut probes = discovery::Probes::default();
     let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
     loop {
         let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
-        not_board.retain_present(&found);
+        probes.retain_present(&found);
         // Collect ended tasks.
         let ended: Vec<PathBuf> = tasks
             .iter()
@@ -428,24 +435,28 @@ async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
             if let Some((t, usb)) = tasks.remove(&p)
                 && let Ok(PortEnd::NotABoard) = t.handle.await
             {
-                not_board.insert(usb);
+                // The next family that lists the id probes it at the next scan.
+                probes.failed(&usb);
             }
         }
         for f in found {
             let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
-            if tasks.contains_key(&f.tty)
-                || ctx.port_open(&canonical)
-                || not_board.contains(&f.usb_path)
-            {
+            if tasks.contains_key(&f.tty) || ctx.port_open(&canonical) {
                 continue;
             }
-            tracing::info!("found {} on {}", f.id.name, f.tty.display());
+            let Some(id) = probes.next(&f) else {
+                continue;
+            };
+            tracing::info!("found {} on {}", id.name, f.tty.display());
+            // A shared id is probed by each family that lists it (served outright when only
+            // one family does and its id is the board's own).
+            let generic = id.generic || f.candidates.len() > 1;
             let t = spawn_port(
                 &ctx,
                 f.tty.clone(),
                 Origin::Discovered {
-                    generic: f.id.generic,
-                    driver: f.id.driver,
+                    generic,
+                    driver: id.driver,
                 },
             );
             tasks.insert(f.tty, (t, f.usb_path));
@@ -579,10 +590,16 @@ pub async fn serve(
             }
         }
         for p in wanted {
-            ports.entry(p.clone()).or_insert_with(|| {
-                let (path, origin) = Origin::configured(&p);
-                spawn_port(ctx, path, origin)
-            });
+            if ports.contains_key(&p) {
+                continue;
+            }
+            // The configuration was checked: every port names a family this build has.
+            match Origin::configured(&p) {
+                Ok((path, origin)) => {
+                    ports.insert(p.clone(), spawn_port(ctx, path, origin));
+                }
+                Err(e) => tracing::error!("port not served: {e}"),
+            }
         }
         match (cfg.daemon.discovery, discovery.is_some()) {
             (true, false) => {
@@ -889,7 +906,7 @@ mod tests {
         .await;
         assert_eq!(end, PortEnd::Gone);
         let (stop, rx) = watch::channel(false);
-        let origin = Origin::configured(&missing).1;
+        let origin = Origin::configured(&missing).unwrap().1;
         let task = tokio::spawn(board_task::serve_port(ctx, missing, origin, rx));
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!task.is_finished());

@@ -11,7 +11,10 @@
 //! To add a board family, copy `src/driver/TEMPLATE.md`'s skeleton into `src/driver/<name>/`
 //! and add one line to [`DRIVERS`].
 
+use std::time::Instant;
+
 use crate::core::observation::Observation;
+use crate::session::{ClockShow, Session, SessionConfig, Unit};
 
 pub mod certabo;
 pub mod dgt;
@@ -116,6 +119,21 @@ pub trait Decoder: Send + std::fmt::Debug {
     fn bad_frames(&self) -> u64;
 }
 
+/// A clock on a board's cable, driven through the board (family-neutral; each family that
+/// relays a clock implements it in its own folder, e.g. `driver/dgt/clock.rs`). Sans-IO: the
+/// session hands it what the board said and asks it for bytes to send.
+pub trait ClockControl: Send + std::fmt::Debug {
+    /// Show `what` (queued; a clock that shows no text drops texts).
+    fn show(&mut self, what: ClockShow);
+    /// Something the board said; `true` when it is worth a note that the clock, taken for
+    /// absent, sent times and is probed again.
+    fn received(&mut self, msg: &Message) -> bool;
+    /// The bytes to send at `now`, if any.
+    fn poll(&mut self, now: Instant) -> Option<Vec<u8>>;
+    /// Whether the clock shows text (known once it answered its probe).
+    fn shows_text(&self) -> bool;
+}
+
 /// One family of boards.
 pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     /// The driver's name, as in capture headers and events (e.g. `"dgt"`).
@@ -126,6 +144,23 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn usb_ids(&self) -> &'static [UsbId];
     /// A fresh decoder.
     fn decoder(&self) -> Box<dyn Decoder>;
+    /// A fresh decoder for board `unit` of a port (a bus address on a chain: it takes only
+    /// that board's frames); by default [`BoardDriver::decoder`].
+    fn unit_decoder(&self, _unit: Unit) -> Box<dyn Decoder> {
+        self.decoder()
+    }
+    /// A fresh decoder for the bytes a port receives while listening to the line as a whole
+    /// (a chain's discovery); by default [`BoardDriver::decoder`].
+    fn line_decoder(&self) -> Box<dyn Decoder> {
+        self.decoder()
+    }
+    /// The family's own session, for a protocol that is not one board per port (a chain of
+    /// boards on a bus); `None` (the default): the standard session of one board on the port,
+    /// with this driver's handshake, requests and clock ([`crate::session::single::SingleBoard`],
+    /// see [`crate::session::open`]).
+    fn session(&self, _cfg: &SessionConfig) -> Option<Box<dyn Session>> {
+        None
+    }
     /// Bytes sent on opening the port, asking the board who it is.
     fn handshake(&self) -> Vec<u8>;
     /// Bytes resent while the board has not answered the handshake (by default the handshake).
@@ -148,13 +183,23 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn battery_request(&self) -> Option<Vec<u8>> {
         None
     }
+    /// A request for the board's own memory of what it sensed (answered with an
+    /// [`Observation::Memory`]), for boards that keep one; `None` (the default) otherwise.
+    fn memory_request(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// The clock on the board's cable, for families that relay one; `None` (the default)
+    /// otherwise: nothing is ever sent for a clock.
+    fn clock(&self) -> Option<Box<dyn ClockControl>> {
+        None
+    }
 }
 
 /// The driver used when a capture names none (captures made before drivers were named).
 pub const DEFAULT_DRIVER: &str = dgt::NAME;
 
 /// Every driver the daemon knows: one line per board family.
-pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &millennium::Millennium];
+pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &dgt::DgtBus, &millennium::Millennium];
 
 /// The driver called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {
@@ -172,6 +217,55 @@ pub fn for_name_or_default(name: Option<&str>) -> (&'static dyn BoardDriver, Opt
                 default(),
                 Some(format!("unknown driver {n:?}: decoded as {DEFAULT_DRIVER}")),
             ),
+        },
+    }
+}
+
+/// A configured port names a board family this build does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{spec:?}: unknown board family {family:?} (families: {known})")]
+pub struct UnknownFamily {
+    /// The port as configured.
+    pub spec: String,
+    /// The family it names.
+    pub family: String,
+    /// The families this build has, comma-separated.
+    pub known: String,
+}
+
+/// The names of every family, comma-separated (for messages).
+pub fn family_names() -> String {
+    DRIVERS
+        .iter()
+        .map(|d| d.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A configured port: `<family>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its family; a
+/// path (absolute, or relative without a `name:` prefix) is served by the default family. A
+/// prefix that names no family is refused (`milenium:/dev/ttyUSB0` is no path to retry for
+/// ever). Paths that contain colons further on (`/dev/serial/by-path/pci-0000:00:14.0-…`) are
+/// paths.
+pub fn parse_port(
+    spec: &std::path::Path,
+) -> Result<(&'static dyn BoardDriver, std::path::PathBuf), UnknownFamily> {
+    let text = spec.to_string_lossy();
+    let prefixed = text.split_once(':').filter(|(name, _)| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    });
+    match prefixed {
+        None => Ok((default(), spec.to_path_buf())),
+        Some((name, path)) => match by_name(name) {
+            Some(d) => Ok((d, std::path::PathBuf::from(path))),
+            None => Err(UnknownFamily {
+                spec: text.to_string(),
+                family: name.to_string(),
+                known: family_names(),
+            }),
         },
     }
 }
@@ -194,5 +288,22 @@ mod tests {
         assert_eq!(d.name(), "dgt");
         assert!(warning.is_some());
         assert_eq!(by_name("millennium").map(|d| d.name()), Some("millennium"));
+    }
+
+    #[test]
+    fn ports_name_their_family_or_are_refused() {
+        let p = |s: &str| parse_port(std::path::Path::new(s));
+        let (d, path) = p("millennium:/dev/ttyUSB0").unwrap();
+        assert_eq!(
+            (d.name(), path.to_str().unwrap()),
+            ("millennium", "/dev/ttyUSB0")
+        );
+        let (d, path) = p("/dev/ttyACM0").unwrap();
+        assert_eq!((d.name(), path.to_str().unwrap()), ("dgt", "/dev/ttyACM0"));
+        let by_path = "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0";
+        assert_eq!(p(by_path).unwrap().1.to_str(), Some(by_path));
+        let e = p("milenium:/dev/ttyUSB0").err().unwrap();
+        assert_eq!(e.family, "milenium");
+        assert!(e.to_string().contains("millennium"), "{e}");
     }
 }

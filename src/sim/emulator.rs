@@ -25,8 +25,24 @@
 //! IDLE, still answering requests), field updates can be lost on the line
 //! ([`EmulatorConfig::lose_field_updates`]), an old board sends its serial number as a 12-byte
 //! frame, and a Bluetooth board answers the battery request (0x4C).
+//!
+//! The board keeps its own memory ([`dgt_memory::DgtMemory`]): every change it senses, in every
+//! mode and while unplugged (the players go on), and the clock's times at every lever change;
+//! `0x49` (SEND_EE_MOVES) sends it.
+//!
+//! The board is strict, so that tests see what a host sends that the board does not take
+//! ([`Emulator::unknown_bytes`]): every byte that is no single-board command the board knows
+//! (DGT's header `dgtbrd.h`, commands 0x40–0x55 and the clock wrapper 0x2B), and every byte of
+//! a clock message that is not one of the header's (`2B <size> 03 <cmd> <data> 00` with the
+//! header's size for `cmd`), is counted. Counted too: 0x4C (battery) on a board without
+//! Bluetooth, ASCII text (0x0C) for a DGT XL (it has no text display), and the commands the
+//! emulator does not model (0x4A TO_BUSMODE, 0x4E bootloader, 0x50–0x54 draughts scans, 0x60
+//! Revelation II LEDs, and bus commands 0x80–0x8D: per the header a bus command would switch
+//! the board to bus mode; the emulator stays in single-board mode and counts it).
 
 pub mod certabo;
+pub mod dgt_bus;
+pub mod dgt_memory;
 pub mod millennium;
 pub mod runner;
 
@@ -38,6 +54,7 @@ use super::{SimConfig, simulate};
 use crate::capture::RecordKind;
 use crate::core::observation::{ClockReading, FieldArray, Micros, SquareReading};
 use crate::driver::dgt::{BatteryStatus, ClockAck, DgtDecoder, DgtMessage};
+use dgt_memory::DgtMemory;
 
 /// The clock on the board's cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -293,8 +310,43 @@ pub enum Mode {
 /// Host→board command parser state: inside a `0x2B <n> …` clock message or not.
 #[derive(Debug, Default)]
 struct HostParser {
-    /// Bytes of the clock message so far (after 0x2B), when inside one.
+    /// Bytes of the clock message so far (after 0x2B: the size, then the message), when inside
+    /// one.
     clock_msg: Option<Vec<u8>>,
+}
+
+/// The size byte of each clock command the DGT header defines (`dgtbrd.h`, "Clock commands":
+/// DISPLAY, ICONS, END, BUTTON, VERSION, SETNRUN, BEEP, ASCII).
+fn clock_command_size(cmd: u8) -> Option<u8> {
+    match cmd {
+        0x01 | 0x02 => Some(0x0B),
+        0x03 | 0x08 | 0x09 => Some(0x03),
+        0x0A => Some(0x0A),
+        0x0B => Some(0x04),
+        0x0C => Some(0x0C),
+        _ => None,
+    }
+}
+
+/// How many bytes not taken a strict emulator keeps for reports.
+pub const UNKNOWN_SAMPLE: usize = 64;
+
+/// Bytes an emulator did not take: how many, and the first [`UNKNOWN_SAMPLE`] of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unknown {
+    /// Bytes not taken.
+    pub count: u64,
+    /// The first of them, in order.
+    pub sample: Vec<u8>,
+}
+
+impl Unknown {
+    /// Counts `bytes` as not taken.
+    pub fn add(&mut self, bytes: &[u8]) {
+        self.count += bytes.len() as u64;
+        let room = UNKNOWN_SAMPLE.saturating_sub(self.sample.len());
+        self.sample.extend(bytes.iter().take(room));
+    }
 }
 
 /// A clock command the clock is working on.
@@ -338,6 +390,12 @@ pub struct Emulator {
     busy: Option<Busy>,
     acks: Rng,
     field_updates: u64,
+    /// The board's memory.
+    memory: DgtMemory,
+    /// Script time of the last [`Emulator::advance`].
+    now: Micros,
+    /// Host bytes not taken.
+    unknown: Unknown,
     /// Texts shown on the DGT 3000, in order.
     pub texts: Vec<String>,
     /// Host commands received, by command byte (clock messages counted under 0x2B).
@@ -348,6 +406,8 @@ pub struct Emulator {
     pub field_updates_lost: u64,
     /// Times the board reset itself.
     pub resets: u64,
+    /// The board has power: its memory records (see [`Emulator::set_powered`]).
+    powered: bool,
 }
 
 impl Emulator {
@@ -367,7 +427,11 @@ impl Emulator {
         };
         let seed = cfg.serial.bytes().map(u64::from).sum::<u64>();
         let noise = Rng::new(seed ^ 0x5EED);
+        let memory = DgtMemory::powered_up(seed, 0, &script.initial);
         Emulator {
+            memory,
+            now: 0,
+            unknown: Unknown::default(),
             next_noise: cfg.noise_every.unwrap_or(Micros::MAX),
             fields: script.initial,
             script,
@@ -387,6 +451,7 @@ impl Emulator {
             clock_commands: ClockCommandStats::default(),
             field_updates_lost: 0,
             resets: 0,
+            powered: true,
             cfg,
         }
     }
@@ -409,6 +474,42 @@ impl Emulator {
     /// The current reporting mode.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// The board's memory.
+    pub fn memory(&self) -> &DgtMemory {
+        &self.memory
+    }
+
+    /// The board's memory, to write to (the bus emulator's SET_START_GAME, SEND_CHANGES).
+    pub fn memory_mut(&mut self) -> &mut DgtMemory {
+        &mut self.memory
+    }
+
+    /// Script time of the last [`Emulator::advance`].
+    pub fn now(&self) -> Micros {
+        self.now
+    }
+
+    /// Host bytes the board did not take (see the module documentation).
+    pub fn unknown_bytes(&self) -> u64 {
+        self.unknown.count
+    }
+
+    /// The first host bytes the board did not take.
+    pub fn unknown_sample(&self) -> &[u8] {
+        &self.unknown.sample
+    }
+
+    /// The clock's BWTIME payload as the board sends it at script time [`Emulator::now`]
+    /// (7 bytes: the running face as it shows then, the real status bytes, hours D5 in
+    /// increment mode; "no clock" without one).
+    pub fn clock_payload(&self) -> Vec<u8> {
+        let frame = match self.clock {
+            Some(r) => self.encode_clock(&run_down(r, self.now - self.clock_at)),
+            None => DgtMessage::NoClock.encode(),
+        };
+        frame.get(3..).map(<[u8]>::to_vec).unwrap_or_default()
     }
 
     /// Script time of the next step or clock display change, if any.
@@ -445,6 +546,16 @@ impl Emulator {
         }
     }
 
+    /// Power off (`false`: the players go on, the board senses and records nothing) or on
+    /// (`true`: the memory's power-up sequence with the pieces found, at [`Emulator::now`]).
+    /// Used by the bus emulator for a board switched off on its chain.
+    pub fn set_powered(&mut self, on: bool) {
+        if on && !self.powered {
+            self.memory.power_up(self.now, &self.fields);
+        }
+        self.powered = on;
+    }
+
     /// The board resets (a power glitch, a firmware watchdog) while its port stays open: it
     /// comes back in IDLE (answers requests, sends no updates); the clock forgets the command
     /// it was working on.
@@ -453,6 +564,9 @@ impl Emulator {
         self.parser = HostParser::default();
         self.busy = None;
         self.resets += 1;
+        // With its port open the board kept power: its watchdog reset it (`dgtbrd.h`:
+        // EE_WATCHDOG_ACTION, then the power-up sequence).
+        self.memory.watchdog(self.now, &self.fields);
     }
 
     /// The clock message as the board sends it (hours D5 in increment mode).
@@ -520,6 +634,7 @@ impl Emulator {
     /// Plays every step due at or before `now`: the board's state changes, and in an update
     /// mode the messages go to `out`.
     pub fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
+        self.now = self.now.max(now);
         loop {
             let step = self.script.steps.get(self.next).map(|(t, _)| *t);
             if let Some(tick) = self.next_tick
@@ -541,6 +656,9 @@ impl Emulator {
             let bytes = match &msg {
                 DgtMessage::FieldUpdate { index, reading } => {
                     self.fields[usize::from(*index)] = *reading;
+                    if self.powered {
+                        self.memory.field_changed(t, *index, *reading, &self.fields);
+                    }
                     if self.mode == Mode::Idle {
                         None
                     } else {
@@ -557,6 +675,9 @@ impl Emulator {
                 DgtMessage::ClockTimes(r) => match self.clock {
                     Some(_) => {
                         self.set_clock(t, *r);
+                        if self.powered {
+                            self.memory.clock(r);
+                        }
                         matches!(self.mode, Mode::Update | Mode::UpdateNice)
                             .then(|| self.encode_clock(r))
                     }
@@ -618,8 +739,8 @@ impl Emulator {
         for &b in bytes {
             if let Some(msg) = &mut self.parser.clock_msg {
                 msg.push(b);
-                let complete = msg.len() >= 2 && msg.len() > usize::from(msg[0]);
-                if complete {
+                // `msg` = [size, size bytes…]; a size of 0 is complete (and malformed) at once.
+                if msg.len() > usize::from(msg[0]) {
                     let msg = self.parser.clock_msg.take().unwrap_or_default();
                     self.clock_message(&msg, out);
                 }
@@ -650,11 +771,17 @@ impl Emulator {
                     out.extend(payload);
                 }
                 0x45 => out.extend(DgtMessage::SerialNumber(self.cfg.serial.clone()).encode()),
-                0x4C => {
-                    if let Some(pct) = self.cfg.battery {
+                0x4C => match self.cfg.battery {
+                    Some(pct) => {
                         let raw = vec![pct.min(100), 0x7F, 0x7F, 1, 0, 0, 0, 0, 0x02];
                         out.extend(DgtMessage::Battery(BatteryStatus::from_raw(raw)).encode());
                     }
+                    // A wired board has no battery command.
+                    None => self.unknown.add(&[b]),
+                },
+                0x49 => {
+                    out.extend(self.memory.dump_frame());
+                    self.memory.downloaded();
                 }
                 0x46 => {
                     let n: u16 = self.cfg.serial.parse().unwrap_or(0);
@@ -677,18 +804,31 @@ impl Emulator {
                 0x55 => out.extend(
                     DgtMessage::LongSerialNumber(format!("{:0>10}", self.cfg.serial)).encode(),
                 ),
-                _ => {}
+                // Not a single-board command this board takes (see the module documentation).
+                _ => self.unknown.add(&[b]),
             }
         }
         mode_set
     }
 
-    /// A complete `0x2B` message: `msg` = `[n, 0x03, cmd, data…, 0x00]`. The clock takes it
-    /// unless it is still busy with the previous one (then it is lost); its ack goes out 1–2 s
-    /// later ([`Emulator::link_time`]).
+    /// A complete `0x2B` message: `msg` = `[n, 0x03, cmd, data…, 0x00]`. One that is not a
+    /// clock command of the header (size, start and end bytes) is not taken, nor is text for
+    /// a clock that cannot show it. The clock takes the rest unless it is still busy with the
+    /// previous one (then it is lost); its ack goes out 1–2 s later ([`Emulator::link_time`]).
     fn clock_message(&mut self, msg: &[u8], _out: &mut Vec<u8>) {
-        let Some(&cmd) = msg.get(2) else { return };
+        let well_formed = msg.len() >= 4
+            && msg[1] == 0x03
+            && msg.last() == Some(&0x00)
+            && clock_command_size(msg[2]) == Some(msg[0]);
+        let text_on_xl = msg.get(2) == Some(&0x0C) && self.cfg.clock == ClockModel::Xl;
+        if !well_formed || text_on_xl {
+            self.unknown.add(&[0x2B]);
+            self.unknown.add(msg);
+            return;
+        }
+        let cmd = msg[2];
         if self.clock.is_none() {
+            // Passed on to the cable, where no clock listens.
             return;
         }
         if self.busy.is_some() {
@@ -923,6 +1063,114 @@ mod tests {
         let msgs = decode(&out);
         assert_eq!(msgs.len(), n_steps);
         assert!(out.len() > n_steps * 5);
+    }
+
+    #[test]
+    fn strict_every_byte_not_taken_is_counted() {
+        use crate::driver::dgt::{ClockCommand, DgtCommand};
+        let mut em = Emulator::new(script(), EmulatorConfig::default());
+        let mut out = Vec::new();
+        // What the daemon sends: all taken.
+        let mut host = vec![0x40, 0x4D, 0x45, 0x4B, 0x42, 0x45];
+        for c in [
+            ClockCommand::Version,
+            ClockCommand::Ascii {
+                text: "Nf3".into(),
+                beep: 0,
+            },
+            ClockCommand::EndText,
+        ] {
+            host.extend(DgtCommand::Clock(c).encode());
+        }
+        em.host_input(&host, &mut out);
+        assert_eq!(em.unknown_bytes(), 0, "{:02x?}", em.unknown_sample());
+        // Bus mode, LEDs, a bus PING frame, battery on a wired board: 1 + 1 + 4 + 1.
+        em.host_input(&[0x4A, 0x60, 0x87, 0x00, 0x00, 0x07, 0x4C], &mut out);
+        assert_eq!(em.unknown_bytes(), 7);
+        // Clock messages that are not the header's: a wrong size, no end byte, an unknown
+        // command; all their bytes.
+        em.host_input(&[0x2B, 0x04, 0x03, 0x09, 0x00, 0x00], &mut out);
+        em.host_input(&[0x2B, 0x03, 0x03, 0x03, 0x01], &mut out);
+        em.host_input(&[0x2B, 0x03, 0x03, 0x77, 0x00], &mut out);
+        assert_eq!(em.unknown_bytes(), 7 + 6 + 5 + 5);
+        assert_eq!(
+            &em.unknown_sample()[..7],
+            &[0x4A, 0x60, 0x87, 0x00, 0x00, 0x07, 0x4C]
+        );
+        // Still in step: the next command is answered.
+        out.clear();
+        em.host_input(&[0x45], &mut out);
+        assert_eq!(decode(&out), [DgtMessage::SerialNumber("10001".into())]);
+        // Text for a DGT XL, which cannot show it.
+        let mut xl = Emulator::new(
+            script(),
+            EmulatorConfig {
+                clock: ClockModel::Xl,
+                ..Default::default()
+            },
+        );
+        xl.host_input(&[0x2B, 0x03, 0x03, 0x09, 0x00], &mut out);
+        assert_eq!(xl.unknown_bytes(), 0);
+        xl.host_input(b"\x2b\x0c\x03\x0cNf3     \x00\x00", &mut out);
+        assert_eq!(xl.unknown_bytes(), 14);
+    }
+
+    #[test]
+    fn the_memory_records_in_idle_and_0x49_sends_it() {
+        let s = script();
+        let first = s.plies[0].settled + 1;
+        let mut em = Emulator::new(s, EmulatorConfig::default());
+        let mut out = Vec::new();
+        em.advance(first, &mut out);
+        assert!(out.is_empty(), "IDLE");
+        em.host_input(&[0x49], &mut out);
+        assert_eq!(em.unknown_bytes(), 0);
+        assert_eq!(out.len(), 0x1F03);
+        assert_eq!(&out[..3], &[0x8F, 0x3E, 0x03]);
+        assert_eq!(*out.last().unwrap(), dgt_memory::tag::EOF);
+        // The decoder takes it as the EE_MOVES frame it is.
+        let msgs = decode(&out);
+        let [DgtMessage::EeMoves { entries }] = &msgs[..] else {
+            panic!("{msgs:?}")
+        };
+        assert!(
+            entries.contains(&crate::driver::dgt::EeEntry::Tag(
+                crate::driver::dgt::EeTag::BeginPos
+            )),
+            "{entries:?}"
+        );
+        let data = &out[3..out.len() - 1];
+        let begin = data
+            .iter()
+            .position(|&b| b == dgt_memory::tag::BEGINPOS)
+            .expect("the start position tagged at power-up");
+        // Entries by their first byte (`dgtbrd.h`): field 40–5F (2 bytes), time 60–69 and
+        // 70–79 (3 bytes), the rest one byte.
+        let mut entries = Vec::new();
+        let mut i = begin + 1;
+        while i < data.len() {
+            let n = match data[i] {
+                0x40..=0x5F => 2,
+                0x60..=0x69 | 0x70..=0x79 => 3,
+                _ => 1,
+            };
+            entries.push(&data[i..(i + n).min(data.len())]);
+            i += n;
+        }
+        // 1. e4 moved the pawn: e2 (field 52) emptied, a white pawn on e4 (36), then White's
+        // press: a time entry of the face that stopped.
+        let fields: Vec<(u8, u8)> = entries
+            .iter()
+            .filter(|e| e.len() == 2)
+            .map(|e| (e[0] & 0x4F, e[1]))
+            .collect();
+        assert!(fields.contains(&(0x40, 52)), "{entries:02x?}");
+        assert_eq!(fields.last(), Some(&(0x41, 36)), "{entries:02x?}");
+        assert_eq!(entries.iter().filter(|e| e.len() == 3).count(), 1);
+        assert_eq!(entries.last().map(|e| e.len()), Some(3), "{entries:02x?}");
+        out.clear();
+        em.host_input(&[0x49], &mut out);
+        assert_eq!(out[out.len() - 2], dgt_memory::tag::DOWNLOADED);
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod emulator;
 pub mod hand;
 #[cfg(feature = "test-support")]
 pub mod inject;
+pub mod memory;
 pub mod pgn;
 pub mod pty;
 pub mod rng;

@@ -78,6 +78,15 @@ impl Pty {
         }
     }
 
+    /// Reads what the host has written without waiting: 0 when nothing is there.
+    pub fn read_now(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match nix::unistd::read(self.master.get_ref(), buf) {
+            Ok(n) => Ok(n),
+            Err(Errno::EAGAIN) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Writes `bytes` without waiting: what does not fit in the pty's buffer is dropped.
     pub fn write_now(&self, mut bytes: &[u8]) -> io::Result<Written> {
         let total = bytes.len();

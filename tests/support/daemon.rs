@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
+use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig, Status};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, Style};
@@ -120,17 +120,32 @@ impl Single {
         );
     }
 
-    /// Stops the daemon (SIGTERM, clean exit) and the board, checks the replay of the capture
-    /// directory gives the game exactly, cleans up; returns the daemon's log.
-    pub fn finish(self, d: Daemon, id: &str) -> String {
+    /// Stops the daemon (SIGTERM, clean exit) and the board (which must have taken every byte
+    /// the daemon sent: [`stop_strict`]), checks the replay of the capture directory gives the
+    /// game exactly, cleans up; returns the daemon's log.
+    pub async fn finish(self, d: Daemon, id: &str) -> String {
         let log = d.log.clone();
         d.terminate();
-        self.board.send(runner::Control::Stop);
+        stop_strict(self.board, id).await;
         assert_replay_exact(&self.caps, &[(id, &self.game)]);
         let log = std::fs::read_to_string(log).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&self.dir);
         log
     }
+}
+
+/// Stops an emulated board (the host's bytes still on the line are taken first) and asserts
+/// it took every byte the host sent it: no unknown command, bad checksum, or command of
+/// another board family or DGT mode (`EmulatedBoard::unknown_bytes`). Call it after the
+/// daemon has ended, so that everything it sent is counted. Returns the board's last status.
+pub async fn stop_strict(board: Handle, what: &str) -> Status {
+    let st = board.stop().await;
+    assert_eq!(
+        st.unknown_bytes, 0,
+        "{what}: the emulated board did not take {} host bytes; the first: {:02x?}",
+        st.unknown_bytes, st.unknown_sample
+    );
+    st
 }
 
 /// A [`Single`] board for the test `name` with serial `serial`, at `speed`.

@@ -107,3 +107,20 @@ pub fn raised(events: &[eboardd::core::event::CoreEvent]) -> Vec<(String, u32)> 
         })
         .collect()
 }
+
+/// Replays synthesised records (a wired `dgt` board, no header) as `eboardd replay` does: every
+/// record, then the board's pending decisions; its events go to `events`. Returns the board.
+pub fn replay_records(
+    records: &[eboardd::capture::Record],
+    events: &mut Vec<eboardd::core::event::CoreEvent>,
+) -> eboardd::replay::Device {
+    use eboardd::replay::{Plan, Session};
+    let mut sink = |_: &str, e: &eboardd::core::event::CoreEvent| {
+        events.push(e.clone());
+        Ok(())
+    };
+    let session = Session::play(Plan::from_records(records.to_vec()), &mut sink)
+        .expect("collecting events cannot fail");
+    let id = records.first().map_or("board-1", |r| r.dev.as_str());
+    session.into_board(id).device
+}

@@ -12,6 +12,7 @@ mod arbiter;
 mod correction;
 pub mod gap;
 mod lifecycle;
+mod memory;
 mod recovery;
 
 use shakmaty::{Board, Chess, Color, Move, Position, Square};
@@ -135,6 +136,8 @@ pub struct BoardEngine {
     /// squares that differed. Nothing is inferred until it does.
     correcting: Option<Vec<Square>>,
     last_change: Micros,
+    /// The board's memory, replayed, waiting for the board dump that follows it.
+    memory: Option<memory::MemoryReplay>,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
     current: Candidates,
@@ -165,6 +168,14 @@ impl BoardEngine {
     /// Feed one observation.
     pub fn handle(&mut self, t: Micros, obs: &Observation, out: &mut Vec<CoreEvent>) {
         self.tick(t, out);
+        // A memory is for the board dump right after it: anything that may change the board or
+        // the record in between makes it stale.
+        let memory = match obs {
+            Observation::Clock(_) | Observation::ClockAbsent | Observation::Connected { .. } => {
+                None
+            }
+            _ => self.memory.take(),
+        };
         match obs {
             Observation::BoardDump(fields) => {
                 self.sensed.set_all(fields);
@@ -172,6 +183,10 @@ impl BoardEngine {
                     self.setup_ref = Some(self.sensed.clone());
                 }
                 self.last_change = t;
+                // The moves made while the link was away, exactly, from the board's memory.
+                if let Some(memory) = memory {
+                    self.recover_from_memory(t, memory, fields, out);
+                }
                 self.evaluate(t, out);
                 // A dump after a reconnection may be several plies ahead of the record.
                 self.reconcile(t, recovery::Trigger::Dump, out);
@@ -196,8 +211,7 @@ impl BoardEngine {
                 },
             ),
             Observation::Operator(action) => self.on_operator(t, action, out),
-            // Recovery from the board's memory: not built yet.
-            Observation::Memory(_) => {}
+            Observation::Memory(entries) => self.on_memory(entries),
         }
     }
 

@@ -4,13 +4,24 @@
 
 use shakmaty::{Color, Move, Position, san::San};
 
-use super::super::event::CoreEvent;
+use super::super::event::{ClockTimes, CompletedBy, CoreEvent};
 use super::super::game::mover_of_ply;
 use super::super::irregular::diff;
 use super::super::observation::Micros;
 use super::super::vocab::IrregularityCode;
 use super::BoardEngine;
 use super::gap::{self, Gap};
+
+/// A move recovered from a gap or from the board's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recovered {
+    /// The move.
+    pub mv: Move,
+    /// Its player's press completed it (the board's memory says so).
+    pub pressed: bool,
+    /// Both clocks after it, when known.
+    pub clock: Option<ClockTimes>,
+}
 
 /// What asks for a reconciliation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,10 +136,34 @@ impl BoardEngine {
 
     /// Record moves recovered from a gap (their clock times are unknown).
     fn recover(&mut self, t: Micros, moves: &[Move], out: &mut Vec<CoreEvent>) {
+        let moves: Vec<Recovered> = moves
+            .iter()
+            .map(|&mv| Recovered {
+                mv,
+                pressed: false,
+                clock: None,
+            })
+            .collect();
+        self.recover_with(t, &moves, out);
+    }
+
+    /// Record recovered moves in order. A move its player's press completed (known from the
+    /// board's memory) is completed by the clock, with the times when known; the others are
+    /// completed by the next move, clock unknown.
+    pub(super) fn recover_with(
+        &mut self,
+        t: Micros,
+        moves: &[Recovered],
+        out: &mut Vec<CoreEvent>,
+    ) {
         self.recovering = true;
-        // Each move completes the one before it (by the next move, clock unknown).
-        for &m in moves {
-            self.make(t, m, out);
+        for m in moves {
+            // Each move completes the one before it, unless its press did.
+            self.make(t, m.mv, out);
+            if m.pressed {
+                self.complete(t, CompletedBy::Clock, m.clock, out);
+                self.moves_since_press = 0;
+            }
         }
         self.recovering = false;
         self.displaced = None;

@@ -29,6 +29,9 @@ pub enum DgtCommand {
     BusAddress,
     /// 0x47: send the trademark text.
     Trademark,
+    /// 0x49: send the board's memory of every field change and clock press (EE_MOVES, up to
+    /// 0x1F00 bytes: about 8 s at 9600 baud).
+    SendEeMoves,
     /// 0x4B: UPDATE_NICE mode (field updates plus clock data when it changes).
     UpdateNice,
     /// 0x4C: send the battery status.
@@ -53,6 +56,7 @@ impl DgtCommand {
             DgtCommand::SerialNumber => 0x45,
             DgtCommand::BusAddress => 0x46,
             DgtCommand::Trademark => 0x47,
+            DgtCommand::SendEeMoves => 0x49,
             DgtCommand::UpdateNice => 0x4B,
             DgtCommand::Battery => 0x4C,
             DgtCommand::Version => 0x4D,
@@ -223,6 +227,7 @@ mod tests {
             DgtCommand::SerialNumber,
             DgtCommand::BusAddress,
             DgtCommand::Trademark,
+            DgtCommand::SendEeMoves,
             DgtCommand::UpdateNice,
             DgtCommand::Battery,
             DgtCommand::Version,

@@ -3,17 +3,18 @@
 use std::collections::VecDeque;
 
 use super::{
-    BatteryStatus, ClockAck, DgtMessage, MAX_BATTERY_PAYLOAD, MAX_TRADEMARK_PAYLOAD, id,
+    BatteryStatus, BwTime, DgtMessage, MAX_BATTERY_PAYLOAD, MAX_TRADEMARK_PAYLOAD, ee, id,
     reading_from_code,
 };
-use crate::core::observation::{ClockFace, ClockReading, FieldArray, SquareReading};
+use crate::core::observation::{ClockReading, FieldArray, SquareReading};
 
-/// Largest total length (header included) of a frame the decoder keeps in memory. EE_MOVES
-/// frames may be longer; they are skipped byte by byte without being stored.
+/// Largest total length (header included) of a frame other than EE_MOVES the decoder keeps in
+/// memory.
 pub const MAX_BUFFERED_FRAME: usize = 3 + MAX_TRADEMARK_PAYLOAD;
 
-/// Largest total length the 14-bit length field can carry (accepted for EE_MOVES only).
-const MAX_EE_TOTAL: usize = 0x3FFF;
+/// Largest total length of an EE_MOVES frame (header included): what the 14-bit length field
+/// can carry. A board's dump is `0x1F03` bytes (§1.6).
+pub const MAX_EE_FRAME: usize = 0x3FFF;
 
 /// Decodes the board→host byte stream into [`DgtMessage`]s.
 ///
@@ -21,23 +22,26 @@ const MAX_EE_TOTAL: usize = 0x3FFF;
 /// bit 7 where a header is expected is dropped; a byte with bit 7 inside a frame aborts that
 /// frame and starts a new one at that byte; frames with an unknown id, a wrong length or
 /// implausible contents (bad BCD, field index > 63, piece code > 15 in a dump) are rejected.
-/// An all-zero BWTIME payload is a null message and yields nothing. Memory stays bounded: at
-/// most one frame of [`MAX_BUFFERED_FRAME`] bytes is buffered (plus the messages decoded by
+/// An all-zero BWTIME payload is a null message and yields nothing. An EE_MOVES frame is
+/// buffered whole and decoded into its EE entries ([`ee::parse`]; bytes that start no valid
+/// entry are skipped and counted in [`DgtDecoder::ee_skipped_bytes`], the frame stays good).
+/// Memory stays bounded: at most one frame is buffered, of at most [`MAX_EE_FRAME`] bytes for
+/// EE_MOVES and [`MAX_BUFFERED_FRAME`] for every other message (plus the messages decoded by
 /// [`DgtDecoder::push`] and not yet taken).
 #[derive(Debug, Default)]
 pub struct DgtDecoder {
-    /// The frame being collected (header first), when not skipping an EE dump.
+    /// The frame being collected (header first).
     frame: Vec<u8>,
     /// Total length of the frame being collected, once its header is complete.
     expected: usize,
-    /// EE_MOVES dump being skipped: (payload length, payload bytes still to come).
-    ee: Option<(usize, usize)>,
     /// Messages decoded by `push` and not yet returned by `next_message`.
     ready: VecDeque<DgtMessage>,
     /// Bytes thrown away.
     dropped: u64,
     /// Frames rejected or aborted.
     bad: u64,
+    /// Bytes of EE_MOVES payloads that started no valid EE entry.
+    ee_skipped: u64,
     /// Clock messages whose turn bits (D3/D4) disagree with the lever bit (D1) while running.
     status_mismatches: u64,
 }
@@ -85,9 +89,8 @@ impl DgtDecoder {
     /// Forgets any partial frame and undelivered messages (e.g. after a reconnect). The
     /// counters are kept.
     pub fn reset(&mut self) {
-        self.frame.clear();
+        self.release_frame();
         self.expected = 0;
-        self.ee = None;
         self.ready.clear();
     }
 
@@ -101,20 +104,23 @@ impl DgtDecoder {
         self.bad
     }
 
+    /// Number of EE_MOVES payload bytes so far that started no valid EE entry (a cyclic memory
+    /// may begin inside an entry that was partly overwritten, §1.6).
+    pub fn ee_skipped_bytes(&self) -> u64 {
+        self.ee_skipped
+    }
+
+    /// Empties the frame buffer, giving back the memory of a long EE_MOVES frame.
+    fn release_frame(&mut self) {
+        if self.frame.capacity() > MAX_BUFFERED_FRAME {
+            self.frame = Vec::new();
+        } else {
+            self.frame.clear();
+        }
+    }
+
     /// Processes one byte.
     fn step(&mut self, b: u8) -> Option<DgtMessage> {
-        if let Some((len, remaining)) = self.ee {
-            if b & 0x80 != 0 {
-                self.abort((3 + len - remaining) as u64);
-                return self.start(b);
-            }
-            if remaining == 1 {
-                self.ee = None;
-                return Some(DgtMessage::EeMoves { len });
-            }
-            self.ee = Some((len, remaining - 1));
-            return None;
-        }
         if self.frame.is_empty() {
             return self.start(b);
         }
@@ -129,19 +135,22 @@ impl DgtDecoder {
                 self.abort(3);
                 return None;
             }
-            if self.frame[0] == id::EE_MOVES {
-                self.frame.clear();
-                self.ee = Some((total - 3, total - 3));
-                return None;
-            }
             self.expected = total;
         }
         if self.frame.len() < 3 || self.frame.len() < self.expected {
             return None;
         }
-        let parsed = parse(self.frame[0], &self.frame[3..]);
+        let parsed = if self.frame[0] == id::EE_MOVES {
+            let log = ee::parse(&self.frame[3..]);
+            self.ee_skipped += log.skipped_bytes as u64;
+            Parsed::Message(DgtMessage::EeMoves {
+                entries: log.entries,
+            })
+        } else {
+            parse(self.frame[0], &self.frame[3..])
+        };
         let len = self.frame.len() as u64;
-        self.frame.clear();
+        self.release_frame();
         match parsed {
             Parsed::Message(m) => {
                 if let DgtMessage::ClockTimes(r) = &m {
@@ -194,9 +203,8 @@ impl DgtDecoder {
     fn abort(&mut self, n: u64) {
         self.dropped += n;
         self.bad += 1;
-        self.frame.clear();
+        self.release_frame();
         self.expected = 0;
-        self.ee = None;
     }
 }
 
@@ -206,7 +214,8 @@ fn length_ok(header: u8, total: Option<usize>) -> bool {
         id::BOARD_DUMP => 67..=67,
         id::BWTIME => 10..=10,
         id::FIELD_UPDATE => 5..=5,
-        id::EE_MOVES => 4..=MAX_EE_TOTAL,
+        // A dump always ends with EE_EOF (§1.6): at least one payload byte.
+        id::EE_MOVES => 4..=MAX_EE_FRAME,
         id::BUS_ADDRESS => 5..=5,
         // 5 digits; old boards send a 12-byte frame (digits padded with NULs or spaces).
         id::SERIAL_NUMBER => 8..=15,
@@ -276,64 +285,19 @@ fn parse(header: u8, p: &[u8]) -> Parsed {
 
 /// Interprets a BWTIME payload: clock ack, no clock, clock times or null (§2.1).
 fn parse_bwtime(p: &[u8]) -> Parsed {
-    if p.iter().all(|&b| b == 0) {
-        return Parsed::Null;
+    match BwTime::parse(p) {
+        Some(BwTime::Times(r)) => Parsed::Message(DgtMessage::ClockTimes(r)),
+        Some(BwTime::NoClock) => Parsed::Message(DgtMessage::NoClock),
+        Some(BwTime::Ack(a)) => Parsed::Message(DgtMessage::ClockAck(a)),
+        Some(BwTime::Null) => Parsed::Null,
+        None => Parsed::Bad,
     }
-    if p[0] & 0x0F == 0x0A || p[3] & 0x0F == 0x0A {
-        return Parsed::Message(DgtMessage::ClockAck(ClockAck {
-            ack0: (p[1] & 0x7F) | ((p[3] << 3) & 0x80),
-            ack1: (p[2] & 0x7F) | ((p[3] << 2) & 0x80),
-            ack2: (p[4] & 0x7F) | ((p[0] << 3) & 0x80),
-            ack3: (p[5] & 0x7F) | ((p[0] << 2) & 0x80),
-        }));
-    }
-    let status = p[6];
-    if status & 0x20 != 0 {
-        return Parsed::Message(DgtMessage::NoClock);
-    }
-    match (face(&p[0..3]), face(&p[3..6])) {
-        (Some(right), Some(left)) => Parsed::Message(DgtMessage::ClockTimes(ClockReading {
-            left,
-            right,
-            running: status & 0x01 != 0,
-            right_side_up: status & 0x02 != 0,
-            battery_low: status & 0x04 != 0,
-            // Real DGT 3000 traffic (`docs/dgt-protocol.md` §2.1): D3 = left face counting
-            // down (0x09), D4 = right face counting down (0x13); the header's text has them
-            // the other way round.
-            left_turn: status & 0x08 != 0,
-            right_turn: status & 0x10 != 0,
-        })),
-        _ => Parsed::Bad,
-    }
-}
-
-/// One clock face from its hours byte and BCD minutes and seconds; `None` when out of range.
-fn face(b: &[u8]) -> Option<ClockFace> {
-    let hours = u32::from(b[0] & 0x0F);
-    if hours > 9 {
-        return None;
-    }
-    let minutes = bcd(b[1])?;
-    let seconds = bcd(b[2])?;
-    Some(ClockFace {
-        millis: ((hours * 60 + minutes) * 60 + seconds) * 1000,
-        // D4: final flag, fallen and blocked at zero; D6: flag shown, the clock may go on.
-        flag: b[0] & 0x10 != 0,
-        flag_shown: b[0] & 0x40 != 0,
-    })
-}
-
-/// A BCD value 00..=59.
-fn bcd(b: u8) -> Option<u32> {
-    let (hi, lo) = (u32::from(b >> 4), u32::from(b & 0x0F));
-    (hi <= 5 && lo <= 9).then_some(hi * 10 + lo)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::dgt::{face, hex, piece_code};
+    use crate::driver::dgt::{ClockAck, face, hex, piece_code};
 
     fn decode_all(bytes: &[u8]) -> (Vec<DgtMessage>, DgtDecoder) {
         let mut d = DgtDecoder::new();
@@ -603,29 +567,79 @@ mod tests {
     }
 
     #[test]
-    fn ee_moves_skipped_without_buffering() {
-        let ee = DgtMessage::EeMoves { len: 0x1F00 }.encode();
+    fn ee_moves_buffered_and_decoded() {
+        use crate::core::observation::{MemoryEntry, Observation};
+        use crate::driver::dgt::{EeEntry, EeTag, to_observation};
+        // 8F 00 0D: three NOPs, power-up, a white king on field 60, quick; a left-face time
+        // 0:59:59; EE_EOF.
+        let msg = one("8F 00 0D 7F 7F 7F 6A 55 3C 70 59 59 6B");
+        let entries = vec![
+            EeEntry::Tag(EeTag::Nop),
+            EeEntry::Tag(EeTag::Nop),
+            EeEntry::Tag(EeTag::Nop),
+            EeEntry::Tag(EeTag::PowerUp),
+            EeEntry::Field {
+                index: 60,
+                reading: reading_from_code(5).unwrap(),
+                quick: true,
+            },
+            EeEntry::Time {
+                side: crate::core::observation::ClockSide::Left,
+                millis: 3_599_000,
+            },
+            EeEntry::Tag(EeTag::Eof),
+        ];
+        assert_eq!(
+            msg,
+            DgtMessage::EeMoves {
+                entries: entries.clone()
+            }
+        );
+        let Some(Observation::Memory(memory)) = to_observation(&msg) else {
+            panic!("no memory observation");
+        };
+        assert_eq!(memory.len(), 3);
+        assert!(
+            matches!(&memory[0], MemoryEntry::Board(b) if b.iter().all(|r| *r == SquareReading::Empty))
+        );
+
+        // A whole dump (0x1F03 bytes) in chunks, then a VERSION: the buffer is given back.
+        let ee = DgtMessage::EeMoves {
+            entries: vec![EeEntry::Tag(EeTag::Nop); 0x1F00],
+        }
+        .encode();
+        assert_eq!(ee.len(), 0x1F03);
         let mut stream = ee.clone();
         stream.extend(hex("93 00 05 03 01"));
         let mut d = DgtDecoder::new();
         let mut out = Vec::new();
         for piece in stream.chunks(100) {
             d.decode(piece, &mut out);
-            assert!(d.frame.capacity() <= MAX_BUFFERED_FRAME);
+            assert!(d.frame.capacity() <= MAX_EE_FRAME);
         }
-        assert_eq!(
-            out,
-            vec![
-                DgtMessage::EeMoves { len: 0x1F00 },
-                DgtMessage::Version { major: 3, minor: 1 }
-            ]
-        );
+        assert!(d.frame.capacity() <= MAX_BUFFERED_FRAME);
+        assert_eq!(out.len(), 2);
+        assert!(matches!(&out[0], DgtMessage::EeMoves { entries } if entries.len() == 0x1F00));
+        assert_eq!(out[1], DgtMessage::Version { major: 3, minor: 1 });
         // A header byte inside the dump aborts it.
         let mut cut = ee[..100].to_vec();
         cut.extend(hex("93 00 05 03 01"));
         let (out, d) = decode_all(&cut);
         assert_eq!(out, vec![DgtMessage::Version { major: 3, minor: 1 }]);
         assert_eq!((d.dropped_bytes(), d.bad_frames()), (100, 1));
+        // Bytes that start no entry are skipped and counted; the frame stays good.
+        let (out, d) = decode_all(&hex("8F 00 07 01 3F 45 3C"));
+        assert_eq!(
+            out,
+            vec![DgtMessage::EeMoves {
+                entries: vec![EeEntry::Field {
+                    index: 60,
+                    reading: reading_from_code(5).unwrap(),
+                    quick: false
+                }]
+            }]
+        );
+        assert_eq!((d.bad_frames(), d.ee_skipped_bytes()), (0, 2));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! number), then `4B 42` (UPDATE_NICE and a board dump) once the board is known.
 
 use super::{DgtCommand, DgtDecoder, DgtMessage, to_observation};
-use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::driver::{
+    BoardDriver, ClockControl, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId,
+};
 
 /// The driver's name in capture headers and events.
 pub const NAME: &str = "dgt";
@@ -85,6 +87,14 @@ impl BoardDriver for Dgt {
 
     fn battery_request(&self) -> Option<Vec<u8>> {
         Some(DgtCommand::Battery.encode())
+    }
+
+    fn memory_request(&self) -> Option<Vec<u8>> {
+        Some(DgtCommand::SendEeMoves.encode())
+    }
+
+    fn clock(&self) -> Option<Box<dyn ClockControl>> {
+        Some(Box::new(super::clock::ClockQueue::new()))
     }
 }
 

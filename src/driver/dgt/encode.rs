@@ -1,12 +1,7 @@
 //! Board→host frame encoding: what a DGT board would send (used by the simulator and tests).
 
-use super::{ClockAck, DgtMessage, id, piece_code};
-use crate::core::observation::{ClockFace, ClockReading};
+use super::{BwTime, DgtMessage, ee, id, piece_code};
 
-/// EE_NOP filler byte of an EE_MOVES log (§1.6).
-const EE_NOP: u8 = 0x7F;
-/// EE_EOF, the last byte of every EE_MOVES dump (§1.6).
-const EE_EOF: u8 = 0x6B;
 /// Largest total length the 14-bit length field can carry.
 const MAX_TOTAL_LEN: usize = 0x3FFF;
 
@@ -17,7 +12,10 @@ impl DgtMessage {
     /// Values that do not fit the wire format are clamped: clock times above 9:59:59 become
     /// 9:59:59, milliseconds are truncated to whole seconds, text is made 7-bit printable ASCII
     /// (other characters become `?`) and serial numbers are padded on the left with `0` or
-    /// truncated to their fixed size. Payload bytes are masked to 7 bits.
+    /// truncated to their fixed size. Payload bytes are masked to 7 bits. An EE_MOVES log is
+    /// written entry by entry as given ([`ee::encode`]), cut after the last whole entry that
+    /// fits the 14-bit length; an empty log is sent as a lone EE_EOF (a board's dump always
+    /// ends with one, §1.6).
     pub fn encode(&self) -> Vec<u8> {
         let (header, payload): (u8, Vec<u8>) = match self {
             DgtMessage::BoardDump(fields) => (
@@ -27,9 +25,11 @@ impl DgtMessage {
             DgtMessage::FieldUpdate { index, reading } => {
                 (id::FIELD_UPDATE, vec![index & 0x3F, piece_code(*reading)])
             }
-            DgtMessage::ClockTimes(reading) => (id::BWTIME, clock_payload(reading).to_vec()),
-            DgtMessage::NoClock => (id::BWTIME, vec![0, 0, 0, 0, 0, 0, 0x20]),
-            DgtMessage::ClockAck(ack) => (id::BWTIME, ack_payload(ack).to_vec()),
+            DgtMessage::ClockTimes(reading) => {
+                (id::BWTIME, BwTime::Times(*reading).payload().to_vec())
+            }
+            DgtMessage::NoClock => (id::BWTIME, BwTime::NoClock.payload().to_vec()),
+            DgtMessage::ClockAck(ack) => (id::BWTIME, BwTime::Ack(*ack).payload().to_vec()),
             DgtMessage::Version { major, minor } => (id::VERSION, vec![*major, *minor]),
             DgtMessage::SerialNumber(s) => (id::SERIAL_NUMBER, fixed_text(s, 5)),
             DgtMessage::LongSerialNumber(s) => (id::LONG_SERIAL_NUMBER, fixed_text(s, 10)),
@@ -47,11 +47,10 @@ impl DgtMessage {
                 raw.truncate(super::MAX_BATTERY_PAYLOAD);
                 (id::BATTERY, raw)
             }
-            DgtMessage::EeMoves { len } => {
-                let len = (*len).min(MAX_TOTAL_LEN - 3);
-                let mut log = vec![EE_NOP; len];
-                if let Some(last) = log.last_mut() {
-                    *last = EE_EOF;
+            DgtMessage::EeMoves { entries } => {
+                let mut log = ee::encode_within(entries, MAX_TOTAL_LEN - 3);
+                if log.is_empty() {
+                    log.push(ee::EeTag::Eof.byte());
                 }
                 (id::EE_MOVES, log)
             }
@@ -69,49 +68,6 @@ fn frame(header: u8, payload: &[u8]) -> Vec<u8> {
     out.push((total & 0x7F) as u8);
     out.extend(payload.iter().map(|b| b & 0x7F));
     out
-}
-
-/// Binary value 0..=99 as two BCD digits.
-fn bcd(v: u32) -> u8 {
-    (((v / 10) << 4) | (v % 10)) as u8
-}
-
-/// Hours, BCD minutes and BCD seconds of one face; hours D4 = final flag, D6 = flag shown.
-fn face_bytes(face: &ClockFace) -> [u8; 3] {
-    let secs = (face.millis / 1000).min(9 * 3600 + 59 * 60 + 59);
-    let hours = (secs / 3600) as u8
-        | if face.flag { 0x10 } else { 0 }
-        | if face.flag_shown { 0x40 } else { 0 };
-    [hours, bcd(secs / 60 % 60), bcd(secs % 60)]
-}
-
-/// BWTIME payload carrying clock times (§2.1).
-fn clock_payload(r: &ClockReading) -> [u8; 7] {
-    let right = face_bytes(&r.right);
-    let left = face_bytes(&r.left);
-    let status = u8::from(r.running)
-        | u8::from(r.right_side_up) << 1
-        | u8::from(r.battery_low) << 2
-        | u8::from(r.left_turn) << 3
-        | u8::from(r.right_turn) << 4;
-    [
-        right[0], right[1], right[2], left[0], left[1], left[2], status,
-    ]
-}
-
-/// BWTIME payload carrying a clock ack: the inverse of the §2.1 ack formula, with the 0x0A
-/// marker nibble in p[0] and p[3].
-fn ack_payload(a: &ClockAck) -> [u8; 7] {
-    let hi = |b: u8, shift: u8| ((b >> 7) & 1) << shift;
-    [
-        0x0A | hi(a.ack2, 4) | hi(a.ack3, 5),
-        a.ack0 & 0x7F,
-        a.ack1 & 0x7F,
-        0x0A | hi(a.ack0, 4) | hi(a.ack1, 5),
-        a.ack2 & 0x7F,
-        a.ack3 & 0x7F,
-        0,
-    ]
 }
 
 /// Printable 7-bit ASCII bytes of `s` (newline, carriage return and tab kept), others as `?`.
@@ -144,9 +100,9 @@ fn fixed_text(s: &str, n: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BatteryStatus, face, hex, reading_from_code};
+    use super::super::{BatteryStatus, ClockAck, EeEntry, EeTag, face, hex, reading_from_code};
     use super::*;
-    use crate::core::observation::{FieldArray, SquareReading};
+    use crate::core::observation::{ClockFace, ClockReading, FieldArray, SquareReading};
 
     fn start_position() -> FieldArray {
         let codes = [
@@ -311,9 +267,34 @@ mod tests {
             DgtMessage::Battery(battery).encode(),
             hex("A0 00 0C 58 00 00 00 00 00 00 00 02")
         );
-        let ee = DgtMessage::EeMoves { len: 0x1F00 }.encode();
+    }
+
+    #[test]
+    fn ee_moves_vectors() {
+        // A board's dump: 0x1F00 bytes of memory, total 0x1F03 = 7939 (`3E 03`).
+        let mut entries = vec![EeEntry::Tag(EeTag::Nop); 0x1F00 - 3];
+        entries.push(EeEntry::Tag(EeTag::PowerUp));
+        entries.push(EeEntry::Field {
+            index: 60,
+            reading: reading_from_code(5).unwrap(),
+            quick: true,
+        });
+        let ee = DgtMessage::EeMoves { entries }.encode();
         assert_eq!(ee.len(), 7939);
         assert_eq!(&ee[..3], &[0x8F, 0x3E, 0x03]);
-        assert_eq!(ee.last(), Some(&EE_EOF));
+        assert_eq!(&ee[ee.len() - 4..], &[0x7F, 0x6A, 0x55, 60]);
+        // An empty log is a lone EE_EOF; a too long one is cut after its last whole entry.
+        let empty = DgtMessage::EeMoves { entries: vec![] }.encode();
+        assert_eq!(empty, hex("8F 00 04 6B"));
+        let long = vec![
+            EeEntry::Time {
+                side: crate::core::observation::ClockSide::Left,
+                millis: 0,
+            };
+            6000
+        ];
+        let ee = DgtMessage::EeMoves { entries: long }.encode();
+        assert_eq!(ee.len(), 3 + 5460 * 3);
+        assert_eq!(&ee[..3], &[0x8F, 0x7F, 0x7F]);
     }
 }

@@ -1,22 +1,31 @@
 //! The DGT driver: e-board and clock wire protocol (sans-IO), board→host frames and host→board
 //! commands, and the [`Dgt`] [`crate::driver::BoardDriver`].
 //!
-//! See `docs/dgt-protocol.md` §1.3 (board messages), §2.1 (BWTIME: clock times and clock acks),
-//! §2.2 (clock commands). Bytes go in, [`DgtMessage`]s come out; commands go in, bytes come out.
+//! See `docs/dgt-protocol.md` §1.3 (board messages), §1.6 (the EE memory, [`ee`]), §1.9 (bus
+//! mode, [`bus`]), §2.1 (BWTIME: clock times and clock acks), §2.2 (clock commands). Bytes go
+//! in, [`DgtMessage`]s come out; commands go in, bytes come out.
 
 use crate::core::observation::{
     ClockReading, FieldArray, Observation, SpecialPiece, SquareReading,
 };
 use shakmaty::{Color, Piece, Role};
 
+pub mod bus;
+mod bwtime;
+pub mod chain;
+pub mod clock;
 mod command;
 mod decode;
 mod driver;
+pub mod ee;
 mod encode;
 
+pub use bwtime::BwTime;
+pub use chain::DgtBus;
 pub use command::{ClockCommand, DgtCommand};
-pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME};
+pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME, MAX_EE_FRAME};
 pub use driver::{Dgt, DgtStream, KEEPALIVE, NAME, message};
+pub use ee::{EeEntry, EeTag, memory_entries};
 
 /// Largest TRADEMARK (0x92) payload accepted or produced, in bytes.
 pub const MAX_TRADEMARK_PAYLOAD: usize = 509;
@@ -31,7 +40,7 @@ pub mod id {
     pub const BWTIME: u8 = 0x8D;
     /// 0x8E FIELD_UPDATE, total length 5.
     pub const FIELD_UPDATE: u8 = 0x8E;
-    /// 0x8F EE_MOVES, total length about 7939.
+    /// 0x8F EE_MOVES, total length 7939 (`0x1F03`) from DGT's boards, at most 16,383.
     pub const EE_MOVES: u8 = 0x8F;
     /// 0x90 BUSADRES, total length 5.
     pub const BUS_ADDRESS: u8 = 0x90;
@@ -195,15 +204,16 @@ pub enum DgtMessage {
     Trademark(String),
     /// 0xA0: battery status.
     Battery(BatteryStatus),
-    /// 0x8F: internal EE move log (skipped; only its length is kept).
+    /// 0x8F: the board's EE memory (§1.6), oldest entry first; a dump ends with EE_EOF.
     EeMoves {
-        /// Payload length in bytes.
-        len: usize,
+        /// The valid entries ([`ee::parse`]).
+        entries: Vec<EeEntry>,
     },
 }
 
-/// The core observation a message carries: board dumps, field updates, clock times and
-/// "no clock"; `None` for everything else (acks, versions, serial numbers…).
+/// The core observation a message carries: board dumps, field updates, clock times, "no clock"
+/// and the board's memory (EE_MOVES, [`memory_entries`]); `None` for everything else (acks,
+/// versions, serial numbers…).
 pub fn to_observation(msg: &DgtMessage) -> Option<Observation> {
     match msg {
         DgtMessage::BoardDump(fields) => Some(Observation::BoardDump(fields.clone())),
@@ -213,6 +223,7 @@ pub fn to_observation(msg: &DgtMessage) -> Option<Observation> {
         }),
         DgtMessage::ClockTimes(r) => Some(Observation::Clock(*r)),
         DgtMessage::NoClock => Some(Observation::ClockAbsent),
+        DgtMessage::EeMoves { entries } => Some(Observation::Memory(memory_entries(entries))),
         _ => None,
     }
 }

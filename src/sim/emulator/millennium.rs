@@ -7,9 +7,14 @@
 //! script of games with human handling plays on both families; only the wire differs. Before
 //! automatic reports are set the board answers requests and reports nothing, and the players
 //! wait (as they wait for a DGT board's mode command).
+//!
+//! The board is strict ([`EmulatedBoard::unknown_bytes`]): a byte with even parity (a 7O1
+//! UART's parity error: e.g. a DGT command, sent 8N1), a letter that starts no ChessLink
+//! command, and the first character of a command with a bad block check or non-hex data are
+//! not taken and counted (the parser then looks for a command in the characters after it).
 
 use super::runner::EmulatedBoard;
-use super::{ClockCommandStats, Emulator};
+use super::{ClockCommandStats, Emulator, Unknown};
 use crate::core::observation::{FieldArray, Micros};
 use crate::driver::millennium::codec::{
     AUTO_REPORT_OFF, ChessLinkReply, E2_AUTO_REPORT, E2_SCAN_TIME, LED_COUNT, block_check,
@@ -32,6 +37,8 @@ pub struct MillenniumEmulator {
     pub statuses: u64,
     /// Host commands with a bad block check (ignored, as the real board does).
     pub bad_commands: u64,
+    /// Host bytes not taken (7-bit characters, or the raw byte for a parity error).
+    unknown: Unknown,
 }
 
 /// Length of a host command starting with `letter`, block check included.
@@ -67,6 +74,7 @@ impl MillenniumEmulator {
             reported: None,
             statuses: 0,
             bad_commands: 0,
+            unknown: Unknown::default(),
         }
     }
 
@@ -144,9 +152,15 @@ impl EmulatedBoard for MillenniumEmulator {
     fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
         let mut reports_set = false;
         for &b in bytes {
+            if b.count_ones() % 2 == 0 {
+                // Even parity: a 7O1 UART's parity error.
+                self.unknown.add(&[b]);
+                continue;
+            }
             self.command.push(b & 0x7F);
             while let Some(&letter) = self.command.first() {
                 let Some(len) = command_len(letter) else {
+                    self.unknown.add(&[letter]);
                     self.command.remove(0);
                     continue;
                 };
@@ -160,6 +174,7 @@ impl EmulatedBoard for MillenniumEmulator {
                     reports_set |= self.command(&c, out);
                 } else {
                     self.bad_commands += 1;
+                    self.unknown.add(&c[..1]);
                     self.command.splice(0..0, c[1..].iter().copied());
                 }
             }
@@ -212,6 +227,14 @@ impl EmulatedBoard for MillenniumEmulator {
 
     fn clock_commands(&self) -> ClockCommandStats {
         ClockCommandStats::default()
+    }
+
+    fn unknown_bytes(&self) -> u64 {
+        self.unknown.count
+    }
+
+    fn unknown_sample(&self) -> &[u8] {
+        &self.unknown.sample
     }
 }
 
@@ -290,11 +313,52 @@ mod tests {
         let mut em = board();
         let mut out = Vec::new();
         let mut bad = ChessLinkCommand::Version.encode();
-        bad[2] ^= 0x01;
+        // A check digit changed, its parity right: a bad block check.
+        bad[2] = crate::driver::millennium::codec::with_parity((bad[2] & 0x7F) ^ 0x01);
         em.host_input(&bad, &mut out);
         assert!(out.is_empty());
         assert_eq!(em.bad_commands, 1);
         em.host_input(&ChessLinkCommand::Status.encode(), &mut out);
         assert!(matches!(replies(&out)[..], [ChessLinkReply::Status(_)]));
+        // The bad command's letter and check digits: not taken.
+        assert_eq!(em.unknown_bytes(), 3, "{:02x?}", em.unknown_sample());
+    }
+
+    #[test]
+    fn dgt_bytes_and_unknown_letters_are_counted_and_commands_still_taken() {
+        let mut em = board();
+        let mut out = Vec::new();
+        // A DGT clock frame (8N1: even parity for every byte here) and a stray 'Z'.
+        em.host_input(&[0x2B, 0x03, 0x03, 0x09, 0x00], &mut out);
+        em.host_input(&crate::driver::millennium::codec::frame(b"Z"), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(em.unknown_bytes(), 5 + 3, "{:02x?}", em.unknown_sample());
+        assert_eq!(&em.unknown_sample()[..5], &[0x2B, 0x03, 0x03, 0x09, 0x00]);
+        em.host_input(&ChessLinkCommand::Version.encode(), &mut out);
+        assert_eq!(
+            replies(&out),
+            vec![ChessLinkReply::Version { major: 1, minor: 4 }]
+        );
+        assert_eq!(em.unknown_bytes(), 8);
+        // Every command the daemon's codec can send is taken.
+        let mut em = board();
+        for c in [
+            ChessLinkCommand::Version,
+            ChessLinkCommand::Status,
+            ChessLinkCommand::Write {
+                address: 2,
+                value: 3,
+            },
+            ChessLinkCommand::Read { address: 1 },
+            ChessLinkCommand::Extinguish,
+            ChessLinkCommand::Leds {
+                slot: 1,
+                patterns: Box::new([0xCC; LED_COUNT]),
+            },
+            ChessLinkCommand::Reset,
+        ] {
+            em.host_input(&c.encode(), &mut out);
+        }
+        assert_eq!(em.unknown_bytes(), 0, "{:02x?}", em.unknown_sample());
     }
 }

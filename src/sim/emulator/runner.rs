@@ -4,7 +4,8 @@
 //! Script time runs at `speed` × real time. The players wait for the host: the script clock
 //! starts at the host's first mode command (unless told otherwise), and after a replug or a
 //! hold it stops until the next mode command, as players wait for the arbiter to get the board
-//! back on.
+//! back on. "Mode command" is each emulator's "reporting on" ([`EmulatedBoard::host_input`]):
+//! for a bus chain, the first SEND_CHANGES to a board.
 
 use std::io;
 use std::path::PathBuf;
@@ -29,12 +30,17 @@ pub trait EmulatedBoard: Send + 'static {
     /// Link time is now `now`; what is due goes to `out`.
     fn link_time(&mut self, now: Micros, out: &mut Vec<u8>);
     /// Bytes from the host; answers go to `out`. Whether the host switched reporting on (the
-    /// players wait for that before they start).
+    /// players wait for that before they start): a DGT board's mode command, a ChessLink
+    /// board's automatic reports, a bus chain's first SEND_CHANGES to one of its boards since
+    /// power-up or the last replug ([`super::dgt_bus::ChainEmulator`]).
     fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool;
     /// Plays the script up to `now`; what the board reports goes to `out`.
     fn advance(&mut self, now: Micros, out: &mut Vec<u8>);
     /// The board was unplugged (or powered off and on).
     fn unplugged(&mut self);
+    /// The host went away without a word ([`Control::Hold`]): the next time it switches
+    /// reporting on must count (a bus chain forgets which boards were asked for changes).
+    fn host_gone(&mut self) {}
     /// The board reset with its port open: it reports nothing until told again.
     fn reset(&mut self);
     /// Script time after `k` more plies from `t`.
@@ -49,6 +55,37 @@ pub trait EmulatedBoard: Send + 'static {
     fn texts(&self) -> &[String];
     /// Clock commands taken, lost and acknowledged.
     fn clock_commands(&self) -> super::ClockCommandStats;
+    /// Host bytes the board did not take: unknown commands, bad checksums or block checks,
+    /// commands of another board family or of the other DGT mode. Tests that drive an
+    /// emulator assert this stays 0.
+    fn unknown_bytes(&self) -> u64;
+    /// The first host bytes not taken (at most [`super::UNKNOWN_SAMPLE`]), for reports.
+    fn unknown_sample(&self) -> &[u8];
+    /// Each board of a chain on this one line, at script time `t` (empty for one board).
+    fn boards(&self, _t: Micros) -> Vec<BoardStatus> {
+        Vec::new()
+    }
+}
+
+/// One board of a chain on one line ([`EmulatedBoard::boards`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoardStatus {
+    /// Its bus address.
+    pub address: u16,
+    /// Plies whose first hand action has happened.
+    pub plies_started: usize,
+    /// Plies settled (clock pressed, or the game-ending move made).
+    pub plies_settled: usize,
+    /// Commands it took (addressed to it or to every board).
+    pub commands: u64,
+    /// Commands lost: they came while it was still busy with the previous one.
+    pub commands_lost: u64,
+    /// Commands it missed: they came while it was off the line.
+    pub missed: u64,
+    /// Replies it sent.
+    pub replies_sent: u64,
+    /// Replies garbled by another transmission on the line at the same time.
+    pub replies_garbled: u64,
 }
 
 impl EmulatedBoard for Emulator {
@@ -91,6 +128,12 @@ impl EmulatedBoard for Emulator {
     fn clock_commands(&self) -> super::ClockCommandStats {
         self.clock_commands
     }
+    fn unknown_bytes(&self) -> u64 {
+        Emulator::unknown_bytes(self)
+    }
+    fn unknown_sample(&self) -> &[u8] {
+        Emulator::unknown_sample(self)
+    }
 }
 
 /// Something to do to the running board.
@@ -121,7 +164,8 @@ pub enum Control {
         /// Plies played while the board is in IDLE.
         plies: usize,
     },
-    /// Unplug for good and end the runner.
+    /// Unplug for good and end the runner. Host bytes already on the line are taken first
+    /// (so that the final [`Status`] counts them).
     Stop,
 }
 
@@ -169,8 +213,15 @@ pub struct Status {
     pub dropped: u64,
     /// Clock commands taken, lost (sent before the previous ack) and acknowledged.
     pub clock_commands: super::ClockCommandStats,
-    /// Mode commands (0x43, 0x44, 0x4B) received from the host.
+    /// Mode commands (0x43, 0x44, 0x4B) received from the host (for a bus chain: the
+    /// reporting starts, see [`EmulatedBoard::host_input`]).
     pub modes_set: u64,
+    /// Host bytes the board did not take ([`EmulatedBoard::unknown_bytes`]).
+    pub unknown_bytes: u64,
+    /// The first of them ([`EmulatedBoard::unknown_sample`]).
+    pub unknown_sample: Vec<u8>,
+    /// Each board of a chain ([`EmulatedBoard::boards`]; empty for one board).
+    pub boards: Vec<BoardStatus>,
 }
 
 /// A running emulator.
@@ -193,6 +244,14 @@ impl Handle {
     /// Sends a control (ignored when the runner has ended).
     pub fn send(&self, c: Control) {
         let _ = self.control.send(c);
+    }
+
+    /// Stops the runner ([`Control::Stop`]: host bytes already on the line are taken first)
+    /// and returns its last status (the current one if it had already ended).
+    pub async fn stop(self) -> Status {
+        let _ = self.control.send(Control::Stop);
+        let _ = self.task.await;
+        self.status.borrow().clone()
     }
 
     /// Waits until `f(status)` holds or `timeout` passes; returns whether it held.
@@ -308,6 +367,21 @@ async fn run<E: EmulatedBoard>(
                     if let Some(link) = &cfg.link {
                         let _ = std::fs::remove_file(link);
                     }
+                    // What the host wrote before the stop is taken (and counted) first.
+                    if let Some(p) = &pty {
+                        while let Ok(n) = p.read_now(&mut buf) {
+                            if n == 0 {
+                                break;
+                            }
+                            em.host_input(&buf[..n], &mut out);
+                        }
+                    }
+                    let now = clock.now();
+                    status.send_modify(|s| {
+                        s.unknown_bytes = em.unknown_bytes();
+                        s.unknown_sample = em.unknown_sample().to_vec();
+                        s.boards = em.boards(now);
+                    });
                     return Ok(());
                 }
                 Some(Control::Unplug { plies, away }) => {
@@ -323,6 +397,7 @@ async fn run<E: EmulatedBoard>(
                     replug_at = Some(Instant::now() + away);
                 }
                 Some(Control::Hold { plies }) => {
+                    em.host_gone();
                     let target = em.after_plies(clock.now(), plies).max(clock.now());
                     em.advance(target, &mut out);
                     out.clear();
@@ -351,6 +426,11 @@ async fn run<E: EmulatedBoard>(
             } => match r {
                 Ok(n) if n > 0 => {
                     em.link_time(link_now(), &mut out);
+                    // The board is up to date when the command arrives (a bus chain starts a
+                    // board's players at the script time of its first request).
+                    if clock.running {
+                        em.advance(clock.now(), &mut out);
+                    }
                     let mode_set = em.host_input(&buf[..n], &mut out);
                     if mode_set {
                         modes_set += 1;
@@ -360,6 +440,8 @@ async fn run<E: EmulatedBoard>(
                 _ => tokio::time::sleep(Duration::from_millis(10)).await,
             },
             _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
+                // Link time first: a bus board tells when its EEPROM writes from it.
+                em.link_time(link_now(), &mut out);
                 em.advance(clock.now(), &mut out);
             }
             _ = tokio::time::sleep_until(ack_at.unwrap_or_else(Instant::now)), if ack_at.is_some() => {
@@ -409,6 +491,16 @@ async fn run<E: EmulatedBoard>(
             s.clock_commands = em.clock_commands();
             set(&mut changed, s.modes_set != modes_set);
             s.modes_set = modes_set;
+            let boards = em.boards(now);
+            if s.boards != boards {
+                s.boards = boards;
+                changed = true;
+            }
+            if s.unknown_bytes != em.unknown_bytes() {
+                s.unknown_bytes = em.unknown_bytes();
+                s.unknown_sample = em.unknown_sample().to_vec();
+                changed = true;
+            }
             changed
         });
     }

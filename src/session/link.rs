@@ -31,6 +31,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::Note;
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::observation::{FieldArray, Observation, SquareReading};
 use crate::driver::{BoardDriver, Message, SessionMessage};
@@ -133,26 +134,6 @@ impl LinkConfig {
             dump_timeout: Duration::from_secs(3),
         }
     }
-}
-
-/// Something worth a log line and a capture note.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Note {
-    /// The board answers requests but stopped sending updates while its clock ran: it reset to
-    /// IDLE; the update mode is set again.
-    Reset {
-        /// Seconds since the last update.
-        silent_secs: u64,
-    },
-    /// A dump differs from the field updates received: updates were lost.
-    DumpDiffers {
-        /// Fields that differ.
-        fields: usize,
-        /// The first of them (device field index).
-        first: u8,
-    },
-    /// Battery status of a Bluetooth board.
-    Battery(crate::driver::BatteryLevel),
 }
 
 /// What a dump request is for (counted for the line-cost figures).

@@ -8,12 +8,16 @@
 //! XL answers 1.x. A clock that said "no clock" (or did not answer) and then sends times is a
 //! clock after all: it is probed again.
 //!
-//! Sans-IO: times are inputs, bytes to send are outputs.
+//! Sans-IO: times are inputs, bytes to send are outputs. [`ClockQueue`] is the DGT family's
+//! [`ClockControl`]: texts become ASCII commands (DGT 3000 only), "times" the END command.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use crate::core::observation::Observation;
 use crate::driver::dgt::{ClockAck, ClockCommand};
+use crate::driver::{ClockControl, Message, SessionMessage};
+use crate::session::ClockShow;
 
 /// How long to wait for an ack before resending (the clock acks within 2 s).
 pub const RESEND_AFTER: Duration = Duration::from_millis(2500);
@@ -165,6 +169,43 @@ impl ClockQueue {
         self.kind = ClockKind::Absent;
         self.queue.clear();
         self.inflight = None;
+    }
+}
+
+impl ClockControl for ClockQueue {
+    fn show(&mut self, what: ClockShow) {
+        match what {
+            ClockShow::Text(text) if self.kind.takes_text() => {
+                self.push(ClockCommand::Ascii { text, beep: 0 })
+            }
+            ClockShow::Text(_) => {}
+            ClockShow::Times => self.push(ClockCommand::EndText),
+        }
+    }
+
+    fn received(&mut self, msg: &Message) -> bool {
+        match msg {
+            Message::Session(SessionMessage::Driver(r)) => {
+                if let Some(a) = ClockAck::from_reply(r) {
+                    self.on_ack(&a);
+                }
+                false
+            }
+            Message::Observation(Observation::ClockAbsent) => {
+                self.no_clock();
+                false
+            }
+            Message::Observation(Observation::Clock(_)) => self.on_times(),
+            _ => false,
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> Option<Vec<u8>> {
+        ClockQueue::poll(self, now)
+    }
+
+    fn shows_text(&self) -> bool {
+        self.kind.takes_text()
     }
 }
 

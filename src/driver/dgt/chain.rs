@@ -1,0 +1,942 @@
+//! [`DgtBus`]: a chain of DGT boards on one port, in DGT's bus mode (`docs/dgt-protocol.md`
+//! §1.9, §5.14), and [`Chain`], its session (sans-IO).
+//!
+//! Tournaments chain about a dozen boards on one serial or USB port; every board hears every
+//! command and answers only those addressed to it. The session:
+//!
+//! - **finds the boards**: PING to address 0, which every board answers after its own random
+//!   delay of up to 1.1 s, listened to for [`DISCOVERY_WINDOW`]; then IGNORE_NEXT_BUS_PING to
+//!   every board found (it answers at once and stays quiet at the next PING to 0) and PING to 0
+//!   again, until a round finds no new board and sees no collision (garbled replies); at least
+//!   two rounds at the start, because a board left in single-board mode takes the first bus
+//!   command as the switch back to bus mode and does not answer it. A round runs again every
+//!   [`REDISCOVER_EVERY`] to find boards plugged into the chain later;
+//! - **polls** the boards one after the other: SEND_CHANGES (the board's memory entries since
+//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading) each
+//!   cycle, each command sent the moment the previous reply is complete, so that the cycle is
+//!   what the bytes need at 9600 baud plus the boards' reply times. A reply with a bad checksum
+//!   or cut short is asked for again (REPEAT_CHANGES for the changes, so that none is lost; a
+//!   command that got no answer at all is sent again as it was, as the board may not have
+//!   heard it); a board that leaves [`LOST_AFTER`] exchanges in a row unanswered is
+//!   disconnected (its game kept) and found again by a later discovery;
+//! - **recovers from the boards' memory**: a board found with a game in progress (after a cable
+//!   was pulled, the chain powered down and up, the daemon restarted) is asked for
+//!   SEND_FROM_START (every change since the start of its game) before its pending changes and
+//!   a board dump; the decoder joins the two into one [`crate::core::observation::Observation::
+//!   Memory`] from which the core recovers the moves made meanwhile exactly. When the core
+//!   starts a game, the board is told SET_START_GAME, so that its memory marks the game's
+//!   start;
+//! - **repairs** a board whose changes settle unexplained by the game (changes lost after every
+//!   repeat) with SEND_BRD.
+//!
+//! It never sends a single-board command (the first one would take every board of the chain out
+//! of bus mode, and all of them would answer it at once): every byte it writes is a
+//! [`BusCommand`], and clock texts are not shown on a chain.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
+use crate::core::event::{CoreEvent, EventKind};
+use crate::core::observation::{FieldArray, Observation};
+use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
+
+/// The driver's name in capture headers and events (never change it: captures name it).
+pub const NAME: &str = "dgt-bus";
+
+/// Time a byte takes on the line at 9600 baud, 8N1 (ten bits).
+pub const BYTE_TIME: Duration = Duration::from_micros(1042);
+/// The longest pause inside or before a reply before it counts as missing or cut short: DGT's
+/// header suggests 80 ms (a board answers within milliseconds, up to 20 ms while it writes its
+/// memory).
+pub const REPLY_GAP: Duration = Duration::from_millis(80);
+/// How long every board may take to answer a PING to address 0: 1.1 s (DGT's header), a reply's
+/// bytes and [`REPLY_GAP`].
+pub const DISCOVERY_WINDOW: Duration = Duration::from_millis(1100 + 7 + 80);
+/// How often the chain is searched for boards plugged in later.
+pub const REDISCOVER_EVERY: Duration = Duration::from_secs(30);
+/// Sends of one command before the exchange counts as unanswered.
+pub const MAX_TRIES: u32 = 3;
+/// Unanswered exchanges in a row after which a board counts as gone.
+pub const LOST_AFTER: u32 = 3;
+/// Field changes settled this long on a board the game does not explain: a board dump.
+pub const SETTLE_DUMP: Duration = Duration::from_millis(400);
+/// Discovery rounds at most in one search (collisions can keep a round inconclusive).
+const MAX_ROUNDS: u32 = 8;
+
+/// A chain of DGT boards on one port, in bus mode. Configured (`dgt-bus:/dev/ttyUSB0`), never
+/// discovered: a chain's port carries the same USB ids as a single DGT board.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DgtBus;
+
+impl BoardDriver for DgtBus {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn line(&self) -> LineSettings {
+        LineSettings {
+            baud: 9600,
+            data_bits: 8,
+            parity: Parity::None,
+            stop_bits: 1,
+        }
+    }
+
+    fn usb_ids(&self) -> &'static [UsbId] {
+        &[]
+    }
+
+    /// The decoder of a board at address 0 (no board has it): use [`BoardDriver::unit_decoder`].
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(BusStream::new(0))
+    }
+
+    fn unit_decoder(&self, unit: Unit) -> Box<dyn Decoder> {
+        Box::new(BusStream::new(unit))
+    }
+
+    fn line_decoder(&self) -> Box<dyn Decoder> {
+        Box::new(BusLineStream::new())
+    }
+
+    fn session(&self, cfg: &SessionConfig) -> Option<Box<dyn crate::session::Session>> {
+        Some(Box::new(Chain::new(cfg.clone())))
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn handshake(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn start(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn keepalive(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Not used: the chain's session sends bus commands only.
+    fn dump_request(&self) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// One board of the chain.
+#[derive(Debug)]
+struct Member {
+    /// Its capture is open (after [`Action::Found`]).
+    opened: bool,
+    /// Commands of this board's turn still to send.
+    turn: VecDeque<BusCommand>,
+    /// Commands to send at its next turn, before the cycle's.
+    extra: VecDeque<BusCommand>,
+    /// Exchanges left unanswered in a row.
+    missed: u32,
+    /// The fields as the board reported them.
+    shadow: Option<Box<FieldArray>>,
+    /// Last field change, and whether the settle check was done since.
+    last_field: Option<Instant>,
+    settled_checked: bool,
+    /// Ignored at the current discovery round's PING.
+    ignoring: bool,
+    /// A game started on the board: its memory is to mark the start (SET_START_GAME), if the
+    /// board still shows the start position when its turn comes.
+    start_pending: bool,
+}
+
+impl Member {
+    fn new() -> Member {
+        Member {
+            opened: false,
+            turn: VecDeque::new(),
+            extra: VecDeque::new(),
+            missed: 0,
+            shadow: None,
+            last_field: None,
+            settled_checked: true,
+            ignoring: false,
+            start_pending: false,
+        }
+    }
+
+    /// The commands of the board's next turn: the one-off requests (version, memory), its
+    /// changes, a board dump right after them when one is wanted (a dump is a snapshot: it
+    /// agrees with the changes only when none is pending), the start mark, the clock.
+    fn begin_turn(&mut self) {
+        let wants_board = self.extra.contains(&BusCommand::SendBoard);
+        self.turn.extend(self.extra.drain(..).filter(|c| {
+            !matches!(
+                c,
+                BusCommand::SendBoard | BusCommand::SendChanges | BusCommand::SetStartGame
+            )
+        }));
+        self.turn.push_back(BusCommand::SendChanges);
+        if wants_board {
+            self.turn.push_back(BusCommand::SendBoard);
+        }
+        if self.start_pending {
+            self.turn.push_back(BusCommand::SetStartGame);
+        }
+        self.turn.push_back(BusCommand::SendClock);
+    }
+
+    fn ask(&mut self, cmd: BusCommand) {
+        if !self.extra.contains(&cmd) {
+            self.extra.push_back(cmd);
+        }
+    }
+
+    /// What the board reported, for the repair checks.
+    fn observed(&mut self, now: Instant, msg: &Message) {
+        match msg {
+            Message::Observation(Observation::Field { index, reading }) => {
+                if let Some(s) = &mut self.shadow {
+                    s[usize::from(*index & 0x3F)] = *reading;
+                }
+                self.last_field = Some(now);
+                self.settled_checked = false;
+            }
+            Message::Observation(Observation::BoardDump(f)) => {
+                self.shadow = Some(f.clone());
+                self.settled_checked = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the line is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Nothing asked.
+    Idle,
+    /// A command sent to one board, its reply awaited until `deadline` (moved on while bytes
+    /// come in).
+    Asking {
+        address: u16,
+        cmd: BusCommand,
+        tries: u32,
+        deadline: Instant,
+        /// Bytes of the reply have come in.
+        some: bool,
+    },
+    /// A PING to address 0 sent: every board may answer until `until`.
+    Listening { until: Instant },
+}
+
+/// A search of the chain for boards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Search {
+    round: u32,
+    /// Rounds that must run whatever they find (the boards' wake-up at the start).
+    at_least: u32,
+    /// Found a new board, or saw a garbled reply, in this round.
+    news: bool,
+}
+
+/// Counters of a chain session (for logs, benchmarks and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChainStats {
+    /// Complete polling cycles (every streaming board asked once).
+    pub cycles: u64,
+    /// Commands sent (resends included).
+    pub commands: u64,
+    /// Commands sent again after a bad, cut-short or missing reply.
+    pub resends: u64,
+    /// Discovery rounds.
+    pub rounds: u64,
+    /// Boards found (again, after a loss, counted again).
+    pub found: u64,
+    /// Boards lost.
+    pub lost: u64,
+}
+
+/// What a session knows of its boards before any is open.
+struct NoBoards;
+
+impl Boards for NoBoards {
+    fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+        true
+    }
+    fn game_in_progress(&self, _unit: Unit) -> bool {
+        false
+    }
+    fn at_game_start(&self, _unit: Unit) -> bool {
+        false
+    }
+    fn away_for(&self, _unit: Unit) -> Option<Duration> {
+        None
+    }
+}
+
+/// The session of a chain of DGT boards in bus mode.
+#[derive(Debug)]
+pub struct Chain {
+    members: BTreeMap<u16, Member>,
+    line: Line,
+    search: Option<Search>,
+    next_search: Option<Instant>,
+    /// The board whose turn it is.
+    current: Option<u16>,
+    /// Boards asked since the last complete cycle.
+    cycle_seen: usize,
+    /// Counters.
+    pub stats: ChainStats,
+}
+
+impl Chain {
+    /// A session for a chain on a port just opened.
+    pub fn new(_cfg: SessionConfig) -> Chain {
+        Chain {
+            members: BTreeMap::new(),
+            line: Line::Idle,
+            search: None,
+            next_search: None,
+            current: None,
+            cycle_seen: 0,
+            stats: ChainStats::default(),
+        }
+    }
+
+    fn send(
+        &mut self,
+        now: Instant,
+        address: u16,
+        cmd: BusCommand,
+        tries: u32,
+        out: &mut Vec<Action>,
+    ) {
+        self.stats.commands += 1;
+        if tries > 1 {
+            self.stats.resends += 1;
+        }
+        let bytes = cmd.encode(address).to_vec();
+        let written = BYTE_TIME * bytes.len() as u32;
+        if address == 0 {
+            out.push(Action::Send { unit: None, bytes });
+            self.line = Line::Listening {
+                until: now + written + DISCOVERY_WINDOW,
+            };
+        } else {
+            out.push(Action::Send {
+                unit: Some(address),
+                bytes,
+            });
+            self.line = Line::Asking {
+                address,
+                cmd,
+                tries,
+                deadline: now + written + REPLY_GAP,
+                some: false,
+            };
+        }
+    }
+
+    /// Starts a search of the chain.
+    fn search(&mut self, at_least: u32) {
+        self.search = Some(Search {
+            round: 0,
+            at_least,
+            news: false,
+        });
+        for m in self.members.values_mut() {
+            m.ignoring = false;
+        }
+    }
+
+    /// The line is free: the next command.
+    fn next(&mut self, now: Instant, boards: &dyn Boards, out: &mut Vec<Action>) {
+        if self.search.is_none() && self.next_search.is_some_and(|t| now >= t) {
+            self.search(1);
+        }
+        if let Some(search) = self.search {
+            // Boards found keep quiet at the next PING to 0.
+            if let Some((&address, _)) = self.members.iter().find(|(_, m)| !m.ignoring) {
+                if let Some(m) = self.members.get_mut(&address) {
+                    m.ignoring = true;
+                }
+                self.send(now, address, BusCommand::IgnoreNextPing, 1, out);
+                return;
+            }
+            self.stats.rounds += 1;
+            self.search = Some(Search {
+                round: search.round + 1,
+                news: false,
+                ..search
+            });
+            self.send(now, 0, BusCommand::Ping, 1, out);
+            return;
+        }
+        // Polling: the current board's turn, then the next board's.
+        loop {
+            let Some(address) = self.current.or_else(|| self.first_streaming()) else {
+                self.line = Line::Idle;
+                return;
+            };
+            self.current = Some(address);
+            let Some(m) = self.members.get_mut(&address) else {
+                self.current = None;
+                continue;
+            };
+            if let Some(cmd) = m.turn.pop_front() {
+                if cmd == BusCommand::SetStartGame {
+                    m.start_pending = false;
+                    // The mark logs the pieces where they stand: only while the board shows
+                    // the game's start (a move already made would be taken for the start).
+                    let at_start = boards.at_game_start(address)
+                        && m.shadow
+                            .as_ref()
+                            .is_some_and(|f| boards.explains(address, f));
+                    if !at_start {
+                        continue;
+                    }
+                }
+                self.send(now, address, cmd, 1, out);
+                return;
+            }
+            // This board's turn is over: the next board's begins.
+            self.cycle_seen += 1;
+            let next = self.next_streaming(address);
+            if self.cycle_seen >= self.streaming() {
+                self.stats.cycles += 1;
+                self.cycle_seen = 0;
+            }
+            self.current = next;
+            if let Some(n) = next
+                && let Some(m) = self.members.get_mut(&n)
+            {
+                m.begin_turn();
+            }
+            if next.is_none() {
+                self.line = Line::Idle;
+                return;
+            }
+        }
+    }
+
+    fn streaming(&self) -> usize {
+        self.members.values().filter(|m| m.opened).count()
+    }
+
+    fn first_streaming(&mut self) -> Option<u16> {
+        let first = self
+            .members
+            .iter()
+            .find(|(_, m)| m.opened)
+            .map(|(a, _)| *a)?;
+        if let Some(m) = self.members.get_mut(&first) {
+            m.begin_turn();
+        }
+        Some(first)
+    }
+
+    /// The streaming board after `address`, round the chain.
+    fn next_streaming(&self, address: u16) -> Option<u16> {
+        let open = |(a, m): (&u16, &Member)| m.opened.then_some(*a);
+        self.members
+            .range(address + 1..)
+            .find_map(open)
+            .or_else(|| self.members.iter().find_map(open))
+    }
+
+    /// The exchange of `cmd` with `address` failed after every try.
+    fn unanswered(&mut self, address: u16, cmd: BusCommand, out: &mut Vec<Action>) {
+        self.line = Line::Idle;
+        let Some(m) = self.members.get_mut(&address) else {
+            return;
+        };
+        m.missed += 1;
+        if m.opened {
+            out.push(Action::Note {
+                unit: address,
+                note: Note::NoReply { missed: m.missed },
+            });
+        }
+        if m.missed < LOST_AFTER {
+            // Changes whose reply was lost after every repeat: a board dump repairs the board.
+            if matches!(cmd, BusCommand::SendChanges | BusCommand::RepeatChanges) {
+                m.ask(BusCommand::SendBoard);
+            }
+            return;
+        }
+        let opened = m.opened;
+        self.members.remove(&address);
+        if self.current == Some(address) {
+            self.current = None;
+        }
+        self.stats.lost += 1;
+        if opened {
+            out.push(Action::Lost {
+                unit: address,
+                why: format!("no answer to {LOST_AFTER} exchanges in a row"),
+            });
+        }
+    }
+
+    /// The reply to the command in flight is bad, cut short, or missing: ask again or give up.
+    fn retry(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let Line::Asking {
+            address,
+            cmd,
+            tries,
+            some,
+            ..
+        } = self.line
+        else {
+            return;
+        };
+        if tries >= MAX_TRIES {
+            self.unanswered(address, cmd, out);
+            return;
+        }
+        // Changes already sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES would
+        // lose them); a command that got no answer at all may not have been heard: the same
+        // again.
+        let again = match cmd {
+            BusCommand::SendChanges | BusCommand::RepeatChanges if some => {
+                BusCommand::RepeatChanges
+            }
+            c => c,
+        };
+        self.send(now, address, again, tries + 1, out);
+    }
+}
+
+impl Session for Chain {
+    fn open(&mut self, now: Instant, out: &mut Vec<Action>) {
+        self.search(2);
+        self.next(now, &NoBoards, out);
+    }
+
+    fn listener(&self) -> Option<Unit> {
+        match self.line {
+            Line::Asking { address, .. } => Some(address),
+            _ => None,
+        }
+    }
+
+    fn received(
+        &mut self,
+        now: Instant,
+        from: Option<Unit>,
+        msgs: &[Message],
+        bad_frames: u64,
+        boards: &dyn Boards,
+        out: &mut Vec<Action>,
+    ) {
+        match self.line {
+            Line::Listening { .. } => {
+                for m in msgs {
+                    let Message::Session(SessionMessage::Driver(r)) = m else {
+                        continue;
+                    };
+                    if ReplyKind::of(r) != Some(ReplyKind::Ping) || r.address == 0 {
+                        continue;
+                    }
+                    if let std::collections::btree_map::Entry::Vacant(e) =
+                        self.members.entry(r.address)
+                    {
+                        e.insert(Member::new());
+                        self.stats.found += 1;
+                        if let Some(s) = &mut self.search {
+                            s.news = true;
+                        }
+                        out.push(Action::Found {
+                            unit: r.address,
+                            serial: format!("{:05}", r.address),
+                            version: None,
+                        });
+                    }
+                }
+                if bad_frames > 0
+                    && let Some(s) = &mut self.search
+                {
+                    // Replies garbled each other: another round gives them new delays.
+                    s.news = true;
+                }
+            }
+            Line::Asking {
+                address,
+                cmd,
+                tries,
+                deadline,
+                ..
+            } => {
+                if from != Some(address) {
+                    return;
+                }
+                if let Some(m) = self.members.get_mut(&address) {
+                    for msg in msgs {
+                        m.observed(now, msg);
+                    }
+                }
+                let done = msgs.iter().any(|msg| {
+                    matches!(msg, Message::Session(SessionMessage::Driver(r))
+                        if r.address == address && ReplyKind::of(r) == Some(cmd.reply()))
+                });
+                if done {
+                    if let Some(m) = self.members.get_mut(&address) {
+                        m.missed = 0;
+                    }
+                    self.line = Line::Idle;
+                    self.next(now, boards, out);
+                } else if bad_frames > 0 {
+                    self.line = Line::Asking {
+                        address,
+                        cmd,
+                        tries,
+                        deadline,
+                        some: true,
+                    };
+                    self.retry(now, out);
+                    if self.line == Line::Idle {
+                        self.next(now, boards, out);
+                    }
+                } else {
+                    // Bytes of the reply are coming in.
+                    self.line = Line::Asking {
+                        address,
+                        cmd,
+                        tries,
+                        deadline: deadline.max(now + REPLY_GAP),
+                        some: true,
+                    };
+                }
+            }
+            Line::Idle => {}
+        }
+    }
+
+    fn opened(&mut self, now: Instant, unit: Unit, boards: &dyn Boards, out: &mut Vec<Action>) {
+        let Some(m) = self.members.get_mut(&unit) else {
+            return;
+        };
+        m.opened = true;
+        m.ask(BusCommand::SendVersion);
+        if boards.game_in_progress(unit) {
+            out.push(Action::Note {
+                unit,
+                note: Note::MemoryAsked,
+            });
+            m.ask(BusCommand::SendFromStart);
+        }
+        // The changes pending since the last call (joined to the memory), then the whole board.
+        m.ask(BusCommand::SendChanges);
+        m.ask(BusCommand::SendBoard);
+        if self.line == Line::Idle && self.search.is_none() {
+            self.next(now, boards, out);
+        }
+    }
+
+    fn poll(&mut self, now: Instant, boards: &dyn Boards, out: &mut Vec<Action>) {
+        // Boards whose changes settled on a position the game does not explain get a dump.
+        for (&address, m) in self.members.iter_mut() {
+            if m.opened
+                && !m.settled_checked
+                && m.last_field
+                    .is_some_and(|t| now.duration_since(t) >= SETTLE_DUMP)
+            {
+                m.settled_checked = true;
+                if m.shadow
+                    .as_ref()
+                    .is_some_and(|s| !boards.explains(address, s))
+                {
+                    m.ask(BusCommand::SendBoard);
+                }
+            }
+        }
+        match self.line {
+            Line::Asking { deadline, .. } if now >= deadline => {
+                self.retry(now, out);
+                if self.line == Line::Idle {
+                    self.next(now, boards, out);
+                }
+            }
+            Line::Listening { until } if now >= until => {
+                self.line = Line::Idle;
+                if let Some(s) = self.search {
+                    let again = (s.news || s.round < s.at_least) && s.round < MAX_ROUNDS;
+                    if again {
+                        for m in self.members.values_mut() {
+                            m.ignoring = false;
+                        }
+                    } else {
+                        self.search = None;
+                        self.next_search = Some(now + REDISCOVER_EVERY);
+                    }
+                }
+                self.next(now, boards, out);
+            }
+            Line::Idle => self.next(now, boards, out),
+            _ => {}
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self.line {
+            Line::Asking { deadline, .. } => Some(deadline),
+            Line::Listening { until } => Some(until),
+            Line::Idle => self.next_search,
+        }
+    }
+
+    fn events(&mut self, _now: Instant, unit: Unit, events: &[CoreEvent], _out: &mut Vec<Action>) {
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::GameStarted { .. }))
+            && let Some(m) = self.members.get_mut(&unit)
+        {
+            // The board's memory marks the game's start (and logs every piece), for a recovery
+            // from SEND_FROM_START later.
+            m.start_pending = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::dgt::bus::BusReply;
+    use crate::session::link::LinkKind;
+
+    struct View {
+        in_progress: bool,
+    }
+
+    impl Boards for View {
+        fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+            true
+        }
+        fn game_in_progress(&self, _unit: Unit) -> bool {
+            self.in_progress
+        }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            false
+        }
+        fn away_for(&self, _unit: Unit) -> Option<Duration> {
+            None
+        }
+    }
+
+    fn chain() -> Chain {
+        Chain::new(SessionConfig {
+            link: LinkKind::Wired,
+            keepalive: Duration::from_secs(5),
+            quiet_dump: Duration::from_secs(20),
+            probing: false,
+            port_serial: "port-ttyUSB0".into(),
+            memory_after: Duration::from_secs(10),
+        })
+    }
+
+    /// The commands in `out`, as (address, command byte).
+    fn commands(out: &[Action]) -> Vec<(u16, u8)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Send { bytes, .. } => {
+                    assert_eq!(bytes.len(), 4, "bus commands only: {bytes:02x?}");
+                    assert!(
+                        bytes[0] & 0x80 != 0,
+                        "no single-board command: {bytes:02x?}"
+                    );
+                    Some((u16::from(bytes[1]) << 7 | u16::from(bytes[2]), bytes[0]))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `reply` decoded as the port task would: by the board's decoder while the session listens
+    /// to it, by the line's otherwise.
+    fn deliver(s: &mut Chain, t: Instant, reply: &BusReply, view: &View, out: &mut Vec<Action>) {
+        let from = s.listener();
+        let mut dec: Box<dyn Decoder> = match from {
+            Some(u) => Box::new(BusStream::new(u)),
+            None => Box::new(BusLineStream::new()),
+        };
+        let mut msgs = Vec::new();
+        dec.decode(&reply.encode(), &mut msgs);
+        s.received(t, from, &msgs, dec.bad_frames(), view, out);
+    }
+
+    #[test]
+    fn finds_the_boards_in_rounds_then_polls_them_one_after_the_other() {
+        let t0 = Instant::now();
+        let view = View { in_progress: false };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        assert_eq!(commands(&out), [(0, 0x87)], "PING to every board");
+        out.clear();
+        let mut t = t0 + Duration::from_millis(300);
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Ping { address: 1025 },
+            &view,
+            &mut out,
+        );
+        t += Duration::from_millis(400);
+        deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
+        let found: Vec<u16> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Found { unit, serial, .. } => {
+                    assert_eq!(*serial, format!("{unit:05}"));
+                    Some(*unit)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(found, [1025, 7]);
+        for u in found {
+            s.opened(t, u, &view, &mut out);
+        }
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the boards may answer"
+        );
+        out.clear();
+        // The window closes: a new board was found, so another round: IGNORE to each, PING.
+        t = t0 + DISCOVERY_WINDOW + Duration::from_millis(10);
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x8A)]);
+        out.clear();
+        deliver(&mut s, t, &BusReply::Ping { address: 7 }, &view, &mut out);
+        assert_eq!(commands(&out), [(1025, 0x8A)]);
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Ping { address: 1025 },
+            &view,
+            &mut out,
+        );
+        assert_eq!(commands(&out), [(0, 0x87)]);
+        out.clear();
+        // Nobody new: the search ends; polling starts with each board's first commands.
+        t += DISCOVERY_WINDOW + Duration::from_millis(10);
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x8B)], "version first");
+        out.clear();
+        let version = BusReply::Version {
+            address: 7,
+            version: Some(crate::driver::dgt::bus::FirmwareVersion { major: 1, minor: 2 }),
+        };
+        deliver(&mut s, t, &version, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x83)], "changes, then the board");
+        out.clear();
+        let update = BusReply::Update {
+            address: 7,
+            entries: Vec::new(),
+        };
+        deliver(&mut s, t, &update, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x82)]);
+        out.clear();
+        let dump = BusReply::BoardDump {
+            address: 7,
+            fields: Box::new([crate::core::observation::SquareReading::Empty; 64]),
+        };
+        deliver(&mut s, t, &dump, &view, &mut out);
+        assert_eq!(commands(&out), [(7, 0x81)], "the turn ends with the clock");
+        out.clear();
+        let clock = BusReply::Clock {
+            address: 7,
+            clock: crate::driver::dgt::BwTime::NoClock,
+        };
+        deliver(&mut s, t, &clock, &view, &mut out);
+        assert_eq!(commands(&out), [(1025, 0x8B)], "the next board's turn");
+    }
+
+    #[test]
+    fn a_bad_reply_to_changes_is_repeated_and_a_silent_board_is_lost() {
+        let t0 = Instant::now();
+        let view = View { in_progress: true };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        deliver(&mut s, t0, &BusReply::Ping { address: 3 }, &view, &mut out);
+        s.opened(t0, 3, &view, &mut out);
+        assert!(out.contains(&Action::Note {
+            unit: 3,
+            note: Note::MemoryAsked
+        }));
+        // Two quiet rounds end the search (the first round found a board: a second one runs).
+        let mut t = t0;
+        for _ in 0..4 {
+            t += DISCOVERY_WINDOW + Duration::from_millis(1);
+            out.clear();
+            s.poll(t, &view, &mut out);
+            if commands(&out) == [(3, 0x8A)] {
+                deliver(&mut s, t, &BusReply::Ping { address: 3 }, &view, &mut out);
+            }
+            if commands(&out).contains(&(3, 0x8B)) {
+                break;
+            }
+        }
+        assert_eq!(commands(&out).last(), Some(&(3, 0x8B)));
+        out.clear();
+        let version = BusReply::Version {
+            address: 3,
+            version: None,
+        };
+        deliver(&mut s, t, &version, &view, &mut out);
+        assert_eq!(
+            commands(&out),
+            [(3, 0x86)],
+            "the memory since the game's start"
+        );
+        out.clear();
+        // A FROM_START with a bad checksum: asked again as it was.
+        let mut bad = BusReply::FromStart {
+            address: 3,
+            entries: Vec::new(),
+        }
+        .encode();
+        let last = bad.len() - 1;
+        bad[last] ^= 0x01;
+        let mut dec = BusStream::new(3);
+        let mut msgs = Vec::new();
+        dec.decode(&bad, &mut msgs);
+        s.received(t, Some(3), &msgs, dec.bad_frames(), &view, &mut out);
+        assert_eq!(commands(&out), [(3, 0x86)]);
+        out.clear();
+        // Then no answer at all, three times in a row for three exchanges: lost.
+        let mut lost = false;
+        for _ in 0..(MAX_TRIES * LOST_AFTER + 2) {
+            t += Duration::from_millis(200);
+            s.poll(t, &view, &mut out);
+            lost |= out
+                .iter()
+                .any(|a| matches!(a, Action::Lost { unit: 3, .. }));
+        }
+        assert!(lost, "{out:?}");
+        assert_eq!(s.stats.lost, 1);
+    }
+
+    #[test]
+    fn a_game_start_marks_the_boards_memory() {
+        let t0 = Instant::now();
+        let view = View { in_progress: false };
+        let mut s = chain();
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        deliver(&mut s, t0, &BusReply::Ping { address: 9 }, &view, &mut out);
+        s.opened(t0, 9, &view, &mut out);
+        let started = CoreEvent {
+            t: 0,
+            game: 1,
+            kind: EventKind::GameStarted {
+                fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+                chess960: None,
+            },
+        };
+        s.events(t0, 9, &[started], &mut out);
+        assert!(s.members[&9].start_pending);
+    }
+}

@@ -1,0 +1,163 @@
+//! End to end over a pseudo-terminal: `eboardd run --port dgt-bus:PATH` serving an emulated
+//! chain of DGT boards in bus mode (the chain emulator of `eboardd::sim::emulator::dgt_bus`,
+//! written from DGT's protocol header apart from the daemon's codec), with human handling on
+//! every board. Every board's game must come out exact, live and from `eboardd replay DIR`; the
+//! chain must only ever be sent bus commands; moves made while the chain was unplugged come back
+//! from the boards' memories.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use eboardd::sim::emulator::dgt_bus::{ChainConfig, ChainEmulator};
+use eboardd::sim::emulator::runner::{self, Control, Handle, RunnerConfig};
+use eboardd::sim::emulator::{ClockModel, Script};
+use eboardd::sim::pgn::ScriptGame;
+use eboardd::sim::{SimConfig, Style};
+use serde_json::Value;
+use support::daemon::*;
+
+const WAIT: Duration = Duration::from_secs(300);
+
+/// The first `plies` plies of demo game `i` (a rapid game with its clock times).
+fn game(i: usize, plies: usize) -> ScriptGame {
+    let games = demo_games();
+    let mut g = games[i % games.len()].clone();
+    g.moves.truncate(plies);
+    g.clocks.truncate(plies);
+    g
+}
+
+/// A chain of `n` boards playing `games` on one pty linked at `link`, the players at `speed`
+/// times their real pace (the line and the boards' electronics run at real pace: the players'
+/// pace must leave a move a polling cycle of its own most of the time, as at a tournament,
+/// where a move takes seconds and a cycle of a dozen boards under half a second).
+fn chain(games: &[ScriptGame], cfg: ChainConfig, link: &Path, speed: f64) -> Handle {
+    let scripts: Vec<Script> = games
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let mut sim = SimConfig::new(Style::Human, 700 + i as u64);
+            sim.dev = format!("chain-{i}");
+            Script::from_games(std::slice::from_ref(g), &sim, 5_000_000)
+        })
+        .collect();
+    let em = ChainEmulator::new(scripts, cfg).unwrap();
+    runner::spawn(
+        em,
+        RunnerConfig {
+            speed,
+            link: Some(link.to_path_buf()),
+            wait_for_host: true,
+        },
+    )
+    .unwrap()
+}
+
+/// The board id of the chain's board `i` (addresses 1001, 1002, …).
+fn id(i: usize) -> String {
+    format!("dgt-bus-{:05}", 1001 + i)
+}
+
+/// Every `tx` record of the captures under `dir`: each must be a bus command (4 bytes, bit 7
+/// set on the first, its checksum right).
+fn assert_only_bus_commands(dir: &Path) {
+    let mut n = 0;
+    for day in std::fs::read_dir(dir).unwrap() {
+        for f in std::fs::read_dir(day.unwrap().path()).unwrap() {
+            let cap = eboardd::capture::read_capture(&f.unwrap().path()).unwrap();
+            for r in cap.records {
+                if let eboardd::capture::RecordKind::Tx(b) = r.kind {
+                    assert_eq!(b.len(), 4, "{b:02x?}");
+                    assert!(b[0] & 0x80 != 0, "{b:02x?}");
+                    let sum: u32 = b[..3].iter().map(|&x| u32::from(x)).sum();
+                    assert_eq!(b[3], (sum & 0x7F) as u8, "{b:02x?}");
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert!(n > 0, "no command captured");
+}
+
+fn recovered(events: &[Value], board: &str) -> usize {
+    of(events, board, "move_made")
+        .iter()
+        .filter(|e| e["recovered"] == true)
+        .count()
+}
+
+async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<usize>) {
+    let name = format!("chain{n}");
+    let dir = scratch(&name);
+    let caps = dir.join("captures");
+    let link = dir.join("chain");
+    let games: Vec<ScriptGame> = (0..n).map(|i| game(i, plies)).collect();
+    let mut cfg = ChainConfig::new(n);
+    cfg.seed = 40 + n as u64;
+    cfg.lossy = lossy;
+    // Half the boards have no clock on their cable.
+    for (i, b) in cfg.boards.iter_mut().enumerate() {
+        if i % 2 == 1 {
+            b.clock = ClockModel::None;
+        }
+    }
+    let mut em = chain(&games, cfg, &link, speed);
+    let port = format!("dgt-bus:{}", link.display());
+    let mut d = Daemon::start(&[port.into()], &caps, &[]);
+    let ids: Vec<String> = (0..n).map(id).collect();
+    if let Some(at) = unplug_at {
+        d.wait_for("every board to reach the unplug ply", WAIT, |ev| {
+            ids.iter().all(|b| made(ev, b, at))
+        })
+        .await;
+        em.send(Control::Unplug {
+            plies: 6,
+            away: Duration::from_millis(600),
+        });
+        assert!(em.wait_for(WAIT, |st| st.generation == 2).await);
+    }
+    d.wait_for("every game to be played", WAIT, |ev| {
+        ids.iter()
+            .zip(&games)
+            .all(|(b, g)| made(ev, b, g.moves.len()))
+    })
+    .await;
+    {
+        let ev = d.events.lock().unwrap();
+        for (b, g) in ids.iter().zip(&games) {
+            assert_eq!(moves_from_events(&ev, b), uci(g), "{b}");
+            // What the line could cause (the players' own irregularities, a rook touched
+            // before the king, are theirs): nothing.
+            let link_caused: Vec<&&Value> = of(&ev, b, "irregularity")
+                .iter()
+                .filter(|e| {
+                    ["moves_missing", "displaced_pieces", "illegal_move"]
+                        .contains(&e["code"].as_str().unwrap_or(""))
+                })
+                .collect();
+            assert!(link_caused.is_empty(), "{b}: {link_caused:?}");
+            assert_eq!(of(&ev, b, "game_started").len(), 1, "{b}");
+            if unplug_at.is_some() {
+                assert!(
+                    recovered(&ev, b) > 0,
+                    "{b}: nothing recovered from the memory"
+                );
+            }
+        }
+    }
+    d.terminate();
+    let st = stop_strict(em, &name).await;
+    assert!(st.boards.len() == n, "{:?}", st.boards);
+    assert_only_bus_commands(&caps);
+    let expected: Vec<(&str, &ScriptGame)> =
+        ids.iter().map(String::as_str).zip(games.iter()).collect();
+    assert_replay_exact(&caps, &expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_boards_on_one_port() {
+    play(3, 24, 10.0, 0.0, None).await;
+}
