@@ -397,7 +397,7 @@ impl Config {
             if p.as_os_str().is_empty() {
                 return bad("daemon.ports has an empty path".into());
             }
-            if let Err(e) = crate::driver::parse_port(p) {
+            if let Err(e) = crate::family::parse_port(p) {
                 return bad(format!("daemon.ports: {e}"));
             }
         }
@@ -448,7 +448,7 @@ impl Config {
 
     /// The device id of a DGT board: `board-<number>` when configured, else `dgt-<serial>`.
     pub fn board_id(&self, serial: &str) -> String {
-        self.board_id_of(crate::driver::DEFAULT_DRIVER, serial)
+        self.board_id_of(crate::family::DEFAULT_FAMILY, serial)
     }
 
     /// The device id of a board of `driver`: `board-<number>` when configured, else

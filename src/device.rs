@@ -9,7 +9,7 @@ use crate::capture::RecordKind;
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::event::CoreEvent;
 use crate::core::observation::{Micros, Observation, OperatorAction};
-use crate::driver::{self, BoardDriver, Decoder, Message};
+use crate::driver::{BoardDriver, Decoder, Message};
 
 /// The operator record that carries PGN tags (event, site, round, players) for a device.
 pub const SET_TAGS: &str = "set_tags";
@@ -29,7 +29,7 @@ pub struct Device {
 impl Device {
     /// A DGT device (the default driver) with a fresh decoder and engine.
     pub fn new(id: &str, cfg: EngineConfig) -> Self {
-        Device::with_driver(id, driver::default(), cfg)
+        Device::with_driver(id, crate::family::default_driver(), cfg)
     }
 
     /// A device of the given driver with a fresh decoder and engine.

@@ -11,6 +11,7 @@ pub mod core;
 pub mod daemon;
 pub mod device;
 pub mod driver;
+pub mod family;
 pub mod output;
 pub mod pgn;
 pub mod protocol;

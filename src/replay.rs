@@ -24,7 +24,7 @@ use crate::capture::{self, Capture, CaptureError, Header, Record, RecordKind};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
 use crate::device::{Applied, apply_record, is_set_tags};
-use crate::driver::{self, BoardDriver};
+use crate::driver::BoardDriver;
 use crate::pgn::{self, GameTags};
 use crate::session::link::LinkKind;
 use crate::session::{SINGLE, Unit};
@@ -78,7 +78,7 @@ impl Setup {
         let entry = header.device(id);
         let field = |key: &str| entry.and_then(|d| d.get(key));
         let (driver, warning) =
-            driver::for_name_or_default(field("driver").and_then(Value::as_str));
+            crate::family::for_name_or_default(field("driver").and_then(Value::as_str));
         let unit = field("address")
             .and_then(Value::as_u64)
             .and_then(|a| Unit::try_from(a).ok())

@@ -7,7 +7,7 @@ use eboardd::core::engine::EngineConfig;
 use eboardd::core::event::{CoreEvent, EventEnvelope};
 use eboardd::core::observation::{FieldArray, Micros, SquareReading};
 use eboardd::driver::millennium::codec::ChessLinkReply;
-use eboardd::driver::{self};
+
 use eboardd::replay::Device;
 use serde_json::Value;
 use shakmaty::{Chess, Position, Square};
@@ -34,7 +34,7 @@ impl Board {
         for (sq, piece) in pos.board().iter() {
             fields[index(sq)] = SquareReading::Piece(piece);
         }
-        let driver = driver::by_name("millennium").expect("the millennium driver");
+        let driver = eboardd::family::driver("millennium").expect("the millennium driver");
         let mut b = Board {
             device: Device::with_driver("mill", driver, EngineConfig::default()),
             fields,

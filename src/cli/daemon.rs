@@ -90,16 +90,24 @@ pub struct SimulateArgs {
     /// Exit when every game has been played.
     #[arg(long)]
     pub exit_when_done: bool,
-    /// The board family to emulate: dgt, or millennium (ChessLink, no clock).
-    #[arg(long, default_value = "dgt", value_parser = ["dgt", "millennium"])]
-    pub driver: String,
+    /// The board family to emulate (a chain family, dgt-bus, puts all --count boards on one
+    /// port).
+    #[arg(long, default_value = crate::family::DEFAULT_FAMILY, value_parser = family_name)]
+    pub driver: &'static str,
+}
+
+/// A family of the family table, by name (for `--driver`).
+fn family_name(s: &str) -> Result<&'static str, String> {
+    crate::family::by_name(s)
+        .map(crate::family::Family::name)
+        .ok_or_else(|| format!("families: {}", crate::family::family_names()))
 }
 
 /// `eboardd demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Simulated boards: a number of DGT boards (4), or families with counts
-    /// (dgt:2,millennium:1).
+    /// (dgt:2,millennium:1,certabo:1,dgt-bus:6; a chain family's boards share one port).
     #[arg(long, default_value = "4")]
     pub boards: crate::daemon::demo::BoardMix,
     /// Pace: 1 = real time.
@@ -272,8 +280,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         noise_every: a.noise_every,
         start_now: a.start_now,
         exit_when_done: a.exit_when_done,
-        driver: crate::driver::by_name(&a.driver)
-            .map_or(crate::driver::DEFAULT_DRIVER, |d| d.name()),
+        family: a.driver,
     }))
 }
 

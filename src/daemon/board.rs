@@ -132,8 +132,8 @@ impl BoardState {
         };
         let driver = meta
             .driver
-            .and_then(crate::driver::by_name)
-            .unwrap_or_else(crate::driver::default);
+            .and_then(crate::family::driver)
+            .unwrap_or_else(crate::family::default_driver);
         let mut header = Map::new();
         header.insert("board".into(), id.into());
         header.insert("tags".into(), meta.tags_json());

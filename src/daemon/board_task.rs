@@ -30,7 +30,8 @@ use super::captures::CaptureFile;
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::FieldArray;
-use crate::driver::{self, BoardDriver, Decoder, Message};
+use crate::driver::{BoardDriver, Decoder, Message};
+use crate::family;
 use crate::output::LinkState;
 use crate::session::link::LinkKind;
 use crate::session::{Action, Boards, ClockShow, Note, Session, SessionConfig, Unit};
@@ -76,17 +77,17 @@ impl Origin {
     pub fn driver(self) -> &'static dyn BoardDriver {
         match self {
             Origin::Discovered { driver, .. } | Origin::Configured { driver } => {
-                driver::by_name(driver)
+                family::driver(driver)
             }
         }
-        .unwrap_or_else(driver::default)
+        .unwrap_or_else(family::default_driver)
     }
 
     /// A configured port: `<family>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
-    /// a plain path is served with the default driver ([`driver::parse_port`]). A port naming
+    /// a plain path is served with the default driver ([`family::parse_port`]). A port naming
     /// no family is refused (the configuration is checked for that before it is used).
-    pub fn configured(spec: &Path) -> Result<(PathBuf, Origin), driver::UnknownFamily> {
-        let (d, path) = driver::parse_port(spec)?;
+    pub fn configured(spec: &Path) -> Result<(PathBuf, Origin), family::UnknownFamily> {
+        let (d, path) = family::parse_port(spec)?;
         Ok((path, Origin::Configured { driver: d.name() }))
     }
 }

@@ -13,11 +13,10 @@ use serde_json::Value;
 
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
-use crate::driver::{dgt, millennium};
+use crate::family::{self, BoardSpec, Family};
 use crate::output::Msg;
-use crate::sim::emulator::millennium::MillenniumEmulator;
 use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
-use crate::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
+use crate::sim::emulator::{ClockModel, EmulatorConfig, Script};
 use crate::sim::pgn::{ScriptGame, parse_games_bytes};
 use crate::sim::{SimConfig, Style};
 
@@ -94,11 +93,13 @@ impl Describer {
 pub struct SimulateOptions {
     /// The games to play (all of them, one after another, on each board).
     pub games: Vec<ScriptGame>,
-    /// Number of boards; board `i` starts with game `i` (modulo the number of games).
+    /// Number of boards; board `i` starts with game `i` (modulo the number of games). A family
+    /// that chains boards ([`crate::family::Capabilities::boards_per_port`]) has them all on
+    /// one port, every other family one port each.
     pub count: usize,
     /// Script time per real time.
     pub speed: f64,
-    /// Symlink to the pty (one board), or a directory for `board-N` links (several).
+    /// Symlink to the pty (one port), or a directory for `board-N` links (several).
     pub link: Option<PathBuf>,
     /// Handling style.
     pub style: Style,
@@ -114,71 +115,104 @@ pub struct SimulateOptions {
     pub start_now: bool,
     /// Exit when every board has played its games.
     pub exit_when_done: bool,
-    /// The board family emulated ([`dgt::NAME`] or [`millennium::NAME`]).
-    pub driver: &'static str,
+    /// The board family emulated (a name of the family table).
+    pub family: &'static str,
 }
 
-/// The boards of a demo, one driver name each: `4` (four DGT boards, as before) or
-/// `dgt:2,millennium:1` (a family alone means one board of it).
+impl SimulateOptions {
+    fn family(&self) -> &'static Family {
+        family::by_name(self.family).unwrap_or(&family::FAMILIES[0])
+    }
+
+    /// Board `i`'s serial number.
+    fn serial(&self, i: usize) -> String {
+        format!("{:05}", (self.serial as usize + i) % 100_000)
+    }
+
+    /// Board `i`'s players and settings.
+    fn board(&self, i: usize) -> BoardSpec {
+        let n = self.games.len().max(1);
+        let games: Vec<ScriptGame> = (0..self.games.len())
+            .map(|k| self.games[(i + k) % n].clone())
+            .collect();
+        let mut sim = SimConfig::new(self.style, self.seed.wrapping_add(i as u64 * 7919));
+        sim.dev = format!("board-{}", i + 1);
+        BoardSpec {
+            script: Script::from_games(&games, &sim, 10_000_000),
+            config: EmulatorConfig {
+                serial: self.serial(i),
+                clock: if self.no_clock {
+                    ClockModel::None
+                } else {
+                    ClockModel::Dgt3000
+                },
+                noise_every: self.noise_every.map(|s| (s * 1e6) as i64),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The ports: the boards (first, how many) on each.
+    fn ports(&self) -> Vec<(usize, usize)> {
+        let count = self.count.max(1);
+        let per_port = self.family().caps.boards_per_port.max(1);
+        (0..count)
+            .step_by(per_port)
+            .map(|first| (first, per_port.min(count - first)))
+            .collect()
+    }
+
+    /// Starts the port with boards `first..first + n` on a new pty.
+    fn spawn_port(&self, first: usize, n: usize, rc: RunnerConfig) -> Result<Handle, DaemonError> {
+        let boards = (first..first + n).map(|i| self.board(i)).collect();
+        let seed = self.seed.wrapping_add(first as u64 * 104_729);
+        let em = (self.family().emulate)(boards, seed)
+            .map_err(|e| DaemonError::Emulator(format!("{}: {e}", self.family)))?;
+        runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))
+    }
+}
+
+/// The ports of a demo, by family: `4` (four DGT boards, as before) or
+/// `dgt:2,millennium:1,dgt-bus:6` (a family alone means one board of it; a family that chains
+/// boards has its count on one port).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoardMix(pub Vec<&'static str>);
+pub struct BoardMix(pub Vec<(&'static str, usize)>);
+
+impl BoardMix {
+    /// The number of boards.
+    pub fn boards(&self) -> usize {
+        self.0.iter().map(|(_, n)| n).sum()
+    }
+}
 
 impl std::str::FromStr for BoardMix {
     type Err = String;
 
     fn from_str(s: &str) -> Result<BoardMix, String> {
         if let Ok(n) = s.trim().parse::<usize>() {
-            return Ok(BoardMix(vec![dgt::NAME; n]));
+            return Ok(BoardMix(vec![(family::DEFAULT_FAMILY, 1); n]));
         }
-        let mut boards = Vec::new();
+        let mut ports = Vec::new();
         for part in s.split(',').map(str::trim) {
             let (name, n) = part.split_once(':').unwrap_or((part, "1"));
-            let driver = crate::driver::by_name(name.trim())
-                .filter(|d| [dgt::NAME, millennium::NAME].contains(&d.name()))
-                .ok_or_else(|| {
-                    format!("{name:?}: no emulated board of that kind (dgt, millennium)")
-                })?;
+            let f = family::by_name(name.trim()).ok_or_else(|| {
+                format!(
+                    "{name:?}: no board family of that name ({})",
+                    family::family_names()
+                )
+            })?;
             let n: usize = n
                 .trim()
                 .parse()
                 .map_err(|_| format!("{part:?}: the count after ':' must be a number"))?;
-            boards.extend(std::iter::repeat_n(driver.name(), n));
+            let per_port = f.caps.boards_per_port.max(1);
+            let mut left = n;
+            while left > 0 {
+                ports.push((f.name(), left.min(per_port)));
+                left -= left.min(per_port);
+            }
         }
-        Ok(BoardMix(boards))
-    }
-}
-
-fn emulator_for(o: &SimulateOptions, i: usize) -> Emulator {
-    let n = o.games.len().max(1);
-    let games: Vec<ScriptGame> = (0..o.games.len())
-        .map(|k| o.games[(i + k) % n].clone())
-        .collect();
-    let mut sim = SimConfig::new(o.style, o.seed.wrapping_add(i as u64 * 7919));
-    sim.dev = format!("board-{}", i + 1);
-    let script = Script::from_games(&games, &sim, 10_000_000);
-    Emulator::new(
-        script,
-        EmulatorConfig {
-            serial: format!("{:05}", (o.serial as usize + i) % 100_000),
-            clock: if o.no_clock {
-                ClockModel::None
-            } else {
-                ClockModel::Dgt3000
-            },
-            noise_every: o.noise_every.map(|s| (s * 1e6) as i64),
-            ..Default::default()
-        },
-    )
-}
-
-/// Starts board `i` of `o` on a new pty: a DGT board, or a Millennium board (no clock) playing
-/// the same script.
-fn spawn_board(o: &SimulateOptions, i: usize, rc: RunnerConfig) -> std::io::Result<Handle> {
-    let em = emulator_for(o, i);
-    if o.driver == millennium::NAME {
-        runner::spawn(MillenniumEmulator::new(em, (1, 4)), rc)
-    } else {
-        runner::spawn(em, rc)
+        Ok(BoardMix(ports))
     }
 }
 
@@ -187,28 +221,52 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
     let rt = super::runtime()?;
     rt.block_on(async {
         let mut handles = Vec::new();
-        for i in 0..o.count.max(1) {
-            let link = match (&o.link, o.count) {
+        let ports = o.ports();
+        let family = o.family();
+        for (k, (first, n)) in ports.iter().copied().enumerate() {
+            let link = match (&o.link, ports.len()) {
                 (Some(l), 1) => Some(l.clone()),
                 (Some(dir), _) => {
                     std::fs::create_dir_all(dir)
                         .map_err(io_err(format!("creating {}", dir.display())))?;
-                    Some(dir.join(format!("board-{}", i + 1)))
+                    Some(dir.join(format!("board-{}", k + 1)))
                 }
                 (None, _) => None,
             };
-            let serial = emulator_for(&o, i).config().serial.clone();
             let rc = RunnerConfig {
                 speed: o.speed,
                 link: link.clone(),
                 wait_for_host: !o.start_now,
             };
-            let h = spawn_board(&o, i, rc).map_err(io_err("opening a pseudo-terminal"))?;
+            let h = o.spawn_port(first, n, rc)?;
             let path = link.unwrap_or_else(|| h.status().path);
-            if o.driver == millennium::NAME {
-                println!("board {} millennium (no serial): {}", i + 1, path.display());
+            if n > 1 {
+                let serials: Vec<String> = (first..first + n).map(|i| o.serial(i)).collect();
+                println!(
+                    "port {} {} chain of {n} boards (serials {}): {}:{}",
+                    k + 1,
+                    o.family,
+                    serials.join(" "),
+                    o.family,
+                    path.display()
+                );
+            } else if family.driver.reports_serial() {
+                println!(
+                    "board {} {} serial {}: {}:{}",
+                    first + 1,
+                    o.family,
+                    o.serial(first),
+                    o.family,
+                    path.display()
+                );
             } else {
-                println!("board {} serial {serial}: {}", i + 1, path.display());
+                println!(
+                    "board {} {} (no serial): {}:{}",
+                    first + 1,
+                    o.family,
+                    o.family,
+                    path.display()
+                );
             }
             handles.push(h);
         }
@@ -254,12 +312,17 @@ pub struct DemoOptions {
 /// `eboardd demo`: the daemon with simulated boards playing the embedded games.
 pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     let games = demo_games();
-    let mut kinds = o.boards.0.clone();
-    kinds.truncate(64);
-    if kinds.is_empty() {
-        kinds.push(dgt::NAME);
+    let mut ports = o.boards.0.clone();
+    if ports.is_empty() {
+        ports.push((family::DEFAULT_FAMILY, 1));
     }
-    let n = kinds.len();
+    // At most 64 boards.
+    let mut left = 64usize;
+    ports.retain_mut(|(_, n)| {
+        *n = (*n).min(left);
+        left -= *n;
+        *n > 0
+    });
     let dir = o.capture_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("eboardd-demo-{}", std::process::id()))
     });
@@ -267,71 +330,102 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     rt.block_on(async {
         let mut handles = Vec::new();
         let mut boards = Vec::new();
-        let mut ports = Vec::new();
-        for (i, driver) in kinds.iter().copied().enumerate() {
-            let game = games[i % games.len()].clone();
+        let mut paths = Vec::new();
+        let mut on_port = Vec::new();
+        let mut first = 0usize;
+        for (name, n) in ports.iter().copied() {
             let sim = SimulateOptions {
-                games: vec![game.clone()],
+                games: (first..first + n)
+                    .map(|i| games[i % games.len()].clone())
+                    .collect(),
                 count: n,
                 speed: o.speed,
                 link: None,
                 style: Style::Human,
-                seed: 2026 + i as u64,
-                serial: 10001 + i as u32,
+                seed: 2026 + first as u64,
+                serial: 10001 + first as u32,
                 no_clock: false,
                 noise_every: None,
                 start_now: false,
                 exit_when_done: true,
-                driver,
+                family: name,
             };
             let rc = RunnerConfig {
                 speed: o.speed,
                 link: None,
                 wait_for_host: true,
             };
-            let h = spawn_board(&sim, 0, rc).map_err(io_err("opening a pseudo-terminal"))?;
+            // Each board plays one game: its own, from the sim's list.
+            let mut one_each = sim.clone();
+            let h = {
+                let specs: Vec<BoardSpec> = (0..n)
+                    .map(|i| {
+                        one_each.games = vec![sim.games[i].clone()];
+                        one_each.board(i)
+                    })
+                    .collect();
+                let em = (sim.family().emulate)(specs, sim.seed)
+                    .map_err(|e| DaemonError::Emulator(format!("{name}: {e}")))?;
+                runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))?
+            };
             let path = h.status().path;
-            boards.push(BoardConfig {
-                number: i as u32 + 1,
-                // A Millennium board has no serial number: the daemon names it after its port.
-                serial: if driver == millennium::NAME {
-                    super::board_task::port_serial(&path)
-                } else {
-                    emulator_for(&sim, 0).config().serial.clone()
-                },
-                white: game.tag("White").map(str::to_string),
-                black: game.tag("Black").map(str::to_string),
-                white_clock: None,
-            });
-            ports.push(match driver {
-                dgt::NAME => path,
-                _ => PathBuf::from(format!("{driver}:{}", path.display())),
-            });
+            for i in 0..n {
+                let game = &sim.games[i];
+                boards.push(BoardConfig {
+                    number: (first + i) as u32 + 1,
+                    // A board that tells no serial number is named after its port.
+                    serial: if sim.family().driver.reports_serial() {
+                        sim.serial(i)
+                    } else {
+                        super::board_task::port_serial(&path)
+                    },
+                    white: game.tag("White").map(str::to_string),
+                    black: game.tag("Black").map(str::to_string),
+                    white_clock: None,
+                });
+                on_port.push(handles.len());
+            }
+            paths.push(PathBuf::from(format!("{name}:{}", path.display())));
             handles.push(h);
+            first += n;
         }
         let mut cfg = Config::default();
         cfg.event.name = Some("eboardd demo".into());
         cfg.event.site = Some("simulated boards".into());
         cfg.event.round = Some("1".into());
-        cfg.daemon.ports = ports;
+        cfg.daemon.ports = paths;
         cfg.daemon.capture_dir = Some(dir.clone());
         cfg.daemon.discovery = false;
         cfg.clock.show_moves = true;
         cfg.boards = boards;
-        let mill = kinds.iter().filter(|k| **k == millennium::NAME).count();
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for (name, n) in &ports {
+            match kinds.iter_mut().find(|(k, _)| k == name) {
+                Some((_, m)) => *m += n,
+                None => kinds.push((name, *n)),
+            }
+        }
+        let kinds: Vec<String> = kinds
+            .iter()
+            .map(|(name, n)| {
+                let summary = family::by_name(name).map_or("", |f| f.summary);
+                format!("{n} {name} ({summary})")
+            })
+            .collect();
         println!(
-            "eboardd demo: {} simulated DGT boards with DGT 3000 clocks and {mill} Millennium \
-             boards (no clock) at {}x speed; Ctrl-C to stop",
-            n - mill,
-            o.speed
+            "eboardd demo: {} simulated boards on {} ports at {}x speed: {}; Ctrl-C to stop",
+            cfg.boards.len(),
+            handles.len(),
+            o.speed,
+            kinds.join(", ")
         );
-        for (b, h) in cfg.boards.iter().zip(&handles) {
+        for (b, port) in cfg.boards.iter().zip(&on_port) {
             println!(
                 "  board-{:<3} {} - {}  on {}",
                 b.number,
                 b.white.as_deref().unwrap_or("?"),
                 b.black.as_deref().unwrap_or("?"),
-                h.status().path.display()
+                cfg.daemon.ports[*port].display()
             );
         }
         if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
@@ -386,13 +480,39 @@ mod tests {
     #[test]
     fn board_mixes_keep_the_old_count_and_name_families() {
         let mix = |s: &str| s.parse::<BoardMix>();
-        assert_eq!(mix("3"), Ok(BoardMix(vec!["dgt"; 3])));
+        assert_eq!(mix("3"), Ok(BoardMix(vec![("dgt", 1); 3])));
         assert_eq!(
             mix("dgt:2,millennium:1"),
-            Ok(BoardMix(vec!["dgt", "dgt", "millennium"]))
+            Ok(BoardMix(vec![("dgt", 1), ("dgt", 1), ("millennium", 1)]))
         );
-        assert_eq!(mix("millennium"), Ok(BoardMix(vec!["millennium"])));
-        assert!(mix("certabo:2").is_err());
+        assert_eq!(mix("millennium"), Ok(BoardMix(vec![("millennium", 1)])));
+        assert_eq!(mix("certabo:2").map(|m| m.boards()), Ok(2));
+        let chain = mix("dgt-bus:6,dgt:1").unwrap();
+        assert_eq!(chain, BoardMix(vec![("dgt-bus", 6), ("dgt", 1)]));
+        assert_eq!(mix("dgt-bus:70").unwrap().0, vec![("dgt-bus", 64), ("dgt-bus", 6)]);
+        let e = mix("milenium:1").unwrap_err();
+        assert!(e.contains("millennium") && e.contains("certabo"), "{e}");
         assert!(mix("dgt:x").is_err());
+    }
+
+    #[test]
+    fn simulate_chains_boards_on_one_port_and_gives_other_families_one_each() {
+        let o = |family: &'static str| SimulateOptions {
+            games: demo_games(),
+            count: 6,
+            speed: 1.0,
+            link: None,
+            style: Style::Human,
+            seed: 1,
+            serial: 10001,
+            no_clock: false,
+            noise_every: None,
+            start_now: false,
+            exit_when_done: false,
+            family,
+        };
+        assert_eq!(o("dgt-bus").ports(), vec![(0, 6)]);
+        assert_eq!(o("certabo").ports().len(), 6);
+        assert_eq!(o("dgt").board(2).config.serial, "10003");
     }
 }

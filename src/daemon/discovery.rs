@@ -29,9 +29,9 @@ pub struct KnownId {
     pub driver: &'static str,
 }
 
-/// The USB ids of every driver's boards.
+/// The USB ids of every family's boards, in the family table's order.
 pub fn known_ids() -> impl Iterator<Item = KnownId> {
-    crate::driver::DRIVERS.iter().flat_map(|d| {
+    crate::family::FAMILIES.iter().map(|f| f.driver).flat_map(|d| {
         d.usb_ids().iter().map(|u| KnownId {
             vid: u.vid,
             pid: u.pid,

@@ -51,6 +51,9 @@ pub enum DaemonError {
     /// The broadcast outputs could not start (e.g. the HTTP address is in use).
     #[error(transparent)]
     Outputs(#[from] crate::output::OutputError),
+    /// Emulated boards (`simulate`, `demo`) could not be made as asked.
+    #[error("emulated boards: {0}")]
+    Emulator(String),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
@@ -252,16 +255,7 @@ impl Ctx {
             return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
         }
         // The longest family name that prefixes the id (`dgt-bus-01025` is a `dgt-bus` board).
-        let serial = crate::driver::DRIVERS
-            .iter()
-            .filter_map(|d| {
-                Some((
-                    d.name().len(),
-                    id.strip_prefix(d.name())?.strip_prefix('-')?,
-                ))
-            })
-            .max_by_key(|(len, _)| *len)
-            .map(|(_, serial)| serial);
+        let serial = crate::family::of_board_id(id).map(|(_, serial)| serial);
         self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
     }
 
@@ -863,7 +857,7 @@ mod tests {
             pty.path().to_path_buf(),
             Origin::Discovered {
                 generic: true,
-                driver: crate::driver::DEFAULT_DRIVER,
+                driver: crate::family::DEFAULT_FAMILY,
             },
             rx,
         )
@@ -899,7 +893,7 @@ mod tests {
             missing.clone(),
             Origin::Discovered {
                 generic: false,
-                driver: crate::driver::DEFAULT_DRIVER,
+                driver: crate::family::DEFAULT_FAMILY,
             },
             rx,
         )

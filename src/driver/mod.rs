@@ -9,7 +9,7 @@
 //! writes, replay feeds recorded bytes.
 //!
 //! To add a board family, copy `src/driver/TEMPLATE.md`'s skeleton into `src/driver/<name>/`
-//! and add one line to [`DRIVERS`].
+//! and add its row to the family table ([`crate::family::FAMILIES`]).
 
 use std::time::Instant;
 
@@ -90,6 +90,10 @@ pub enum SessionMessage {
         /// Minor version.
         minor: u8,
     },
+    /// The board answered as its family does, in a protocol that has no version to tell (a
+    /// Certabo board's first line): the handshake's answer for a family that reports neither
+    /// version nor serial number.
+    Answer,
     /// The board's serial number (an answer to the handshake or to a keep-alive).
     Serial(String),
     /// Battery status (wireless boards).
@@ -192,118 +196,5 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     /// otherwise: nothing is ever sent for a clock.
     fn clock(&self) -> Option<Box<dyn ClockControl>> {
         None
-    }
-}
-
-/// The driver used when a capture names none (captures made before drivers were named).
-pub const DEFAULT_DRIVER: &str = dgt::NAME;
-
-/// Every driver the daemon knows: one line per board family.
-pub static DRIVERS: &[&dyn BoardDriver] = &[&dgt::Dgt, &dgt::DgtBus, &millennium::Millennium];
-
-/// The driver called `name`.
-pub fn by_name(name: &str) -> Option<&'static dyn BoardDriver> {
-    DRIVERS.iter().copied().find(|d| d.name() == name)
-}
-
-/// The driver for a capture header's device entry: its `driver` field, or the default for
-/// captures that do not say (or name a driver this build does not have, with a `warning`).
-pub fn for_name_or_default(name: Option<&str>) -> (&'static dyn BoardDriver, Option<String>) {
-    match name {
-        None => (default(), None),
-        Some(n) => match by_name(n) {
-            Some(d) => (d, None),
-            None => (
-                default(),
-                Some(format!("unknown driver {n:?}: decoded as {DEFAULT_DRIVER}")),
-            ),
-        },
-    }
-}
-
-/// A configured port names a board family this build does not have.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{spec:?}: unknown board family {family:?} (families: {known})")]
-pub struct UnknownFamily {
-    /// The port as configured.
-    pub spec: String,
-    /// The family it names.
-    pub family: String,
-    /// The families this build has, comma-separated.
-    pub known: String,
-}
-
-/// The names of every family, comma-separated (for messages).
-pub fn family_names() -> String {
-    DRIVERS
-        .iter()
-        .map(|d| d.name())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A configured port: `<family>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its family; a
-/// path (absolute, or relative without a `name:` prefix) is served by the default family. A
-/// prefix that names no family is refused (`milenium:/dev/ttyUSB0` is no path to retry for
-/// ever). Paths that contain colons further on (`/dev/serial/by-path/pci-0000:00:14.0-…`) are
-/// paths.
-pub fn parse_port(
-    spec: &std::path::Path,
-) -> Result<(&'static dyn BoardDriver, std::path::PathBuf), UnknownFamily> {
-    let text = spec.to_string_lossy();
-    let prefixed = text.split_once(':').filter(|(name, _)| {
-        !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-    });
-    match prefixed {
-        None => Ok((default(), spec.to_path_buf())),
-        Some((name, path)) => match by_name(name) {
-            Some(d) => Ok((d, std::path::PathBuf::from(path))),
-            None => Err(UnknownFamily {
-                spec: text.to_string(),
-                family: name.to_string(),
-                known: family_names(),
-            }),
-        },
-    }
-}
-
-/// The default driver.
-pub fn default() -> &'static dyn BoardDriver {
-    &dgt::Dgt
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn drivers_are_found_by_name_and_old_captures_default_to_dgt() {
-        assert_eq!(by_name("dgt").map(|d| d.name()), Some("dgt"));
-        assert!(by_name("nope").is_none());
-        assert_eq!(for_name_or_default(None).0.name(), "dgt");
-        let (d, warning) = for_name_or_default(Some("nope"));
-        assert_eq!(d.name(), "dgt");
-        assert!(warning.is_some());
-        assert_eq!(by_name("millennium").map(|d| d.name()), Some("millennium"));
-    }
-
-    #[test]
-    fn ports_name_their_family_or_are_refused() {
-        let p = |s: &str| parse_port(std::path::Path::new(s));
-        let (d, path) = p("millennium:/dev/ttyUSB0").unwrap();
-        assert_eq!(
-            (d.name(), path.to_str().unwrap()),
-            ("millennium", "/dev/ttyUSB0")
-        );
-        let (d, path) = p("/dev/ttyACM0").unwrap();
-        assert_eq!((d.name(), path.to_str().unwrap()), ("dgt", "/dev/ttyACM0"));
-        let by_path = "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0";
-        assert_eq!(p(by_path).unwrap().1.to_str(), Some(by_path));
-        let e = p("milenium:/dev/ttyUSB0").err().unwrap();
-        assert_eq!(e.family, "milenium");
-        assert!(e.to_string().contains("millennium"), "{e}");
     }
 }

@@ -37,6 +37,8 @@ enum Phase {
     Hello {
         tries: u32,
         next_try: Instant,
+        /// The board answered ([`SessionMessage::Version`] or [`SessionMessage::Answer`]).
+        answered: bool,
         version: Option<(u8, u8)>,
         serial: Option<String>,
     },
@@ -81,23 +83,27 @@ impl SingleBoard {
         out.push(Action::Note { unit: SINGLE, note });
     }
 
-    /// The handshake is complete when both answers are in (or the version, for a family that
-    /// tells no serial number).
+    /// The handshake is complete when both answers are in (or the first, for a family that
+    /// tells no serial number; a family with no version answers with
+    /// [`SessionMessage::Answer`]).
     fn identified(&mut self, out: &mut Vec<Action>) {
         let Phase::Hello {
-            version, serial, ..
+            answered,
+            version,
+            serial,
+            ..
         } = &mut self.phase
         else {
             return;
         };
-        if version.is_some() && serial.is_none() && !self.driver.reports_serial() {
+        if *answered && serial.is_none() && !self.driver.reports_serial() {
             *serial = Some(self.cfg.port_serial.clone());
         }
-        if let (Some(v), Some(s)) = (*version, serial.take()) {
+        if *answered && let Some(s) = serial.take() {
             out.push(Action::Found {
                 unit: SINGLE,
                 serial: s,
-                version: Some(v),
+                version: *version,
             });
             self.phase = Phase::Known;
         }
@@ -123,6 +129,7 @@ impl Session for SingleBoard {
         self.phase = Phase::Hello {
             tries: 1,
             next_try: now + HANDSHAKE_RETRY,
+            answered: false,
             version: None,
             serial: None,
         };
@@ -143,13 +150,18 @@ impl Session for SingleBoard {
     ) {
         match &mut self.phase {
             Phase::Hello {
-                version, serial, ..
+                answered,
+                version,
+                serial,
+                ..
             } => {
                 for m in msgs {
                     match m {
                         Message::Session(SessionMessage::Version { major, minor }) => {
+                            *answered = true;
                             *version = Some((*major, *minor))
                         }
+                        Message::Session(SessionMessage::Answer) => *answered = true,
                         Message::Session(SessionMessage::Serial(s)) => *serial = Some(s.clone()),
                         _ => {}
                     }
@@ -213,13 +225,14 @@ impl Session for SingleBoard {
             Phase::Hello {
                 tries,
                 next_try,
-                version,
+                answered,
                 serial,
+                ..
             } => {
                 if now < *next_try {
                     return;
                 }
-                if version.is_some() && serial.is_none() && *tries >= SERIAL_TRIES {
+                if *answered && serial.is_none() && *tries >= SERIAL_TRIES {
                     *serial = Some(self.cfg.port_serial.clone());
                     Self::note(Note::NoSerial, out);
                     self.identified(out);

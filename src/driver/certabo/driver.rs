@@ -67,7 +67,7 @@ impl BoardDriver for Certabo {
     }
 
     /// Nothing: the board streams its lines unasked and takes no request; the first complete
-    /// line is its answer ([`SessionMessage::Version`] 0.0, the protocol having no version).
+    /// line is its answer ([`SessionMessage::Answer`]: the protocol has no version).
     fn handshake(&self) -> Vec<u8> {
         Vec::new()
     }
@@ -207,10 +207,7 @@ impl CertaboStream {
 
     fn line(&mut self, line: &CertaboLine, out: &mut Vec<Message>) {
         if !std::mem::replace(&mut self.identified, true) {
-            out.push(Message::Session(SessionMessage::Version {
-                major: 0,
-                minor: 0,
-            }));
+            out.push(Message::Session(SessionMessage::Answer));
         }
         let changed_now = self.filter.update(line);
         // A board that is no start position teaches nothing: that is the usual case.
@@ -418,10 +415,7 @@ mod tests {
         let out = feed(&mut d, &start(), 1);
         assert_eq!(
             out,
-            vec![Message::Session(SessionMessage::Version {
-                major: 0,
-                minor: 0
-            })]
+            vec![Message::Session(SessionMessage::Answer)]
         );
         let out = feed(&mut d, &start(), CONFIRM_LINES + SETTLE_LINES - 2);
         assert!(

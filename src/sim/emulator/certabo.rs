@@ -30,7 +30,7 @@
 use shakmaty::{Board, Color, Piece, Role};
 
 use super::runner::EmulatedBoard;
-use super::{ClockCommandStats, Emulator};
+use super::{ClockCommandStats, Emulator, Unknown};
 use crate::core::observation::{FieldArray, Micros, SquareReading};
 use crate::driver::certabo::codec::{CertaboLine, ID_BYTES, PieceId};
 use crate::driver::dgt::DgtMessage;
@@ -137,7 +137,7 @@ pub struct CertaboEmulator {
     noisy: u64,
     host: Vec<u8>,
     leds: [u8; 8],
-    unknown_bytes: u64,
+    unknown: Unknown,
     unknown_pieces: u64,
     /// Lines sent.
     pub lines: u64,
@@ -169,7 +169,7 @@ impl CertaboEmulator {
             noisy: 0,
             host: Vec::new(),
             leds: [0; 8],
-            unknown_bytes: 0,
+            unknown: Unknown::default(),
             unknown_pieces: 0,
             lines: 0,
             noise: (0, 0, 0),
@@ -223,11 +223,6 @@ impl CertaboEmulator {
     /// The LEDs the host lit last (the 8-byte command).
     pub fn leds(&self) -> [u8; 8] {
         self.leds
-    }
-
-    /// Bytes the board did not take (anything but whole LED commands).
-    pub fn unknown_bytes(&self) -> u64 {
-        self.unknown_bytes
     }
 
     /// Pieces put down whose id the board was never shown (a promotion with no queen off the
@@ -426,7 +421,7 @@ impl EmulatedBoard for CertaboEmulator {
             return false;
         }
         self.leds.copy_from_slice(&self.host[..8]);
-        self.unknown_bytes += (self.host.len() - 8) as u64;
+        self.unknown.add(&self.host[8..]);
         self.host.clear();
         self.led_commands += 1;
         out.extend(b"L\r\n");
@@ -458,7 +453,7 @@ impl EmulatedBoard for CertaboEmulator {
 
     fn unplugged(&mut self) {
         self.players.unplugged();
-        self.unknown_bytes += self.host.len() as u64;
+        self.unknown.add(&self.host);
         self.host.clear();
         self.host_seen = false;
         self.next_link_line = self.next_link_line.max(self.link_now);
@@ -492,6 +487,15 @@ impl EmulatedBoard for CertaboEmulator {
 
     fn clock_commands(&self) -> ClockCommandStats {
         ClockCommandStats::default()
+    }
+
+    /// Bytes the board did not take (anything but whole LED commands).
+    fn unknown_bytes(&self) -> u64 {
+        self.unknown.count
+    }
+
+    fn unknown_sample(&self) -> &[u8] {
+        &self.unknown.sample
     }
 }
 

@@ -67,6 +67,61 @@ pub trait EmulatedBoard: Send + 'static {
     }
 }
 
+/// An emulator of any family, as the family table makes them ([`crate::family::Emulate`]).
+impl EmulatedBoard for Box<dyn EmulatedBoard> {
+    fn next_due(&self) -> Option<Micros> {
+        (**self).next_due()
+    }
+    fn next_link_due(&self) -> Option<Micros> {
+        (**self).next_link_due()
+    }
+    fn link_time(&mut self, now: Micros, out: &mut Vec<u8>) {
+        (**self).link_time(now, out)
+    }
+    fn host_input(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+        (**self).host_input(bytes, out)
+    }
+    fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
+        (**self).advance(now, out)
+    }
+    fn unplugged(&mut self) {
+        (**self).unplugged()
+    }
+    fn host_gone(&mut self) {
+        (**self).host_gone()
+    }
+    fn reset(&mut self) {
+        (**self).reset()
+    }
+    fn after_plies(&self, t: Micros, k: usize) -> Micros {
+        (**self).after_plies(t, k)
+    }
+    fn plies_started(&self, t: Micros) -> usize {
+        (**self).plies_started(t)
+    }
+    fn plies_settled(&self, t: Micros) -> usize {
+        (**self).plies_settled(t)
+    }
+    fn finished(&self) -> bool {
+        (**self).finished()
+    }
+    fn texts(&self) -> &[String] {
+        (**self).texts()
+    }
+    fn clock_commands(&self) -> super::ClockCommandStats {
+        (**self).clock_commands()
+    }
+    fn unknown_bytes(&self) -> u64 {
+        (**self).unknown_bytes()
+    }
+    fn unknown_sample(&self) -> &[u8] {
+        (**self).unknown_sample()
+    }
+    fn boards(&self, t: Micros) -> Vec<BoardStatus> {
+        (**self).boards(t)
+    }
+}
+
 /// One board of a chain on one line ([`EmulatedBoard::boards`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoardStatus {
