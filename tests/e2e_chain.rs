@@ -40,7 +40,9 @@ fn chain(games: &[ScriptGame], cfg: ChainConfig, link: &Path, speed: f64) -> Han
         .map(|(i, g)| {
             let mut sim = SimConfig::new(Style::Human, 700 + i as u64);
             sim.dev = format!("chain-{i}");
-            Script::from_games(std::slice::from_ref(g), &sim, 5_000_000)
+            // The boards stand set up a while before the players begin (at a tournament, the
+            // pieces are set up before the round): time for the first polls to mark the start.
+            Script::from_games(std::slice::from_ref(g), &sim, 5_000_000).delayed(20_000_000)
         })
         .collect();
     let em = ChainEmulator::new(scripts, cfg).unwrap();
@@ -89,7 +91,8 @@ fn recovered(events: &[Value], board: &str) -> usize {
 }
 
 async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<usize>) {
-    let name = format!("chain{n}");
+    // A directory (and pty link) of its own for each case.
+    let name = format!("chain{n}-{}", unplug_at.map_or(0, |p| p));
     let dir = scratch(&name);
     let caps = dir.join("captures");
     let link = dir.join("chain");
@@ -130,8 +133,8 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
             assert_eq!(moves_from_events(&ev, b), uci(g), "{b}");
             // What the line could cause (the players' own irregularities, a rook touched
             // before the king, are theirs): nothing.
-            let link_caused: Vec<&&Value> = of(&ev, b, "irregularity")
-                .iter()
+            let link_caused: Vec<&Value> = of(&ev, b, "irregularity")
+                .into_iter()
                 .filter(|e| {
                     ["moves_missing", "displaced_pieces", "illegal_move"]
                         .contains(&e["code"].as_str().unwrap_or(""))
@@ -160,4 +163,19 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_boards_on_one_port() {
     play(3, 24, 10.0, 0.0, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_boards_on_a_line_that_loses_bytes() {
+    play(6, 16, 8.0, 0.002, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twelve_boards_on_one_port() {
+    play(12, 12, 4.0, 0.0, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_made_while_the_chain_was_unplugged_come_from_the_memories() {
+    play(3, 24, 10.0, 0.0, Some(8)).await;
 }

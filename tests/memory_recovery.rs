@@ -1148,3 +1148,39 @@ fn a_memory_that_lost_changes_recovers_exactly_or_nothing() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(exact > fallback, "{exact} exact, {fallback} fallback");
 }
+
+#[test]
+fn a_piece_lifted_between_the_memory_and_the_dump_still_recovers() {
+    // On a DGT chain the memory and the dump are two polls apart: a hand may lift the next
+    // move's piece in between. The dump shows the memory's end with that square empty: the
+    // memory's moves are recorded, and the lift is a move in progress, nothing to report.
+    let (b, cfg, sb) = sample(5, Style::Human);
+    let k = 6;
+    let (mut dev, _) = live(
+        &sb.records,
+        Cut::AfterPress(k).time(&sb),
+        &EngineConfig::default(),
+    );
+    let n = b.moves.len() - 1;
+    let sim = simulate(
+        &b.start,
+        &b.moves[..n],
+        &[],
+        None,
+        &SimConfig::new(Style::Human, 5),
+    );
+    let mut dump = final_fields(&b.start, &b.moves[..n], cfg.reversed_board);
+    let from = b.moves[n].from().expect("a move from a square");
+    dump[usize::from(field_index(from, cfg.reversed_board))] = SquareReading::Empty;
+    let t = sb.records.last().expect("records").t + 2 * SEC;
+    let events = reconnect(&mut dev.engine, t, Some(memory_of(&sim.records)), &dump);
+    let game = &dev.engine.games()[0];
+    let got: Vec<String> = game.moves.iter().map(|m| m.san.clone()).collect();
+    assert_eq!(got, sans(&b.start, &b.moves[..n]));
+    assert_eq!(game.moves.iter().filter(|m| m.recovered).count(), n - k);
+    assert!(
+        irregularities(&events).is_empty(),
+        "{:?}",
+        irregularities(&events)
+    );
+}

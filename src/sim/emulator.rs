@@ -147,6 +147,22 @@ pub struct Script {
 }
 
 impl Script {
+    /// The same script `by` later (the board stands set up that long before the first game's
+    /// first hand action, as at a tournament, where boards are set up before the round).
+    pub fn delayed(mut self, by: Micros) -> Script {
+        for (t, _) in &mut self.steps {
+            *t += by;
+        }
+        for p in &mut self.plies {
+            p.first_action += by;
+            p.settled += by;
+        }
+        for t in &mut self.game_starts {
+            *t += by;
+        }
+        self
+    }
+
     /// The script of `games` played one after another on one board, each synthesised with `cfg`
     /// (its seed advanced per game), `gap` script time between a game's end and the reset.
     pub fn from_games(games: &[ScriptGame], cfg: &SimConfig, gap: Micros) -> Script {

@@ -7,10 +7,11 @@
 //! times, so that the engine's own rules find the games, set-ups, reversed boards and the moves
 //! of every handling order; nothing here infers a move. The sandbox's last game is then aligned
 //! with the live game when the board dump that follows the memory arrives
-//! ([`BoardEngine::recover_from_memory`]): the dump must show exactly what the memory ends with
-//! (the memory is the board's whole history up to now), the sandbox game must start where the
-//! live game started, and the live moves must be a prefix of the sandbox's (the live game's
-//! made-but-uncompleted last move may have been changed). The moves beyond the live record are
+//! ([`BoardEngine::recover_from_memory`]): the dump must show what the sandbox's game ends with,
+//! or a legal move of it in progress (the memory is the board's history up to the moment it
+//! was read, and a hand may have lifted a piece since, before the dump was taken), the sandbox
+//! game must start where the live game started, and the live moves must be a prefix of the
+//! sandbox's (the live game's made-but-uncompleted last move may have been changed). The moves beyond the live record are
 //! then recorded through the gap recovery's own path (`recover_with`), marked `recovered`, with
 //! the clock times the memory's presses give. Anything else recovers nothing, and the dump goes
 //! through the gap search as before.
@@ -280,14 +281,20 @@ impl BoardEngine {
         fields: &FieldArray,
         out: &mut Vec<CoreEvent>,
     ) -> bool {
-        // The memory must be the board's whole history up to this dump.
-        if *memory.fields != *fields || self.correcting.is_some() {
+        if self.correcting.is_some() {
             return false;
         }
         let Some(last) = memory.last.as_ref() else {
             return false;
         };
-        if !self.shows(last) {
+        // The memory is the board's history up to this dump, or up to a moment before it: the
+        // dump shows the memory's end, or pieces lifted since (a race of the board's log and
+        // its snapshot with a player's hand), which the live engine then sees in progress.
+        // Anything else (a piece put down since, a memory that is not the board's whole
+        // history) recovers nothing here; the dump goes through the gap search.
+        let lifted_since = (0..memory.fields.len())
+            .all(|i| memory.fields[i] == fields[i] || fields[i] == SquareReading::Empty);
+        if !lifted_since || !self.shows(last) {
             return false;
         }
         // The game on the board now; or, when a start position was set up after it (a new game

@@ -692,8 +692,15 @@ impl Session for Chain {
             && let Some(m) = self.members.get_mut(&unit)
         {
             // The board's memory marks the game's start (and logs every piece), for a recovery
-            // from SEND_FROM_START later.
+            // from SEND_FROM_START later: in this turn, when the board's turn is on (before its
+            // clock: the first move may come before its next turn), else in its next.
             m.start_pending = true;
+            if self.current == Some(unit)
+                && !m.turn.contains(&BusCommand::SetStartGame)
+                && let Some(at) = m.turn.iter().position(|c| *c == BusCommand::SendClock)
+            {
+                m.turn.insert(at, BusCommand::SetStartGame);
+            }
         }
     }
 }
