@@ -119,7 +119,10 @@ fn emulate_dgt_bus(boards: Vec<BoardSpec>, seed: u64) -> Result<Box<dyn Emulated
         .map_err(|e| e.to_string())
 }
 
-fn emulate_millennium(boards: Vec<BoardSpec>, _seed: u64) -> Result<Box<dyn EmulatedBoard>, String> {
+fn emulate_millennium(
+    boards: Vec<BoardSpec>,
+    _seed: u64,
+) -> Result<Box<dyn EmulatedBoard>, String> {
     let b = one(boards)?;
     Ok(Box::new(MillenniumEmulator::new(
         Emulator::new(b.script, b.config),
@@ -313,9 +316,7 @@ pub fn udev_rules() -> String {
             }
         }
     }
-    format!(
-        "{UDEV_HEAD}{own}\n{UDEV_GENERIC}{generic}\n{UDEV_TAIL}",
-    )
+    format!("{UDEV_HEAD}{own}\n{UDEV_GENERIC}{generic}\n{UDEV_TAIL}",)
 }
 
 const UDEV_HEAD: &str = "\
@@ -429,7 +430,11 @@ mod tests {
         );
         for f in FAMILIES {
             for u in f.driver.usb_ids() {
-                assert!(shipped.contains(&format!("\"{:04x}\"", u.vid)), "{}", u.name);
+                assert!(
+                    shipped.contains(&format!("\"{:04x}\"", u.vid)),
+                    "{}",
+                    u.name
+                );
             }
         }
     }

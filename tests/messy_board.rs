@@ -893,3 +893,44 @@ fn a_restoration_through_a_square_that_is_a_legal_move_still_restores() {
         rig.log()
     );
 }
+
+#[test]
+fn a_dump_of_a_capture_in_progress_while_the_queen_is_fetched_raises_nothing() {
+    // A whole-position board (Certabo) sends a dump whenever it stands still: here while White,
+    // capturing on a8 with promotion, holds the pawn and the rook and fetches the queen.
+    let mut rig = Rig::standard();
+    rig.play(&[
+        (E2, E4),
+        (D7, D5),
+        (E4, D5),
+        (C7, C6),
+        (D5, C6),
+        (G8, F6),
+        (C6, B7),
+        (B8, D7),
+    ]);
+    let pos = after(
+        &Chess::default(),
+        &["e4", "d5", "exd5", "c6", "dxc6", "Nf6", "cxb7", "Nbd7"],
+    );
+    let mut board = pos.board().clone();
+    board.discard_piece_at(B7);
+    board.discard_piece_at(A8);
+    rig.wait(2000);
+    rig.lift(B7);
+    rig.wait(300);
+    rig.lift(A8);
+    rig.wait(1700);
+    rig.dump(&board);
+    rig.wait(3000);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    rig.place(A8, white(Role::Queen));
+    rig.press();
+    assert_eq!(
+        rig.sans().last().map(String::as_str),
+        Some("bxa8=Q"),
+        "{}",
+        rig.log()
+    );
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}

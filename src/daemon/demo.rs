@@ -489,7 +489,10 @@ mod tests {
         assert_eq!(mix("certabo:2").map(|m| m.boards()), Ok(2));
         let chain = mix("dgt-bus:6,dgt:1").unwrap();
         assert_eq!(chain, BoardMix(vec![("dgt-bus", 6), ("dgt", 1)]));
-        assert_eq!(mix("dgt-bus:70").unwrap().0, vec![("dgt-bus", 64), ("dgt-bus", 6)]);
+        assert_eq!(
+            mix("dgt-bus:70").unwrap().0,
+            vec![("dgt-bus", 64), ("dgt-bus", 6)]
+        );
         let e = mix("milenium:1").unwrap_err();
         assert!(e.contains("millennium") && e.contains("certabo"), "{e}");
         assert!(mix("dgt:x").is_err());

@@ -31,15 +31,18 @@ pub struct KnownId {
 
 /// The USB ids of every family's boards, in the family table's order.
 pub fn known_ids() -> impl Iterator<Item = KnownId> {
-    crate::family::FAMILIES.iter().map(|f| f.driver).flat_map(|d| {
-        d.usb_ids().iter().map(|u| KnownId {
-            vid: u.vid,
-            pid: u.pid,
-            generic: u.generic,
-            name: u.name,
-            driver: d.name(),
+    crate::family::FAMILIES
+        .iter()
+        .map(|f| f.driver)
+        .flat_map(|d| {
+            d.usb_ids().iter().map(|u| KnownId {
+                vid: u.vid,
+                pid: u.pid,
+                generic: u.generic,
+                name: u.name,
+                driver: d.name(),
+            })
         })
-    })
 }
 
 /// A tty whose USB device has a known id.

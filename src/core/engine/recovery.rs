@@ -6,7 +6,7 @@ use shakmaty::{Color, Move, Position, san::San};
 
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent};
 use super::super::game::mover_of_ply;
-use super::super::irregular::diff;
+use super::super::irregular::{diff, is_move_in_progress};
 use super::super::observation::Micros;
 use super::super::vocab::IrregularityCode;
 use super::BoardEngine;
@@ -83,6 +83,13 @@ impl BoardEngine {
             && then - now <= gap::MAX_PLIES as usize;
         let setting_up = game.ply() == 0 && super::super::start::on_start_ranks(&board);
         if !both || !plausible || setting_up {
+            return Reconciled::No;
+        }
+        // A dump that shows pieces in hand for a legal move (a capture's two pieces lifted while
+        // the player fetches the queen to promote to) shows a move in progress, not a gap: no
+        // sequence of complete moves is looked for, the live engine follows the move. A board
+        // that reports whole positions sends such dumps whenever it stands still (Certabo).
+        if trigger == Trigger::Dump && is_move_in_progress(&pos, &board) {
             return Reconciled::No;
         }
         // At a press the presser made the last move: a sequence ending with the other side's

@@ -413,10 +413,7 @@ mod tests {
     fn the_first_line_answers_then_the_start_position_calibrates_and_is_a_dump() {
         let mut d = CertaboStream::new();
         let out = feed(&mut d, &start(), 1);
-        assert_eq!(
-            out,
-            vec![Message::Session(SessionMessage::Answer)]
-        );
+        assert_eq!(out, vec![Message::Session(SessionMessage::Answer)]);
         let out = feed(&mut d, &start(), CONFIRM_LINES + SETTLE_LINES - 2);
         assert!(
             out.is_empty(),
