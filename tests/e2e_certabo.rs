@@ -144,17 +144,9 @@ async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
                 ..CertaboConfig::default()
             },
         ),
-        // The spare queen shown beside the start position is the promoted queen (clean
-        // readers: noisy ones are the second board's; with both, a promotion's squares can
-        // stay off the board long enough for a transient `moves_missing`, see
-        // `driver::certabo::CertaboStream`).
-        (
-            "cert-promo",
-            CertaboConfig {
-                seed: 4,
-                ..CertaboConfig::default()
-            },
-        ),
+        // The spare queen shown beside the start position is the promoted queen, fetched
+        // while the pawn and the captured rook are off the board (noisy readers too).
+        ("cert-promo", CertaboConfig::noisy(4)),
     ];
     let links: Vec<PathBuf> = boards.iter().map(|(name, _)| dir.join(name)).collect();
     let handles: Vec<Handle> = boards
