@@ -8,9 +8,10 @@ for the chain:
 - the polling cycle: the time between two SEND_CHANGES to the same board (p50, p95, max) —
   a change made on a board waits at most one cycle for its SEND_CHANGES, so the move→event
   latency is the cycle's wait plus the reply's bytes;
-- the byte floor of a cycle: what the bytes of every command and reply of one cycle need at
-  9600 baud 8N1 (1.0417 ms a byte), without the boards' reply delays; the ratio of the
-  measured cycle to it;
+- the floor of a cycle: what the bytes of every command and reply of that cycle need at 9600
+  baud 8N1 (1.0417 ms a byte) plus the boards' reply times (from a command to its reply's
+  first byte, as measured in the captures); the ratio of the measured cycle to it (what is
+  left is the session's own idle time);
 - the line use: bytes on the line (both ways) per second against the line's 960 bytes/s.
 
 Usage: scripts/chain_cycle.py [--boards 3,6,12] [--seconds 40] [--bin target/release/eboardd]
@@ -57,10 +58,7 @@ def measure(bin_path, boards, seconds):
             except subprocess.TimeoutExpired:
                 proc.kill()
         polls = {}
-        sent = 0
-        received = 0
-        first = None
-        last = None
+        records = []  # (t, dev, kind, bytes)
         for f in sorted(caps.glob("*/*.jsonl")):
             with open(f) as fh:
                 next(fh)  # header
@@ -69,30 +67,51 @@ def measure(bin_path, boards, seconds):
                         r = json.loads(line)
                     except json.JSONDecodeError:
                         continue
-                    t = r.get("t")
-                    if "tx" in r:
-                        b = bytes.fromhex(r["tx"])
-                        sent += len(b)
-                        if b and b[0] == SEND_CHANGES:
-                            polls.setdefault(r.get("dev", f.stem), []).append(t)
-                    elif "rx" in r:
-                        received += len(r["rx"]) // 2
-                    else:
-                        continue
-                    first = t if first is None else min(first, t)
-                    last = t if last is None else max(last, t)
+                    for kind in ("tx", "rx"):
+                        if kind in r:
+                            b = bytes.fromhex(r[kind])
+                            dev = r.get("dev", f.stem)
+                            records.append((r["t"], dev, kind, b))
+                            if kind == "tx" and b and b[0] == SEND_CHANGES:
+                                polls.setdefault(dev, []).append(r["t"])
+        records.sort(key=lambda x: x[0])
+        times = [r[0] for r in records]
+        # Reply time: from a command to the first byte of the next reply on the line, less
+        # that byte's own time on the wire.
+        reply_wait = []
+        for i, (t, dev, kind, b) in enumerate(records):
+            if kind != "tx":
+                continue
+            for t2, _, k2, _ in records[i + 1:i + 8]:
+                if k2 == "rx":
+                    reply_wait.append(max(0.0, (t2 - t) * 1000 - BYTE_MS))
+                    break
+                if k2 == "tx":
+                    break
+        wait = statistics.mean(reply_wait) if reply_wait else 0.0
         # Only the steady state: from the first poll of the last board found.
         start = max(ts[0] for ts in polls.values()) if polls else 0
-        cycles = []
+        import bisect
+        cycles, ratios = [], []
         for ts in polls.values():
             ts = [t for t in sorted(ts) if t >= start]
-            cycles += [(b - a) * 1000 for a, b in zip(ts, ts[1:])]
-        span = (last - first) if first is not None else 0
+            for a, b in zip(ts, ts[1:]):
+                lo, hi = bisect.bisect_left(times, a), bisect.bisect_left(times, b)
+                window = records[lo:hi]
+                nbytes = sum(len(r[3]) for r in window)
+                ncmds = sum(1 for r in window if r[2] == "tx")
+                floor = nbytes * BYTE_MS + ncmds * wait
+                cycles.append((b - a) * 1000)
+                ratios.append((b - a) * 1000 / floor if floor else float("nan"))
+        span = (times[-1] - times[0]) if times else 0
+        total = sum(len(r[3]) for r in records)
         return {
             "boards": boards,
             "found": len(polls),
             "cycles": cycles,
-            "bytes": sent + received,
+            "ratios": ratios,
+            "wait": wait,
+            "bytes": total,
             "span": span,
         }
 
@@ -105,19 +124,15 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(a.bin):
         sys.exit(f"{a.bin}: no such binary (cargo build --release first)")
-    # A board's turn at steady state: SEND_CHANGES (4) + its reply (6, no change) and SEND_CLK
-    # (4) + BWTIME (13) for the boards with a clock: the floor of a cycle with nothing moving.
-    per_board_floor = (4 + 6 + 4 + 13) * BYTE_MS
     print(f"{'boards':>6} {'found':>5} {'cycle p50':>10} {'p95':>8} {'max':>8} "
-          f"{'floor':>7} {'ratio':>6} {'line use':>9}")
+          f"{'reply wait':>10} {'ratio p50':>9} {'p95':>6} {'line use':>9}")
     for n in [int(x) for x in a.boards.split(",")]:
         m = measure(a.bin, n, a.seconds)
         c = m["cycles"]
-        floor = per_board_floor * n
         use = m["bytes"] / m["span"] / 960 if m["span"] else float("nan")
-        p50 = pct(c, 50)
-        print(f"{n:>6} {m['found']:>5} {p50:>8.0f}ms {pct(c, 95):>6.0f}ms {max(c, default=float('nan')):>6.0f}ms "
-              f"{floor:>5.0f}ms {p50 / floor:>6.2f} {use * 100:>8.0f}%")
+        print(f"{n:>6} {m['found']:>5} {pct(c, 50):>8.0f}ms {pct(c, 95):>6.0f}ms "
+              f"{max(c, default=float('nan')):>6.0f}ms {m['wait']:>8.1f}ms "
+              f"{pct(m['ratios'], 50):>9.2f} {pct(m['ratios'], 95):>6.2f} {use * 100:>8.0f}%")
 
 
 if __name__ == "__main__":
