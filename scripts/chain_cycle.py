@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """Polling figures of a DGT bus chain served by eboardd, measured from its captures.
 
-Runs `eboardd demo --boards dgt-bus:N` (one emulated chain of N boards on one pty, the players
-and the line at real pace) for a while, then reads the capture directory it wrote and prints,
-for the chain:
+Runs `eboardd simulate --driver dgt-bus --count N` (one emulated chain of N boards on one pty,
+the players and the line at real pace) and `eboardd run --port dgt-bus:PTY` against it for a
+while, then reads the capture directory the daemon wrote and prints, for the chain:
 
 - the polling cycle: the time between two SEND_CHANGES to the same board (p50, p95, max) —
   a change made on a board waits at most one cycle for its SEND_CHANGES, so the move→event
   latency is the cycle's wait plus the reply's bytes;
 - the floor of a cycle: what the bytes of every command and reply of that cycle need at 9600
-  baud 8N1 (1.0417 ms a byte) plus the boards' reply times (from a command to its reply's
-  first byte, as measured in the captures); the ratio of the measured cycle to it (what is
-  left is the session's own idle time);
+  baud 8N1 (1.0417 ms a byte) plus the boards' reply times in that cycle (from each command
+  to its reply's first byte, as measured in the captures); the ratio of the measured cycle to
+  it (what is left is the session's own idle time: timeouts, the rediscovery's listening);
 - the line use: bytes on the line (both ways) per second against the line's 960 bytes/s.
 
 Usage: scripts/chain_cycle.py [--boards 3,6,12] [--seconds 40] [--bin target/release/eboardd]
 """
 
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -30,6 +31,7 @@ import time
 
 BYTE_MS = 10 / 9600 * 1000  # one byte at 9600 baud 8N1
 SEND_CHANGES = 0x83
+EXTRA = ["--no-fsync"] if os.environ.get("NO_FSYNC") else []
 
 
 def pct(xs, p):
@@ -43,15 +45,28 @@ def pct(xs, p):
 def measure(bin_path, boards, seconds):
     with tempfile.TemporaryDirectory(prefix="eboardd-chain-") as tmp:
         caps = pathlib.Path(tmp) / "captures"
-        proc = subprocess.Popen(
-            [bin_path, "demo", "--boards", f"dgt-bus:{boards}", "--speed", "1",
-             "--http", "off", "--capture-dir", str(caps)],
+        link = pathlib.Path(tmp) / "chain"
+        # The chain in one process, the daemon in another, as at a tournament.
+        chain = subprocess.Popen(
+            [bin_path, "simulate", "--driver", "dgt-bus", "--count", str(boards),
+             "--speed", "1", "--link", str(link)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            if link.exists():
+                break
+            time.sleep(0.1)
+        daemon = subprocess.Popen(
+            [bin_path, "run", "--port", f"dgt-bus:{link}", "--http", "off", *EXTRA,
+             "--capture-dir", str(caps)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
-            proc.wait(timeout=seconds)
-            print(f"demo ended early (exit {proc.returncode})", file=sys.stderr)
+            daemon.wait(timeout=seconds)
+            print(f"the daemon ended early (exit {daemon.returncode})", file=sys.stderr)
         except subprocess.TimeoutExpired:
+            pass
+        for proc in (daemon, chain):
             proc.send_signal(signal.SIGINT)
             try:
                 proc.wait(timeout=30)
@@ -61,7 +76,10 @@ def measure(bin_path, boards, seconds):
         records = []  # (t, dev, kind, bytes)
         for f in sorted(caps.glob("*/*.jsonl")):
             with open(f) as fh:
-                next(fh)  # header
+                # A record's `t` counts from its file's creation (the header's `created`): on
+                # one clock for the whole line.
+                created = json.loads(next(fh))["created"]
+                base = datetime.datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
                 for line in fh:
                     try:
                         r = json.loads(line)
@@ -71,24 +89,28 @@ def measure(bin_path, boards, seconds):
                         if kind in r:
                             b = bytes.fromhex(r[kind])
                             dev = r.get("dev", f.stem)
-                            records.append((r["t"], dev, kind, b))
+                            t = base + r["t"]
+                            records.append((t, dev, kind, b))
                             if kind == "tx" and b and b[0] == SEND_CHANGES:
-                                polls.setdefault(dev, []).append(r["t"])
+                                polls.setdefault(dev, []).append(t)
         records.sort(key=lambda x: x[0])
         times = [r[0] for r in records]
-        # Reply time: from a command to the first byte of the next reply on the line, less
-        # that byte's own time on the wire.
-        reply_wait = []
+        # Reply time: from a command to the first chunk of the next reply on the line, less the
+        # command's and that chunk's bytes on the wire (0 for a command no reply followed).
+        wait_of = [0.0] * len(records)
         for i, (t, dev, kind, b) in enumerate(records):
             if kind != "tx":
                 continue
-            for t2, _, k2, _ in records[i + 1:i + 8]:
+            for t2, _, k2, b2 in records[i + 1:i + 8]:
                 if k2 == "rx":
-                    reply_wait.append(max(0.0, (t2 - t) * 1000 - BYTE_MS))
+                    # Less the command's own bytes and the first chunk's on the wire.
+                    wire = (len(b) + len(b2)) * BYTE_MS
+                    wait_of[i] = max(0.0, (t2 - t) * 1000 - wire)
                     break
                 if k2 == "tx":
                     break
-        wait = statistics.mean(reply_wait) if reply_wait else 0.0
+        waits = [w for w, r in zip(wait_of, records) if r[2] == "tx"]
+        wait = statistics.mean(waits) if waits else 0.0
         # Only the steady state: from the first poll of the last board found.
         start = max(ts[0] for ts in polls.values()) if polls else 0
         import bisect
@@ -97,10 +119,8 @@ def measure(bin_path, boards, seconds):
             ts = [t for t in sorted(ts) if t >= start]
             for a, b in zip(ts, ts[1:]):
                 lo, hi = bisect.bisect_left(times, a), bisect.bisect_left(times, b)
-                window = records[lo:hi]
-                nbytes = sum(len(r[3]) for r in window)
-                ncmds = sum(1 for r in window if r[2] == "tx")
-                floor = nbytes * BYTE_MS + ncmds * wait
+                nbytes = sum(len(r[3]) for r in records[lo:hi])
+                floor = nbytes * BYTE_MS + sum(wait_of[lo:hi])
                 cycles.append((b - a) * 1000)
                 ratios.append((b - a) * 1000 / floor if floor else float("nan"))
         span = (times[-1] - times[0]) if times else 0

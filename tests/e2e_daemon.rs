@@ -168,6 +168,55 @@ async fn unplug_and_replug_mid_game_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_made_while_a_board_was_away_long_come_back_from_its_memory() {
+    // Eight plies while the board is unplugged: more than any gap search could tell from the
+    // position (it looks four plies deep). The board kept them in its memory; with
+    // `memory_after_secs = 0` every reconnection with a game in progress reads it (0x49).
+    let mut s = single("memory", 6, 33000, SPEED, None);
+    let id = s.id.clone();
+    let id = id.as_str();
+    let config = s.write_config("[daemon]\nmemory_after_secs = 0\n");
+    let mut d = s.start(&["--config", &config]);
+    d.wait_for("ply 10 to be completed", WAIT, |ev| completed(ev, id, 10))
+        .await;
+    s.board.send(Control::Unplug {
+        plies: 8,
+        away: Duration::from_millis(400),
+    });
+    assert!(s.board.wait_for(WAIT, |st| st.generation == 2).await);
+    s.wait_done(&mut d, id).await;
+    {
+        let ev = d.events.lock().unwrap();
+        let recovered: Vec<u64> = of(&ev, id, "move_made")
+            .iter()
+            .filter(|e| e["recovered"] == true)
+            .filter_map(|e| e["ply"].as_u64())
+            .collect();
+        assert!(
+            recovered.len() >= 7 && recovered.iter().all(|p| (11..=19).contains(p)),
+            "the plies made while away, from the memory: {recovered:?}"
+        );
+        let codes: Vec<&str> = of(&ev, id, "irregularity")
+            .iter()
+            .filter_map(|e| e["code"].as_str())
+            .collect();
+        assert!(!codes.contains(&"moves_missing"), "{codes:?}");
+        assert_eq!(of(&ev, id, "game_started").len(), 1);
+    }
+    // The request is in the capture: the board's memory was read, not guessed from.
+    let capture = std::fs::read_dir(&s.caps)
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(
+        capture.contains("\"tx\":\"49\""),
+        "no SEND_EE_MOVES in the capture"
+    );
+    s.finish(d, id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_the_line_is_survived() {
     // Line noise between frames every 3 s of play, plus bursts of raw bytes now and then.
     let s = single("noise", 4, 32000, SPEED, Some(3_000_000));
