@@ -943,7 +943,7 @@ mod tests {
                 chess960: None,
             },
         };
-        s.events(t0, 9, &[started.clone()], &mut out);
+        s.events(t0, 9, std::slice::from_ref(&started), &mut out);
         assert!(s.members[&9].start_pending);
         // A game that starts during the board's turn is marked in that turn, before its clock
         // (the first move may come before the next turn); once only.
@@ -951,7 +951,7 @@ mod tests {
         let m = s.members.get_mut(&9).unwrap();
         m.start_pending = false;
         m.turn = VecDeque::from([BusCommand::SendBoard, BusCommand::SendClock]);
-        s.events(t0, 9, &[started.clone()], &mut out);
+        s.events(t0, 9, std::slice::from_ref(&started), &mut out);
         s.events(t0, 9, &[started], &mut out);
         assert_eq!(
             Vec::from(s.members[&9].turn.clone()),
