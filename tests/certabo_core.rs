@@ -4,8 +4,10 @@
 //! shown before the game; a board turned round after calibration is found by the core; a piece
 //! whose id the board never saw raises no move. No clock: moves are completed by the next move.
 
+mod support;
+
 use eboardd::core::engine::EngineConfig;
-use eboardd::core::event::{CoreEvent, EventEnvelope};
+use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::Micros;
 use eboardd::driver::BoardDriver;
 use eboardd::driver::certabo::Certabo;
@@ -13,7 +15,7 @@ use eboardd::replay::Device;
 use eboardd::sim::emulator::certabo::{CertaboConfig, CertaboEmulator};
 use eboardd::sim::emulator::runner::EmulatedBoard;
 use eboardd::sim::emulator::{ClockModel, Emulator, EmulatorConfig, Script};
-use eboardd::sim::pgn::{ScriptGame, parse_games, parse_games_bytes};
+use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, Style};
 use serde_json::Value;
 use shakmaty::san::SanPlus;
@@ -27,18 +29,11 @@ struct Played {
 
 impl Played {
     fn json(&self) -> Vec<Value> {
-        self.events
-            .iter()
-            .map(|e| serde_json::from_str(&EventEnvelope::new(0, "certabo", e).to_json()).unwrap())
-            .collect()
+        support::wire_events(&self.events)
     }
 
     fn of(&self, kind: &str, field: &str) -> Vec<String> {
-        self.json()
-            .iter()
-            .filter(|e| e["kind"] == kind)
-            .map(|e| e[field].as_str().unwrap_or("").to_string())
-            .collect()
+        support::event_fields(&self.events, kind, field)
     }
 
     fn irregularities(&self) -> Vec<String> {
@@ -112,13 +107,8 @@ fn play(game: &ScriptGame, style: Style, seed: u64, cfg: CertaboConfig) -> Playe
 }
 
 fn corpus(file: &str) -> Vec<ScriptGame> {
-    let path = format!(
-        "{}/tests/data/pgn/standard/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    parse_games_bytes(&std::fs::read(&path).expect("corpus file"))
+    support::corpus_file(&format!("standard/{file}"))
         .into_iter()
-        .filter_map(Result::ok)
         // Set-up positions are no Certabo games: the board is calibrated on the start position,
         // and the core starts a set-up game only before any game (see the module docs).
         .filter(|g| g.moves.len() >= 20 && g.tag("FEN").is_none())

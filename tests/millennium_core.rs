@@ -3,8 +3,10 @@
 //! checks as a DGT board's field updates (the README's touch-move claims). No clock: moves are
 //! completed by the next move.
 
+mod support;
+
 use eboardd::core::engine::EngineConfig;
-use eboardd::core::event::{CoreEvent, EventEnvelope};
+use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::{FieldArray, Micros, SquareReading};
 use eboardd::driver::millennium::codec::ChessLinkReply;
 
@@ -73,19 +75,12 @@ impl Board {
 
     /// The events as JSON (the wire form).
     fn json(&self) -> Vec<Value> {
-        self.events
-            .iter()
-            .map(|e| serde_json::from_str(&EventEnvelope::new(0, "mill", e).to_json()).unwrap())
-            .collect()
+        support::wire_events(&self.events)
     }
 
     /// Field `field` of every event of kind `kind`.
     fn of(&self, kind: &str, field: &str) -> Vec<String> {
-        self.json()
-            .iter()
-            .filter(|e| e["kind"] == kind)
-            .map(|e| e[field].as_str().unwrap_or("").to_string())
-            .collect()
+        support::event_fields(&self.events, kind, field)
     }
 
     fn irregularities(&self) -> Vec<String> {

@@ -96,6 +96,32 @@ pub fn castle_kind(pos: &shakmaty::Chess, m: &shakmaty::Move) -> Option<&'static
     })
 }
 
+/// `events` in their wire form (`docs/events.md`), as JSON values.
+pub fn wire_events(events: &[eboardd::core::event::CoreEvent]) -> Vec<serde_json::Value> {
+    use eboardd::core::event::EventEnvelope;
+    events
+        .iter()
+        .map(|e| {
+            serde_json::from_str(&EventEnvelope::new(0, "board", e).to_json())
+                .expect("an event's wire form is JSON")
+        })
+        .collect()
+}
+
+/// Field `field` (a string; empty when absent) of every event of kind `kind` among `events`,
+/// read from their wire form.
+pub fn event_fields(
+    events: &[eboardd::core::event::CoreEvent],
+    kind: &str,
+    field: &str,
+) -> Vec<String> {
+    wire_events(events)
+        .into_iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e[field].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 /// `(code, ply)` of every irregularity among `events`.
 pub fn raised(events: &[eboardd::core::event::CoreEvent]) -> Vec<(String, u32)> {
     use eboardd::core::event::EventKind;
