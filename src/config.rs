@@ -5,7 +5,7 @@
 //! typo is caught at start (or at reload, which then keeps the configuration in force). See
 //! `eboardd.example.toml` for every key with its meaning.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -214,6 +214,16 @@ impl Config {
                 .collect::<Vec<_>>()
                 .join(" "),
         })?;
+        if let Err(e) = cfg.check_boards() {
+            let path = match board_line(text, e.index, e.key) {
+                Some(n) => format!("{name}: line {n}"),
+                None => name.to_string(),
+            };
+            return Err(ConfigError::Invalid {
+                path,
+                message: e.message,
+            });
+        }
         cfg.validate(name).map_err(|e| with_line(e, text))?;
         Ok(cfg)
     }
@@ -251,6 +261,53 @@ impl Config {
         }
         cfg.validate("command line")?;
         Ok(cfg)
+    }
+
+    /// The `[[board]]` tables' own checks: numbers from 1 to [`MAX_BOARD_NUMBER`], each
+    /// number and serial given once.
+    fn check_boards(&self) -> Result<(), BoardError> {
+        let mut numbers = BTreeMap::new();
+        let mut serials = BTreeMap::new();
+        for (i, b) in self.boards.iter().enumerate() {
+            let at = |key, message| BoardError {
+                index: i,
+                key,
+                message,
+            };
+            if !(1..=MAX_BOARD_NUMBER).contains(&b.number) {
+                return Err(at(
+                    "number",
+                    format!("board number {}: must be 1 to {MAX_BOARD_NUMBER}", b.number),
+                ));
+            }
+            if let Some(first) = numbers.insert(b.number, i) {
+                return Err(at(
+                    "number",
+                    format!(
+                        "board number {} is given twice (the first at board {} of the file)",
+                        b.number,
+                        first + 1
+                    ),
+                ));
+            }
+            let s = b.serial.trim();
+            let serial_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            if s.is_empty() || s.len() > 24 || !s.chars().all(serial_char) {
+                return Err(at(
+                    "serial",
+                    format!(
+                        "board {}: serial {:?} must be 1 to 24 letters, digits, '-' or '_' (DGT \
+                         boards report 5 digits; boards without one are named after their port: \
+                         port-ttyUSB0)",
+                        b.number, b.serial
+                    ),
+                ));
+            }
+            if serials.insert(s.to_string(), i).is_some() {
+                return Err(at("serial", format!("serial {s:?} is given to two boards")));
+            }
+        }
+        Ok(())
     }
 
     fn validate(&self, name: &str) -> Result<(), ConfigError> {
@@ -344,30 +401,8 @@ impl Config {
         {
             return bad(format!("event.round = {r:?}: must be 1 to 999"));
         }
-        let mut numbers = BTreeSet::new();
-        let mut serials = BTreeSet::new();
-        for b in &self.boards {
-            if b.number == 0 {
-                return bad(format!(
-                    "board with serial {:?}: number must be 1 or more",
-                    b.serial
-                ));
-            }
-            if !numbers.insert(b.number) {
-                return bad(format!("board number {} is given twice", b.number));
-            }
-            let s = b.serial.trim();
-            let serial_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-            if s.is_empty() || s.len() > 24 || !s.chars().all(serial_char) {
-                return bad(format!(
-                    "board {}: serial {:?} must be 1 to 24 letters, digits, '-' or '_' (DGT boards \
-                     report 5 digits; boards without one are named after their port: port-ttyUSB0)",
-                    b.number, b.serial
-                ));
-            }
-            if !serials.insert(s.to_string()) {
-                return bad(format!("serial {s:?} is given to two boards"));
-            }
+        if let Err(e) = self.check_boards() {
+            return bad(e.message);
         }
         if !(1..=60).contains(&self.clock.text_secs) {
             return bad(format!(
@@ -459,6 +494,42 @@ impl Config {
             None => format!("{driver}-{}", sanitize(serial)),
         }
     }
+}
+
+/// The highest board number (four digits, as LiveChess's game ids have).
+pub const MAX_BOARD_NUMBER: u32 = 9999;
+
+/// What is wrong with the `index`-th `[[board]]` table, at its `key`.
+struct BoardError {
+    index: usize,
+    key: &'static str,
+    message: String,
+}
+
+/// The line of `key` in the `index`-th `[[board]]` table of `text` (else of the table's
+/// header), 1-based.
+fn board_line(text: &str, index: usize, key: &str) -> Option<usize> {
+    let mut seen = 0;
+    let mut in_it = false;
+    let mut header = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_it = false;
+            if l.replace(' ', "").starts_with("[[board]]") {
+                in_it = seen == index;
+                seen += 1;
+                if in_it {
+                    header = Some(i + 1);
+                }
+            }
+            continue;
+        }
+        if in_it && l.split('=').next().is_some_and(|k| k.trim() == key) {
+            return Some(i + 1);
+        }
+    }
+    header
 }
 
 /// An `Invalid` error whose message starts with `section.key` (or `section:`) gets the line of
@@ -637,7 +708,19 @@ mod tests {
         assert!(!unknown.contains('\n'));
         let twice =
             e("[[board]]\nnumber = 1\nserial = \"1\"\n[[board]]\nnumber = 1\nserial = \"2\"\n");
-        assert_eq!(twice, "c.toml: board number 1 is given twice");
+        assert_eq!(
+            twice,
+            "c.toml: line 5: board number 1 is given twice (the first at board 1 of the file)"
+        );
+        let zero = e("[event]\nround = \"1\"\n[[board]]\nserial = \"1\"\nnumber = 0\n");
+        assert_eq!(zero, "c.toml: line 5: board number 0: must be 1 to 9999");
+        let negative = e("[[board]]\nnumber = -3\nserial = \"1\"\n");
+        assert!(negative.starts_with("c.toml: "), "{negative}");
+        assert!(negative.contains("line 2"), "{negative}");
+        let text = e("[[board]]\nnumber = \"7\"\nserial = \"1\"\n");
+        assert!(text.contains("line 2"), "{text}");
+        let big = e("[[board]]\nserial = \"1\"\nnumber = 10000\n");
+        assert_eq!(big, "c.toml: line 3: board number 10000: must be 1 to 9999");
         let side = e("[[board]]\nnumber = 1\nserial = \"1\"\nwhite_clock = \"up\"\n");
         assert!(
             side.contains("white_clock") || side.contains("up"),

@@ -24,10 +24,14 @@ pub struct GameTags {
     pub black: Option<String>,
     /// Board (device) id, written as a `Board` tag when set.
     pub board: Option<String>,
+    /// The board's number, as a capture records it (`tags.number`); the `Round` tag carries
+    /// it into PGN (`"R.B"`), so it is no tag of its own.
+    pub number: Option<u32>,
 }
 
 impl GameTags {
-    /// Take the tags a JSON object carries (`event`, `site`, `round`, `white`, `black`): a key
+    /// Take the tags a JSON object carries (`event`, `site`, `round`, `white`, `black`,
+    /// `number`): a key
     /// that is present sets its tag (null clears it), a missing key leaves it as it is. This is
     /// how a capture header's `tags` and a `set_tags` operator record are read.
     pub fn apply_json(&mut self, value: &serde_json::Value) {
@@ -47,6 +51,12 @@ impl GameTags {
             if value.get(key).is_some() {
                 *slot = get(key);
             }
+        }
+        if let Some(n) = value.get("number") {
+            self.number = n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n > 0);
         }
     }
 }

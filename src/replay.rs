@@ -306,6 +306,23 @@ impl Plan {
         self.devices.iter().map(|s| s.name.as_str())
     }
 
+    /// The board numbers the captures recorded (`tags.number`, the last one of each device),
+    /// by device name.
+    pub fn numbers(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
+        self.devices.iter().zip(&self.tags).filter_map(|(s, tags)| {
+            let n = tags.iter().rev().find_map(|(_, t)| t.number)?;
+            Some((s.name.as_str(), n))
+        })
+    }
+
+    /// The round the captures name (the `R` of their first `Round "R.B"` tag).
+    pub fn round(&self) -> Option<u32> {
+        self.tags.iter().flatten().find_map(|(_, t)| {
+            let r = t.round.as_deref()?;
+            r.split('.').next()?.trim().parse().ok()
+        })
+    }
+
     /// The PGN date (`YYYY.MM.DD`) of the replay's start: the earliest capture's creation.
     pub fn date(&self) -> Option<String> {
         self.date_at(0)

@@ -167,18 +167,7 @@ fn output_setup(
     let config = out.output_config()?;
     let mut round = out.round_info()?;
     if let Some(cfg) = file {
-        // The players configured per board reach every output, as they reach the captures;
-        // the configured boards are listed in number order with their serial numbers.
-        round.pairings.extend(crate::daemon::pairings(cfg));
-        let mut configured: Vec<_> = cfg.boards.iter().collect();
-        configured.sort_by_key(|b| b.number);
-        for b in configured {
-            let id = format!("board-{}", b.number);
-            round.serials.insert(id.clone(), b.serial.clone());
-            if !round.boards.contains(&id) {
-                round.boards.push(id);
-            }
-        }
+        crate::daemon::configure_round(&mut round, cfg);
     }
     Ok(crate::daemon::OutputSetup { config, round })
 }

@@ -330,7 +330,13 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         eprintln!("eboardd: warning: {w}");
     }
     info.date = plan.date();
-    info.boards = plan.boards().map(String::from).collect();
+    let boards: Vec<String> = plan.boards().map(String::from).collect();
+    if args.out.round.is_none()
+        && let Some(r) = plan.round().filter(|r| (1..=999).contains(r))
+    {
+        info.round = r;
+    }
+    let numbers: Vec<(String, u32)> = plan.numbers().map(|(b, n)| (b.to_string(), n)).collect();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -339,8 +345,13 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Err(e) => return fail(&format!("starting the runtime: {e}")),
     };
     runtime.block_on(async move {
-        let boards = info.boards.clone();
         let hub = Hub::new(info, HubConfig::default());
+        // Each board has the number its capture recorded, as the daemon had given it; the
+        // others the next free ones.
+        for (b, n) in &numbers {
+            hub.number_board(b, Some(*n));
+        }
+        hub.update_info(|i| i.boards.clone_from(&boards));
         for b in &boards {
             let status = crate::output::BoardStatus {
                 state: crate::output::LinkState::Active,

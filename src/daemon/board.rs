@@ -56,7 +56,7 @@ impl BoardMeta {
     fn tags_json(&self) -> Value {
         json!({
             "event": self.event, "site": self.site, "round": self.round,
-            "white": self.white, "black": self.black,
+            "white": self.white, "black": self.black, "number": self.number,
         })
     }
 
@@ -126,6 +126,23 @@ impl BoardState {
         continue_file: Option<&Path>,
         link: LinkKind,
     ) -> io::Result<BoardState> {
+        let header = meta.clone();
+        Self::open_with(store, id, &header, continue_file, link, |_| Some(meta))
+    }
+
+    /// [`BoardState::open`], with the board's metadata made once its capture is read:
+    /// `finish` is given the board as its capture left it (see
+    /// [`BoardState::recorded_number`]) and gives its metadata, or `None` when the board is
+    /// not wanted after all (it is left without metadata; nothing more is written to its
+    /// capture). `meta` is what a new file's header says.
+    pub fn open_with(
+        store: &CaptureStore,
+        id: &str,
+        meta: &BoardMeta,
+        continue_file: Option<&Path>,
+        link: LinkKind,
+        finish: impl FnOnce(&BoardState) -> Option<BoardMeta>,
+    ) -> io::Result<BoardState> {
         let path = match continue_file {
             Some(p) => p.to_path_buf(),
             None => store.path_for(super::captures::today(), id),
@@ -187,8 +204,16 @@ impl BoardState {
                 games.last().map_or(0, |g| g.ply())
             );
         }
-        board.set_meta(meta)?;
+        if let Some(meta) = finish(&board) {
+            board.set_meta(meta)?;
+        }
         Ok(board)
+    }
+
+    /// The board number its capture recorded last (`None`: a new file, or one written before
+    /// captures recorded numbers).
+    pub fn recorded_number(&self) -> Option<u32> {
+        self.tags_written.number
     }
 
     /// The board's configuration changed (or is first known): new tags go to the capture as a

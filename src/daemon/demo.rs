@@ -442,7 +442,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             let _ = done_tx.send(());
         });
         let signals = super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
-        let pairings = super::pairings(&cfg);
+        let configured = cfg.clone();
         let opts = Options {
             config: ConfigSource::Fixed(Box::new(cfg)),
             print: if o.events { Print::Events } else { Print::Moves },
@@ -450,7 +450,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             reload_outputs: None,
         };
         let hub = opts.hub();
-        hub.update_info(|info| info.pairings.extend(pairings));
+        hub.update_info(|info| super::configure_round(info, &configured));
         super::serve(opts, hub.clone(), signals, Some(done_rx)).await?;
         if !o.events {
             let pgn = hub.with_round(|r| {

@@ -205,19 +205,14 @@ impl Ctx {
             (None, Some(n)) => cfg.boards.iter().find(|b| b.number == n),
             _ => None,
         };
-        let number = b.map(|b| b.number);
-        let round = match (&cfg.event.round, number) {
-            (Some(r), Some(n)) => Some(format!("{r}.{n}")),
-            (r, _) => r.clone(),
-        };
         BoardMeta {
-            number,
+            number: b.map(|b| b.number),
             serial: serial
                 .map(str::to_string)
                 .or_else(|| b.map(|b| b.serial.clone())),
             event: cfg.event.name.clone(),
             site: cfg.event.site.clone(),
-            round,
+            round: cfg.event.round.clone(),
             white: b.and_then(|b| b.white.clone()),
             black: b.and_then(|b| b.black.clone()),
             white_clock: b.and_then(|b| b.white_clock),
@@ -231,7 +226,19 @@ impl Ctx {
         let cfg = self.config();
         let id = cfg.board_id_of(driver, serial);
         let meta = self.with_hub_players(&id, Ctx::meta(&cfg, Some(serial), None));
+        let meta = self.numbered(&id, meta, None);
         (id, meta)
+    }
+
+    /// `meta` with the board's number and the `Round "R.B"` it makes: a configured board's
+    /// number, else the one the round gave the board when it first appeared (the one its
+    /// capture recorded, `recorded`, when no other board has it). `R` is the round the
+    /// outputs show, so that replaying the capture names the games as the outputs did.
+    fn numbered(&self, id: &str, mut meta: BoardMeta, recorded: Option<u32>) -> BoardMeta {
+        let (number, round) = self.hub.number_board(id, meta.number.or(recorded));
+        meta.number = Some(number);
+        meta.round = Some(format!("{round}.{number}"));
+        meta
     }
 
     /// `meta` with the players the hub has for board `id` (the configured ones, or those of a
@@ -322,12 +329,19 @@ impl Ctx {
         let today = captures::today();
         for (id, path) in self.store.current_files(today) {
             let meta = self.meta_for_id(&id);
-            let board = match BoardState::open(
+            let earlier = path != self.store.path_for(today, &id);
+            // A board of an earlier day is taken only with a game in progress; it keeps the
+            // number its capture recorded, when no other board has it.
+            let board = match BoardState::open_with(
                 &self.store,
                 &id,
-                meta,
+                &meta.clone(),
                 Some(&path),
                 crate::session::link::LinkKind::Wired,
+                |b| {
+                    (!earlier || b.game_in_progress())
+                        .then(|| self.numbered(&id, meta, b.recorded_number()))
+                },
             ) {
                 Ok(b) => b,
                 Err(e) => {
@@ -335,7 +349,6 @@ impl Ctx {
                     continue;
                 }
             };
-            let earlier = path != self.store.path_for(today, &id);
             if earlier && !board.game_in_progress() {
                 continue;
             }
@@ -357,13 +370,13 @@ impl Ctx {
     fn reconfigure(&self, cfg: Config) {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
         let cfg = self.config();
-        self.hub
-            .update_info(|info| info.pairings.extend(pairings(&cfg)));
+        self.hub.update_info(|info| configure_round(info, &cfg));
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();
-            let meta =
-                self.with_hub_players(&s.id, Ctx::meta(&cfg, old.serial.as_deref(), old.number));
+            let configured = Ctx::meta(&cfg, old.serial.as_deref(), None);
+            let meta = self.with_hub_players(&s.id, configured);
+            let meta = self.numbered(&s.id, meta, old.number);
             if let Err(e) = s.set_meta(meta) {
                 tracing::error!(board = %s.id, error = %e, "capture write failed");
             }
@@ -752,23 +765,28 @@ fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
     })
 }
 
-/// The players configured per board, by board id, as the outputs show them (they reach the
-/// captures' tags too).
-pub fn pairings(cfg: &Config) -> Vec<(String, crate::output::Pairing)> {
+/// The configured boards in the round the outputs show: each listed (in number order, so
+/// that it has its number before it connects) with its serial number and its players (they
+/// reach the captures' tags too).
+pub fn configure_round(info: &mut crate::output::RoundInfo, cfg: &Config) {
     let player = |name: &Option<String>| crate::output::Player {
         name: name.clone(),
         ..Default::default()
     };
-    cfg.boards
-        .iter()
-        .map(|b| {
-            let pairing = crate::output::Pairing {
-                white: player(&b.white),
-                black: player(&b.black),
-            };
-            (format!("board-{}", b.number), pairing)
-        })
-        .collect()
+    let mut configured: Vec<_> = cfg.boards.iter().collect();
+    configured.sort_by_key(|b| b.number);
+    for b in configured {
+        let id = format!("board-{}", b.number);
+        let pairing = crate::output::Pairing {
+            white: player(&b.white),
+            black: player(&b.black),
+        };
+        info.pairings.insert(id.clone(), pairing);
+        info.serials.insert(id.clone(), b.serial.clone());
+        if !info.boards.contains(&id) {
+            info.boards.push(id);
+        }
+    }
 }
 
 /// Brings the running outputs to a reloaded setup: the round's event, site, round number and

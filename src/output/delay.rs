@@ -52,6 +52,13 @@ pub enum Change {
         /// Its health.
         status: BoardStatus,
     },
+    /// A board's number, given before its first event.
+    Number {
+        /// Board id.
+        board: String,
+        /// The number it was given.
+        number: u32,
+    },
     /// A board's players.
     Pairing {
         /// Board id.
@@ -133,6 +140,9 @@ fn apply(public: &Hub, change: Change) {
             games,
             status,
         } => public.restore(&board, &games, status),
+        Change::Number { board, number } => {
+            public.number_board(&board, Some(number));
+        }
         Change::Pairing { board, pairing } => {
             let _ = public.set_pairing(&board, pairing);
         }

@@ -391,6 +391,26 @@ impl Hub {
         self.inner.changed.send_replace(self.last_seq());
     }
 
+    /// Board `id`'s number, and the current round's: the board is created when new, with
+    /// number `wanted` when it is free (see [`RoundState::board_with_number`]).
+    pub fn number_board(&self, id: &str, wanted: Option<u32>) -> (u32, u32) {
+        let mut st = self.lock();
+        let had = st.round.board_number(id);
+        let number = st.round.board_with_number(id, wanted).number;
+        let round = st.round.info.round;
+        if had != Some(number as usize) {
+            st.rev += 1;
+            self.mirror(|| Change::Number {
+                board: id.to_string(),
+                number,
+            });
+            let seq = st.next_seq - 1;
+            drop(st);
+            self.inner.changed.send_replace(seq);
+        }
+        (number, round)
+    }
+
     /// Set a board's health without publishing a message (before a source starts, when no
     /// client can have missed it: snapshots carry it).
     pub fn preset_status(&self, board: &str, status: BoardStatus) {

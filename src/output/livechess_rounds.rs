@@ -87,13 +87,12 @@ pub fn round(state: &RoundState, id: &str, nr: u32) -> Option<Value> {
     let pairings: Vec<Value> = state
         .boards()
         .iter()
-        .enumerate()
-        .map(|(i, b)| {
+        .map(|b| {
             let p = state.pairing_in(nr, &b.id);
             let g = render::game_for(state, b, nr);
             json!({
-                "nr": i + 1,
-                "uuid": format!("{nr}.{}", i + 1),
+                "nr": b.number,
+                "uuid": format!("{nr}.{}", b.number),
                 "white": render::lcc_player(&p.white),
                 "black": render::lcc_player(&p.black),
                 "live": g.is_some_and(|g| !g.ended()) && b.live(),
@@ -112,11 +111,11 @@ pub fn game(state: &RoundState, game_id: &str) -> Option<Value> {
     if !digits(r) || !digits(b) {
         return None;
     }
-    let (r, b): (u32, usize) = (r.parse().ok()?, b.parse().ok()?);
+    let (r, b): (u32, u32) = (r.parse().ok()?, b.parse().ok()?);
     if !state.round_numbers().contains(&r) {
         return None;
     }
-    let board = state.boards().get(b.checked_sub(1)?)?;
+    let board = state.board_numbered(b)?;
     let full = render::lcc_game_of(state, board, r);
     let pick = |k: &str| full.get(k).cloned().unwrap_or(Value::Null);
     Some(json!({

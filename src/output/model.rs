@@ -121,7 +121,8 @@ pub struct RoundInfo {
     pub round: u32,
     /// PGN `TimeControl`, e.g. `5400+30`.
     pub time_control: Option<String>,
-    /// Board ids in board order; boards not listed follow in order of appearance.
+    /// Boards listed from the start (the configured ones, or a replay's), before any event.
+    /// Board order is number order (see [`RoundState::board_number`]).
     pub boards: Vec<String>,
     /// Players per board id.
     pub pairings: HashMap<String, Pairing>,
@@ -245,6 +246,9 @@ struct GameExtra {
 pub struct BoardState {
     /// Device id.
     pub id: String,
+    /// Board number (PGN `Round "R.B"`, the page's "Board B", relay `game-B`): a configured
+    /// board's (`board-B`), else the one given it when it first appeared.
+    pub number: u32,
     /// Games in the order they started (rebuilt from events).
     pub games: Vec<GameRecord>,
     extras: Vec<GameExtra>,
@@ -272,9 +276,10 @@ pub struct BoardState {
 }
 
 impl BoardState {
-    fn new(id: &str) -> Self {
+    fn new(id: &str, number: u32) -> Self {
         BoardState {
             id: id.to_string(),
+            number,
             games: Vec::new(),
             extras: Vec::new(),
             clock: None,
@@ -371,7 +376,12 @@ impl BoardState {
     /// Replace the games (rebuilt elsewhere, e.g. from a capture) without any event.
     pub fn restore_games(&mut self, games: &[GameRecord]) {
         self.games = games.to_vec();
-        self.extras = vec![GameExtra::default(); games.len()];
+        // They are games of the round in force (an earlier run played them in it).
+        let extra = GameExtra {
+            round: self.round,
+            ..GameExtra::default()
+        };
+        self.extras = vec![extra; games.len()];
     }
 
     fn apply(&mut self, seq: u64, ev: &CoreEvent) {
@@ -594,25 +604,81 @@ impl RoundState {
         self.index.get(id).map(|&i| &self.boards[i])
     }
 
-    /// Board number (1-based position in board order).
+    /// Board number of board `id`, if the round has it.
     pub fn board_number(&self, id: &str) -> Option<usize> {
-        self.index.get(id).map(|i| i + 1)
+        self.board(id).map(|b| b.number as usize)
     }
 
-    /// The board, created (appended to board order) when new.
+    /// The highest board number (0 with no boards).
+    pub fn max_number(&self) -> u32 {
+        self.boards.last().map_or(0, |b| b.number)
+    }
+
+    /// The board with number `n`.
+    pub fn board_numbered(&self, n: u32) -> Option<&BoardState> {
+        self.boards.iter().find(|b| b.number == n)
+    }
+
+    /// The board, created when new: a configured board (`board-B`) with its number `B`, any
+    /// other with the lowest number that no board has and no configured board owns.
     pub fn board_mut(&mut self, id: &str) -> &mut BoardState {
-        let i = match self.index.get(id) {
-            Some(&i) => i,
-            None => {
-                let mut b = BoardState::new(id);
-                b.round = self.info.round;
-                b.serial = self.info.serials.get(id).cloned();
-                self.boards.push(b);
-                self.index.insert(id.to_string(), self.boards.len() - 1);
-                self.boards.len() - 1
-            }
+        self.board_with_number(id, None)
+    }
+
+    /// Board `id`, created when new with number `wanted` when that is free (a number recorded
+    /// in its capture), else as [`RoundState::board_mut`] numbers it. An existing board keeps
+    /// its number unless it has none of its own yet and `wanted` is free. A configured board's
+    /// number is always its own.
+    pub fn board_with_number(&mut self, id: &str, wanted: Option<u32>) -> &mut BoardState {
+        let own = configured_number(id);
+        let free = |r: &RoundState, n: u32| {
+            n > 0
+                && r.boards.iter().all(|b| b.number != n || b.id == id)
+                && !r
+                    .info
+                    .boards
+                    .iter()
+                    .any(|c| c != id && configured_number(c) == Some(n))
         };
+        if let Some(&i) = self.index.get(id) {
+            let b = &self.boards[i];
+            if own.is_none() && wanted.is_some_and(|w| w != b.number && free(self, w)) {
+                self.boards[i].number = wanted.unwrap_or_default();
+                self.reorder();
+            }
+            let i = self.index[id];
+            return &mut self.boards[i];
+        }
+        let number = own
+            .or(wanted.filter(|&w| free(self, w)))
+            .unwrap_or_else(|| (1..).find(|&n| free(self, n)).unwrap_or(u32::MAX));
+        // A configured board takes its number back from a board that was given it before
+        // the configuration named it; that board gets the next free number.
+        if let Some(n) = own
+            && let Some(j) = self.boards.iter().position(|b| b.number == n)
+        {
+            self.boards[j].number = 0;
+            self.boards[j].number = (1..).find(|&m| m != n && free(self, m)).unwrap_or(u32::MAX);
+        }
+        let mut b = BoardState::new(id, number);
+        b.round = self.info.round;
+        b.serial = self.info.serials.get(id).cloned();
+        self.boards.push(b);
+        self.reorder();
+        let i = self.index[id];
         &mut self.boards[i]
+    }
+
+    /// Boards in number order (ids break ties: two boards given one number by their names).
+    fn reorder(&mut self) {
+        self.boards
+            .sort_by(|a, b| (a.number, &a.id).cmp(&(b.number, &b.id)));
+        self.index = self
+            .boards
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.id.clone(), i))
+            .collect();
     }
 
     /// Apply one event.
@@ -696,6 +762,14 @@ fn by_str(by: CompletedBy) -> &'static str {
         CompletedBy::NextMove => "next_move",
         CompletedBy::GameEnd => "game_end",
     }
+}
+
+/// The number a board id names: `board-B` is configured board `B`.
+pub fn configured_number(id: &str) -> Option<u32> {
+    id.strip_prefix("board-")
+        .filter(|n| !n.starts_with('0') && n.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
 }
 
 /// The name of an end reason (`docs/events.md` §5).
@@ -793,4 +867,56 @@ pub fn round_json(round: &RoundState) -> Value {
         "t": round.last_t as f64 / 1e6,
         "boards": boards,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbers(r: &RoundState) -> Vec<(String, u32)> {
+        r.boards()
+            .iter()
+            .map(|b| (b.id.clone(), b.number))
+            .collect()
+    }
+
+    #[test]
+    fn configured_boards_have_their_numbers_and_others_the_lowest_free_ones() {
+        let mut r = RoundState::new(RoundInfo {
+            boards: vec!["board-7".into(), "board-3".into()],
+            ..Default::default()
+        });
+        r.board_mut("dgt-10005");
+        r.board_mut("dgt-10006");
+        r.board_mut("dgt-10005");
+        let want = [
+            ("dgt-10005", 1),
+            ("dgt-10006", 2),
+            ("board-3", 3),
+            ("board-7", 7),
+        ];
+        let want: Vec<(String, u32)> = want.iter().map(|(i, n)| (i.to_string(), *n)).collect();
+        assert_eq!(numbers(&r), want);
+        assert_eq!(r.board_numbered(7).map(|b| b.id.as_str()), Some("board-7"));
+        assert_eq!(r.board_numbered(5).map(|b| b.id.as_str()), None);
+        assert_eq!(r.max_number(), 7);
+    }
+
+    #[test]
+    fn a_recorded_number_is_kept_when_free_and_a_configured_one_is_taken_back() {
+        let mut r = RoundState::new(RoundInfo {
+            boards: vec!["board-2".into()],
+            ..Default::default()
+        });
+        // Recorded in its capture: taken. Recorded but owned by a configured board: not.
+        assert_eq!(r.board_with_number("dgt-1", Some(5)).number, 5);
+        assert_eq!(r.board_with_number("dgt-2", Some(2)).number, 1);
+        assert_eq!(r.board_with_number("dgt-3", Some(5)).number, 3);
+        // A configured board appearing later (a reload named it) takes its number back.
+        assert_eq!(r.board_mut("board-5").number, 5);
+        assert_eq!(r.board("dgt-1").map(|b| b.number), Some(4));
+        let mut seen: Vec<u32> = r.boards().iter().map(|b| b.number).collect();
+        seen.dedup();
+        assert_eq!(seen, [1, 2, 3, 4, 5], "numbers are unique and in order");
+    }
 }

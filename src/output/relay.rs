@@ -15,6 +15,8 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::hub::Hub;
 use super::model::RoundState;
 use super::render;
@@ -42,20 +44,26 @@ fn round_files(round: &RoundState, r: u32, out: &mut Vec<(String, &'static str, 
         JSON,
         pretty(render::lcc_index_of(round, r)),
     ));
-    for (i, b) in round.boards().iter().enumerate() {
-        let g = i + 1;
-        let pgn = render::game_for(round, b, r).map_or_else(String::new, |game| {
-            let mut s = String::new();
-            render::write_game_pgn(round, b, game, &mut s);
-            s
-        });
+    // Every number up to the highest, as LCC numbers games by their place in `index.json`.
+    for g in 1..=round.max_number() {
+        let (pgn, json) = game_files(round, g, r);
         out.push((format!("round-{r}/game-{g}.pgn"), PGN, pgn));
-        out.push((
-            format!("round-{r}/game-{g}.json"),
-            JSON,
-            pretty(render::lcc_game_of(round, b, r)),
-        ));
+        out.push((format!("round-{r}/game-{g}.json"), JSON, pretty(json)));
     }
+}
+
+/// `game-G.pgn` and `game-G.json` of board number `g` in round `r` (empty for a number no board
+/// has).
+fn game_files(round: &RoundState, g: u32, r: u32) -> (String, Value) {
+    let Some(b) = round.board_numbered(g) else {
+        return (String::new(), render::lcc_no_game(None));
+    };
+    let pgn = render::game_for(round, b, r).map_or_else(String::new, |game| {
+        let mut s = String::new();
+        render::write_game_pgn(round, b, game, &mut s);
+        s
+    });
+    (pgn, render::lcc_game_of(round, b, r))
 }
 
 /// Every relay file: the current round's, and the `round-R/` folders of the earlier rounds
@@ -103,18 +111,14 @@ pub fn render_path(round: &RoundState, path: &str) -> Option<(&'static str, Stri
     if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) || n.len() > 6 {
         return None;
     }
-    let n: usize = n.parse().ok()?;
-    let b = round.boards().get(n.checked_sub(1)?)?;
+    let g: u32 = n
+        .parse()
+        .ok()
+        .filter(|&g| g >= 1 && g <= round.max_number())?;
+    let (pgn, json) = game_files(round, g, r);
     match ext {
-        "pgn" => Some((
-            PGN,
-            render::game_for(round, b, r).map_or_else(String::new, |g| {
-                let mut s = String::new();
-                render::write_game_pgn(round, b, g, &mut s);
-                s
-            }),
-        )),
-        "json" => Some((JSON, render::lcc_game_of(round, b, r).to_string())),
+        "pgn" => Some((PGN, pgn)),
+        "json" => Some((JSON, json.to_string())),
         _ => None,
     }
 }

@@ -11,8 +11,7 @@ use crate::pgn::{self, GameTags};
 
 /// `Round "R.B"` of a board in the current round.
 pub fn round_tag(round: &RoundState, board: &BoardState) -> String {
-    let number = round.board_number(&board.id).unwrap_or(0);
-    format!("{}.{}", round.info.round, number)
+    format!("{}.{}", round.info.round, board.number)
 }
 
 /// The game of board `b` shown for round `r`: the current game for the current round, else
@@ -32,7 +31,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
     let r = board.round_of(game);
     let info = round.info_of(r);
     let pairing = round.pairing_in(r, &board.id);
-    let number = round.board_number(&board.id).unwrap_or(0);
+    let number = board.number;
     let tags = GameTags {
         event: info.event.clone(),
         site: info.site.clone(),
@@ -41,6 +40,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
         white: pairing.white.name.clone(),
         black: pairing.black.name.clone(),
         board: Some(board.id.clone()),
+        number: Some(number),
     };
     let mut text = String::new();
     pgn::write_game(game, &tags, &mut text);
@@ -209,10 +209,12 @@ pub fn lcc_index(round: &RoundState) -> Value {
 
 /// LCC `round-R/index.json` of round `r` (the current or an earlier one).
 pub fn lcc_index_of(round: &RoundState, r: u32) -> Value {
-    let pairings: Vec<Value> = round
-        .boards()
-        .iter()
-        .map(|b| {
+    // LCC numbers games by their place in the list: a number no board has is an empty pairing.
+    let pairings: Vec<Value> = (1..=round.max_number())
+        .map(|n| {
+            let Some(b) = round.board_numbered(n) else {
+                return json!({"white": null, "black": null, "result": "*", "live": false});
+            };
             let p = round.pairing_in(r, &b.id);
             let g = game_for(round, b, r);
             json!({
@@ -273,6 +275,15 @@ pub fn clock_object(round: &RoundState, b: &BoardState, c: &ClockState) -> Value
     })
 }
 
+/// LCC `round-R/game-G.json` with no game: of a board between games (`serial`), or of a
+/// board number no board has (`None`).
+pub fn lcc_no_game(serial: Option<&str>) -> Value {
+    json!({
+        "live": false, "serialNr": serial, "firstMove": null,
+        "chess960": 518, "result": null, "comment": null, "clock": null, "moves": [],
+    })
+}
+
 /// LCC `round-R/game-G.json` of one board's current game.
 pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
     lcc_game_of(round, b, round.info.round)
@@ -281,10 +292,7 @@ pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
 /// LCC `round-R/game-G.json` of one board's game in round `r`.
 pub fn lcc_game_of(round: &RoundState, b: &BoardState, r: u32) -> Value {
     let Some(g) = game_for(round, b, r) else {
-        return json!({
-            "live": false, "serialNr": b.serial().unwrap_or(&b.id), "firstMove": null,
-            "chess960": 518, "result": null, "comment": null, "clock": null, "moves": [],
-        });
+        return lcc_no_game(Some(b.serial().unwrap_or(&b.id)));
     };
     let chess960 = match g.mode {
         shakmaty::CastlingMode::Chess960 => g.chess960.map_or(Value::Null, Into::into),

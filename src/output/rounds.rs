@@ -2,8 +2,8 @@
 //! round's games for the API, and the file that keeps the loaded round across a restart
 //! ([`save`] / [`restore`]).
 //!
-//! A pairing for board N goes to the board whose id is `board-N` (the configured board N),
-//! else to the N-th board in board order, else to a new board `board-N`.
+//! A pairing for board N goes to the board numbered N (the configured board N, `board-N`, or
+//! the board given number N when it appeared), else to a new board `board-N`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -21,13 +21,9 @@ pub const ROUND_FILE: &str = "round.json";
 
 /// The board id that board number `n` of a pairings file stands for.
 pub fn board_id(round: &RoundState, n: u32) -> String {
-    let named = format!("board-{n}");
-    if round.board(&named).is_some() {
-        return named;
-    }
-    n.checked_sub(1)
-        .and_then(|i| round.boards().get(i as usize))
-        .map_or(named, |b| b.id.clone())
+    round
+        .board_numbered(n)
+        .map_or_else(|| format!("board-{n}"), |b| b.id.clone())
 }
 
 /// The round information `loaded` makes of the current one: same event, site, date, time
