@@ -650,25 +650,29 @@ fn after_an_illegal_move_a_touch_before_the_replacing_move_is_4_3a() {
 }
 
 #[test]
-fn after_a_non_capturing_illegal_move_another_piece_may_replace_it() {
-    // As the reference captures' truth has it: only an illegal capture binds the replacing
-    // move (see the next tests).
-    let mut rig = open_game();
-    rig.mv(F1, H3);
-    rig.press();
-    rig.lift(H3);
-    rig.wait(400);
-    rig.place(F1, white(Role::Bishop));
-    rig.arbiter_sets_clock_back();
-    rig.mv(D2, D4);
-    rig.press();
-    assert_eq!(
-        rig.irregularities(),
-        vec![("illegal_move", 5)],
-        "{}",
-        rig.log()
-    );
-    assert_eq!(rig.sans().last().unwrap(), "d4");
+fn after_a_non_capturing_illegal_move_the_piece_moved_must_replace_it_when_it_can() {
+    // 7.5.1: "Articles 4.3 and 4.7 apply to the move replacing the illegal move". The bishop
+    // went f1-h3 through the g2 pawn (illegal) and is put back: it was touched, and it can move
+    // (Bc4, Bb5...). The rook went a1-a3 through the a2 pawn: it was touched but cannot move,
+    // so any move may replace it.
+    for (from, to, breaks) in [(F1, H3, true), (A1, A3, false)] {
+        let mut rig = open_game();
+        let piece = rig.piece(from);
+        rig.mv(from, to);
+        rig.press();
+        rig.lift(to);
+        rig.wait(400);
+        rig.place(from, piece);
+        rig.arbiter_sets_clock_back();
+        rig.mv(D2, D4);
+        rig.press();
+        let mut want = vec![("illegal_move", 5)];
+        if breaks {
+            want.push(("touched_piece_not_moved", 5));
+        }
+        assert_eq!(rig.irregularities(), want, "{from}-{to}:\n{}", rig.log());
+        assert_eq!(rig.sans().last().unwrap(), "d4");
+    }
 }
 
 #[test]

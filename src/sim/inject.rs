@@ -1081,6 +1081,19 @@ pub fn inject(game: &ScriptGame, cfg: &InjectConfig) -> Injected {
             squares: spec.squares(&moves[*i]),
         });
         truth.push((kind.code(), *i as u32 + 1));
+        // 7.5.1: 4.3 applies to the move replacing the illegal move. The piece the illegal
+        // move moved was touched: a replacing move made with another piece, when that one could
+        // have moved legally, breaks touch-move.
+        if let Spec::Illegal { from, .. } = spec {
+            let m = &moves[*i];
+            let moved = match *m {
+                Move::Castle { king, rook } => king == *from || rook == *from,
+                _ => m.from() == Some(*from),
+            };
+            if !moved && can_move(&positions[*i], *from) {
+                truth.push(("touched_piece_not_moved", *i as u32 + 1));
+            }
+        }
     }
     if sim.reversed_board {
         truth.push(("board_reversed", 0));

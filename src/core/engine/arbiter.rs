@@ -279,21 +279,15 @@ impl BoardEngine {
         let consequence = self.count_offence(offender);
         let turn = self.current_turn();
         self.ledger.forget_turn(turn);
-        // 7.5.1: 4.3 applies to the move that replaces an illegal capture: the piece taken
-        // and the piece that took it count as touched. (A non-capturing illegal move leaves the
-        // replacing move free, as in the reference captures' truth.)
+        // 7.5.1: "Articles 4.3 and 4.7 apply to the move replacing the illegal move": the
+        // piece the illegal move moved counts as touched (and, for a capture, the piece it
+        // took), so the replacing move must be made with it when it can move legally.
         if let Some(g) = self.active_game() {
             let board = self.sensed.board(self.orientation);
             let pos = g.position().board().clone();
-            let changed = diff(&pos, &board);
-            let captured = changed
-                .iter()
-                .any(|&sq| pos.color_at(sq).is_some_and(|c| c != offender));
-            if captured {
-                for sq in changed {
-                    if let Some(p) = pos.piece_at(sq) {
-                        self.ledger.add_illegal(sq, p, t, turn);
-                    }
+            for sq in diff(&pos, &board) {
+                if let Some(p) = pos.piece_at(sq) {
+                    self.ledger.add_illegal(sq, p, t, turn);
                 }
             }
         }
