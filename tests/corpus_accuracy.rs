@@ -605,3 +605,51 @@ fn clock_colours_and_clk_per_style() {
         .map(|(i, g)| (g, SimConfig::human(9_700_000 + i as u64)));
     judge_clock("chess960 (human)", c960);
 }
+
+/// "No alarm over 800 ordinary games": games played without any irregularity (human and blitz
+/// handling, scanning board, sensor glitches, every capture order) raise none. The simulated
+/// handling castles rook first now and then, which is a real 4.4b: that one is allowed, at a
+/// castling ply only.
+#[test]
+fn ordinary_games_raise_no_alarm() {
+    use eboardd::core::event::EventKind;
+    use eboardd::core::vocab::IrregularityCode;
+    let cases: Vec<(&CorpusGame, SimConfig)> = standard_sample(Style::Human, 11)
+        .take(400)
+        .chain(standard_sample(Style::Blitz, 12).take(400))
+        .collect();
+    assert_eq!(cases.len(), 800, "the sample");
+    let mut alarms = Vec::new();
+    for (g, cfg) in &cases {
+        let mut raised = Vec::new();
+        let castles = |ply: u32| {
+            g.game
+                .moves
+                .get(ply as usize - 1)
+                .is_some_and(|m| m.is_castle())
+        };
+        let mut sink = |_: &str, e: &CoreEvent| {
+            if let EventKind::Irregularity { code, ply, .. } = &e.kind {
+                let rook_first = *code == IrregularityCode::CastlingRookTouchedFirst;
+                if !(rook_first && *ply >= 1 && castles(*ply)) {
+                    raised.push(format!("{code:?}@{ply}"));
+                }
+            }
+            Ok(())
+        };
+        Session::play(Plan::from_records(synthesize(&g.game, cfg)), &mut sink)
+            .expect("replay of a synthesised capture");
+        if !raised.is_empty() {
+            alarms.push(format!(
+                "{} game {} (seed {}, {:?}): {raised:?}",
+                g.file, g.number, cfg.seed, cfg.style
+            ));
+        }
+    }
+    assert!(
+        alarms.is_empty(),
+        "{} of 800 ordinary games raised alarms:\n{}",
+        alarms.len(),
+        alarms.join("\n")
+    );
+}

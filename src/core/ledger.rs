@@ -1,7 +1,7 @@
 //! The touch ledger: every lift the sensors showed, with when the piece came back, per turn.
 //! It is the evidence for touch-move (FIDE 4.3/4.4) and for telling castling orders apart.
 
-use shakmaty::{Piece, Square};
+use shakmaty::{Color, Piece, Square};
 
 use super::observation::Micros;
 
@@ -66,6 +66,8 @@ pub struct Ledger {
     /// Recent placements (square, piece, when), to spot a piece reported on its new square
     /// before its old square was reported empty.
     placements: Vec<(Square, Piece, Micros)>,
+    /// The last few placements of each colour's pieces, whenever (a hand letting go).
+    recent_placed: Vec<(Color, Micros)>,
 }
 
 impl Ledger {
@@ -73,6 +75,14 @@ impl Ledger {
     pub fn clear(&mut self) {
         self.touches.clear();
         self.placements.clear();
+        self.recent_placed.clear();
+    }
+
+    /// Whether a piece of `color` was placed within `window` of `t` (before or after it).
+    pub fn placed_near(&self, color: Color, t: Micros, window: Micros) -> bool {
+        self.recent_placed
+            .iter()
+            .any(|&(c, at)| c == color && (at - t).abs() < window)
     }
 
     /// A piece was lifted from `square`.
@@ -101,6 +111,10 @@ impl Ledger {
     pub fn place(&mut self, square: Square, piece: Piece, t: Micros) {
         self.placements.retain(|&(_, _, at)| t - at <= SCAN_WINDOW);
         self.placements.push((square, piece, t));
+        if self.recent_placed.len() >= 16 {
+            self.recent_placed.remove(0);
+        }
+        self.recent_placed.push((piece.color, t));
         for open in self.touches.iter_mut().filter(|x| {
             x.back_at.is_none() && !x.replaced && x.square != square && x.piece == piece
         }) {
@@ -133,6 +147,27 @@ impl Ledger {
         match (open(a), open(b)) {
             (Some(x), Some(y)) => (x - y).abs() <= SAME_SCAN,
             _ => true,
+        }
+    }
+
+    /// The lifts still open (piece not seen back, its square not taken by another): where
+    /// from, what, and when.
+    pub fn open_lifts(&self) -> Vec<(Square, Piece, Micros)> {
+        self.touches
+            .iter()
+            .filter(|x| x.back_at.is_none() && !x.replaced)
+            .map(|x| (x.square, x.piece, x.lifted_at))
+            .collect()
+    }
+
+    /// Mark the lifts of `squares` during the turn of `ply` as a knock, never a touch.
+    pub fn mark_knocked(&mut self, ply: u32, squares: &[Square]) {
+        for x in self
+            .touches
+            .iter_mut()
+            .filter(|x| x.turn == ply && squares.contains(&x.square))
+        {
+            x.knocked = true;
         }
     }
 

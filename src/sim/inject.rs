@@ -693,9 +693,10 @@ fn fit(kind: Kind, pos: &Chess, m: &Move, trace: &PlyTrace, rng: &mut Rng) -> Op
             // Not onto a square the move passed over either.
             let moved = move_squares(m, us) | move_path(m, us);
             let mut cands = Vec::new();
+            // Onto any empty neighbour, a legal move of the next player's too (the knock is
+            // lifted as the mover lets go, faster than any hand reacts).
             for s in ab.occupied() & !ab.kings() & !moved {
-                let reach = legal_reach(&after, s);
-                for u in attacks::king_attacks(s) & !ab.occupied() & !moved & !reach {
+                for u in attacks::king_attacks(s) & !ab.occupied() & !moved {
                     let b = relocated(ab, s, u);
                     if !looks_like_a_start(&b) {
                         cands.push((s, u));

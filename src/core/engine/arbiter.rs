@@ -1,7 +1,7 @@
 //! What an arbiter must know (FIDE Laws 4, 6, 7): touch-move, changed moves, clock presses
 //! without a move, illegal moves, unpromoted pawns, displaced pieces, result signals.
 
-use shakmaty::{Color, Move, Position, Role, Square};
+use shakmaty::{Chess, Color, Move, Position, Role, Square};
 
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
 use super::super::game::mover_of_ply;
@@ -18,6 +18,19 @@ use super::{BoardEngine, Displaced};
 /// How long a king may stand on a centre square, the other king not there yet, before the
 /// board counts as displaced rather than a result signal being made.
 const KINGS_SIGNAL_WAIT: Micros = 10_000_000;
+
+/// A piece lifted sooner than this after the other player placed a piece was not lifted by its
+/// own player's hand (no one reacts and reaches that fast): it was knocked.
+const KNOCK_REACTION: Micros = 400_000;
+
+/// More pieces than two hands can hold (three each, generously): gone from the board together
+/// with none put anywhere, they were not taken away by anyone. The board was lifted or jolted,
+/// or its sensors lost power for a moment.
+const MORE_THAN_HANDS_HOLD: usize = 6;
+
+/// How long such a board may read pieces gone before they are reported displaced: a jolt or a
+/// power glitch reads empty for about a second and then whole again, and is nothing to report.
+const JOLT_WAIT: Micros = 3_000_000;
 
 fn names(squares: &[Square]) -> Vec<String> {
     squares.iter().map(|s| s.to_string()).collect()
@@ -506,7 +519,7 @@ impl BoardEngine {
     }
 
     /// The made move is being taken back to the position before it.
-    pub(super) fn note_taken_back(&mut self) {
+    pub(super) fn note_taken_back(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
         let Some(game) = self.active_game() else {
             return;
         };
@@ -514,8 +527,38 @@ impl BoardEngine {
             return;
         };
         let mover = game.position_before_last().turn();
-        let (mv, ply) = (last.mv, game.ply());
-        if self.released(mv, last.made_at, ply, mover) {
+        let (mv, ply, made_at) = (last.mv, game.ply(), last.made_at);
+        // No hand lifts a piece that soon after the other player's hand let go of theirs: the
+        // piece was knocked there by that hand, the "move" no move of its player. (A scanning
+        // board may report the lift in the same scan as that placement, even before it: then
+        // the lift counts in the other player's turn.)
+        let lifted = mv.from().and_then(|from| {
+            self.ledger
+                .since(ply.saturating_sub(1))
+                .filter(|x| x.square == from && x.lifted_at <= made_at)
+                .map(|x| x.lifted_at)
+                .last()
+        });
+        if let (Some(lifted), Some(from)) = (lifted, mv.from())
+            && ply >= 2
+            && self.ledger.placed_near(!mover, lifted, KNOCK_REACTION)
+        {
+            let squares = vec![from, mv.to()];
+            self.ledger.mark_knocked(ply - 1, &squares);
+            self.ledger.mark_knocked(ply, &squares);
+            if t - made_at >= self.cfg.displaced_after {
+                let detail = format!(
+                    "A piece was knocked from {from} to {} as {} let go of the move, and put back.",
+                    mv.to(),
+                    colour(!mover)
+                );
+                let code = IrregularityCode::DisplacedPieces;
+                self.irregularity_at(t, out, ply - 1, code, !mover, squares.clone(), detail);
+                self.emit_resolved(t, out, code, squares);
+            }
+            return;
+        }
+        if self.released(mv, made_at, ply, mover) {
             self.taken_back = Some((mv, ply));
         } else if let Some(from) = mv.from() {
             // Carried to a square and back without being released: a touch (4.3a).
@@ -581,14 +624,28 @@ impl BoardEngine {
         let in_progress = !knocked
             && (self.illegal_open.is_some()
                 || references.iter().any(|pos| is_move_in_progress(pos, board)));
+        // The first king of a result signal on the centre is no displaced piece yet: the other
+        // king may follow seconds later.
+        let half_kings = references
+            .iter()
+            .any(|pos| half_kings_signal(pos.board(), board));
         let relocated = references
             .iter()
-            .find_map(|pos| single_relocation(pos.board(), board, pos.turn()));
-        let wait = if references
+            .find_map(|pos| single_relocation(pos.board(), board, pos.turn()))
+            .filter(|_| !half_kings);
+        let vanished = |pos: &&Chess| {
+            let d = diff(pos.board(), board);
+            d.iter()
+                .all(|&sq| board.piece_at(sq).is_none())
+                .then_some(d.len())
+        };
+        let jolted = references
             .iter()
-            .any(|pos| half_kings_signal(pos.board(), board))
-        {
+            .all(|pos| vanished(pos).is_some_and(|n| n > MORE_THAN_HANDS_HOLD));
+        let wait = if half_kings {
             KINGS_SIGNAL_WAIT
+        } else if jolted {
+            JOLT_WAIT
         } else if knocked {
             // A knocked group or a lifted board is no hand at work: reported once it outlasts
             // sensor noise.
@@ -620,7 +677,9 @@ impl BoardEngine {
                         raised: None,
                     })
                 }
-                Some(d) if d.raised.is_none() => d.wait = wait,
+                // A board that read like a jolt (or half a kings signal) keeps the longer wait
+                // while it comes back piece by piece.
+                Some(d) if d.raised.is_none() => d.wait = d.wait.max(wait),
                 Some(_) => {}
             }
         }

@@ -52,6 +52,7 @@ impl BoardEngine {
             }
             self.start_game(t, s, orientation, out);
             self.make(t, m, out);
+            self.first_move_in_setup = true;
             return true;
         }
         self.games.is_empty() && self.try_setup(t, out)
@@ -147,6 +148,7 @@ impl BoardEngine {
         self.displaced = None;
         self.relocation = None;
         self.taken_back = None;
+        self.first_move_in_setup = false;
         self.changed = None;
         self.gap_open = None;
         self.correcting = None;

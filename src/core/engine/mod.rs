@@ -116,6 +116,12 @@ pub struct BoardEngine {
     relocation: Option<(Micros, u32, Vec<Square>)>,
     /// A released move taken back to its origin in this turn: (move, ply).
     taken_back: Option<(Move, u32)>,
+    /// The game's first move was made the moment the game started, its start position never
+    /// seen on the board: a piece still being set up, not yet a move, until a press completes
+    /// it. Put right (the start position shown), it is a set-up correction, no move.
+    first_move_in_setup: bool,
+    /// When the link dropped, until the board dump after it is taken.
+    link_dropped_at: Option<Micros>,
     /// Moves made since the last press was resolved (or the game started): a press after
     /// exactly one move puts clock and board in phase.
     moves_since_press: u32,
@@ -179,6 +185,19 @@ impl BoardEngine {
         match obs {
             Observation::BoardDump(fields) => {
                 self.sensed.set_all(fields);
+                // A piece seen lifted before the link dropped and on its square in the dump
+                // after it was put back while the link was away: held at least until the
+                // drop, a touch when that is long enough (4.3a). (A dump that repairs lost
+                // updates on a live link closes nothing: a lost placement says nothing of how
+                // long the piece was up.)
+                if let Some(dropped) = self.link_dropped_at.take() {
+                    let board = self.sensed.board(self.orientation);
+                    for (square, piece, lifted_at) in self.ledger.open_lifts() {
+                        if lifted_at < dropped && board.piece_at(square) == Some(piece) {
+                            self.ledger.place(square, piece, dropped);
+                        }
+                    }
+                }
                 if self.games.is_empty() {
                     self.setup_ref = Some(self.sensed.clone());
                 }
@@ -202,14 +221,17 @@ impl BoardEngine {
                     serial: serial.clone(),
                 },
             ),
-            Observation::Disconnected { driver } => self.emit(
-                t,
-                out,
-                EventKind::BoardDisconnected {
-                    driver: driver.clone(),
-                    serial: None,
-                },
-            ),
+            Observation::Disconnected { driver } => {
+                self.link_dropped_at.get_or_insert(t);
+                self.emit(
+                    t,
+                    out,
+                    EventKind::BoardDisconnected {
+                        driver: driver.clone(),
+                        serial: None,
+                    },
+                )
+            }
             Observation::Operator(action) => self.on_operator(t, action, out),
             Observation::Memory(entries) => self.on_memory(entries),
         }
@@ -339,8 +361,13 @@ impl BoardEngine {
             }
             let game = self.active_game().expect("active");
             if board == *game.position_before_last().board() {
-                if self.illegal_open.is_none() {
-                    self.note_taken_back();
+                if self.first_move_in_setup && game.ply() == 1 {
+                    // A piece set up on a wrong square and put right before the game began
+                    // (Guidelines I.5 aside, no one has moved yet): no move, and no touch.
+                    self.first_move_in_setup = false;
+                    self.ledger.clear();
+                } else if self.illegal_open.is_none() {
+                    self.note_taken_back(t, out);
                 }
                 self.retract(t, out);
                 // The board shows the game position again (an arbiter restoring it after an
