@@ -871,3 +871,30 @@ fn model_from_events_equals_engine_games_for_every_capture() {
         assert!(errors.is_empty(), "{}: {errors:?}", f.display());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_says_recovering_with_503_until_the_boards_are_rebuilt() {
+    let files = vec![capture("clean/g0003.jsonl")];
+    let s = setup(&files, Layout::Round, None).await;
+    let health = |addr: SocketAddr| {
+        let r = support::http::get(addr, "/api/v1/health");
+        (r.status, serde_json::from_str::<Value>(&r.body).unwrap())
+    };
+    s.hub.set_recovering(Some((3, 10)));
+    let (status, v) = tokio::task::spawn_blocking(move || health(s.http))
+        .await
+        .unwrap();
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["state"], "recovering");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["recovery"], json!({"done": 3, "total": 10}));
+    s.hub.set_recovering(None);
+    let (status, v) = tokio::task::spawn_blocking(move || health(s.http))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["state"], "ready");
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["recovery"], Value::Null);
+    s.outputs.shutdown().await;
+}

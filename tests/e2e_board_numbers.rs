@@ -240,6 +240,14 @@ async fn configured_numbers_everywhere_and_given_numbers_kept_across_kill_9() {
             .all(|(w, n)| completed_plies(ev, w.id) >= n + 3)
     })
     .await;
+    // The boards were rebuilt from their captures: health says ready (200), not recovering.
+    let health = get(local(http), "/api/v1/health");
+    assert_eq!(health.status, 200, "{}", health.body);
+    assert!(
+        health.body.contains("\"state\":\"ready\""),
+        "{}",
+        health.body
+    );
     assert_numbers("after kill -9", http);
     assert_rounds(
         "after kill -9: API",

@@ -175,6 +175,8 @@ fn output_setup(
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
     init_logging("info");
+    // Boards and clients need descriptors: the hard limit, not the shell's default soft one.
+    crate::daemon::descriptors::raise_soft_limit();
     // The configuration file's [outputs] and [event] drive the outputs; flags override them.
     let file = match &a.config {
         Some(path) => match crate::config::Config::load(path) {

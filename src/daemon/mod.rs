@@ -12,6 +12,7 @@ pub mod board_task;
 pub mod captures;
 mod control;
 pub mod demo;
+pub mod descriptors;
 pub mod discovery;
 pub mod notify;
 pub mod serial;
@@ -327,7 +328,11 @@ impl Ctx {
     /// Rebuilds the boards of the current round from their captures.
     fn recover(&self) {
         let today = captures::today();
-        for (id, path) in self.store.current_files(today) {
+        let files = self.store.current_files(today);
+        let total = files.len();
+        self.hub.set_recovering(Some((0, total)));
+        for (done, (id, path)) in files.into_iter().enumerate() {
+            self.hub.set_recovering(Some((done, total)));
             let meta = self.meta_for_id(&id);
             let earlier = path != self.store.path_for(today, &id);
             // A board of an earlier day is taken only with a game in progress; it keeps the
@@ -358,6 +363,7 @@ impl Ctx {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(id, Arc::new(Mutex::new(board)));
         }
+        self.hub.set_recovering(None);
     }
 
     /// Every board in memory.
@@ -548,6 +554,13 @@ pub async fn serve(
         "creating the capture directory {}",
         dir.display()
     )))?;
+    // Boards first: say at once when the descriptor limit cannot hold the boards configured.
+    let boards = cfg.boards.len().max(cfg.daemon.ports.len());
+    if let Some(line) = descriptors::shortfall(boards, crate::output::server::nofile()) {
+        tracing::error!("{line}");
+    }
+    // Not ready until the boards are rebuilt from their captures (health says `recovering`).
+    hub.set_recovering(Some((0, 0)));
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     // Operator actions and corrections from the outputs are carried out at once on the board
     // (checked, captured, applied), so that a refused one is answered.

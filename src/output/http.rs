@@ -211,14 +211,25 @@ async fn index() -> Response {
 
 async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
     let hub = app.view(&headers, None);
+    // Not ready while the daemon still rebuilds its boards from their captures: a monitoring
+    // check or a load balancer must not take a half-built daemon for a ready one.
+    let recovering = app.hub.recovering();
+    let status = if recovering.is_some() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
     let body = json!({
-        "ok": true,
+        "ok": recovering.is_none(),
+        "state": if recovering.is_some() { "recovering" } else { "ready" },
+        "recovery": recovering.map(|(done, total)| json!({"done": done, "total": total})),
         "seq": hub.last_seq(),
         "subscribers": hub.subscribers(),
         "control": app.token.is_some(),
         "delayed": app.public.as_ref().is_some_and(|p| std::ptr::eq(hub, p)),
     });
     (
+        status,
         [
             (header::CONTENT_TYPE, JSON_TYPE),
             (header::CACHE_CONTROL, "no-cache"),

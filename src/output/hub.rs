@@ -187,6 +187,9 @@ struct Inner {
     /// Where every change is mirrored for the delayed public hub (`delay_secs`): the line,
     /// the delay, the public hub.
     delay_line: Mutex<Option<(DelayLine, std::time::Duration, Hub)>>,
+    /// While the daemon rebuilds its boards from their captures at start: boards rebuilt, and
+    /// boards to rebuild (`None`: ready).
+    recovering: Mutex<Option<(usize, usize)>>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -233,8 +236,37 @@ impl Hub {
                 control: Mutex::new(None),
                 cfg,
                 delay_line: Mutex::new(None),
+                recovering: Mutex::new(None),
             }),
         }
+    }
+
+    /// The daemon is rebuilding its boards from their captures: `done` of `total` so far
+    /// (`None`: done, the hub shows every board there is). Health says `recovering` meanwhile.
+    pub fn set_recovering(&self, progress: Option<(usize, usize)>) {
+        *self
+            .inner
+            .recovering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = progress;
+        if let Some((_, _, public)) = self
+            .inner
+            .delay_line
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            public.set_recovering(progress);
+        }
+    }
+
+    /// Boards rebuilt and to rebuild while the daemon recovers at start; `None` when ready.
+    pub fn recovering(&self) -> Option<(usize, usize)> {
+        *self
+            .inner
+            .recovering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Its limits.
