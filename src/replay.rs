@@ -152,9 +152,11 @@ impl Plan {
             }
             files.extend(found);
         }
+        // Files are read on every core; the first bad one (in file order) is the error.
+        let read = read_all(&files);
         let mut caps = Vec::with_capacity(files.len());
-        for (file, label) in files.iter().zip(labels(&files)) {
-            caps.push((label, capture::read_capture(file)?));
+        for (cap, label) in read.into_iter().zip(labels(&files)) {
+            caps.push((label, cap?));
         }
         Ok(Plan::new(caps, layout))
     }
@@ -546,6 +548,111 @@ impl Session {
         Ok(session)
     }
 
+    /// [`Session::play`] with the boards on `workers` threads (boards are independent): the
+    /// same events in the same order (`sink` sees them after every board is done, in the order
+    /// [`Session::play`] gives them), the same warnings and games. `sink` `None`: no event is
+    /// kept (PGN only).
+    pub fn play_parallel(
+        plan: Plan,
+        sink: Option<&mut Sink<'_>>,
+        workers: usize,
+    ) -> io::Result<Session> {
+        let n = plan.devices.len();
+        if workers <= 1 || n <= 1 {
+            let mut none = |_: &str, _: &CoreEvent| Ok(());
+            return Session::play(plan, sink.unwrap_or(&mut none));
+        }
+        let keep = sink.is_some();
+        let end_t = plan.steps.iter().map(|s| s.t).max().unwrap_or(0);
+        let steps = plan.steps.len();
+        let mut per_device: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, s) in plan.steps.iter().enumerate() {
+            per_device[s.device].push(i);
+        }
+        // Per board: its device, White's clock side, (step, event) and (step, warning) in order;
+        // the events of the end of input are keyed after every step, in board order.
+        type Played = (
+            Device,
+            Option<ClockSide>,
+            Vec<(usize, CoreEvent)>,
+            Vec<(usize, String)>,
+        );
+        let results: Vec<std::sync::Mutex<Option<Played>>> =
+            (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..workers.min(n) {
+                scope.spawn(|| {
+                    loop {
+                        let d = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if d >= n {
+                            break;
+                        }
+                        let mut device = plan.devices[d].device();
+                        let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
+                        let mut buf = Vec::new();
+                        for &i in &per_device[d] {
+                            let step = &plan.steps[i];
+                            match apply_record(&mut device, step.t, &step.kind, &mut buf) {
+                                Applied::Ignored { value, error } => warnings
+                                    .push((i, format!("ignored operator action {value}: {error}"))),
+                                Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
+                                    white = Some(w);
+                                }
+                                Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
+                            }
+                            if keep {
+                                events.extend(buf.drain(..).map(|e| (i, e)));
+                            } else {
+                                buf.clear();
+                            }
+                        }
+                        device.engine.finish(end_t, &mut buf);
+                        if keep {
+                            events.extend(buf.drain(..).map(|e| (steps + d, e)));
+                        }
+                        let played = (device, white, events, warnings);
+                        *results[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(played);
+                    }
+                });
+            }
+        });
+        let mut session = Session {
+            warnings: plan.warnings.clone(),
+            devices: Vec::with_capacity(n),
+            white_clock: Vec::with_capacity(n),
+            next: steps,
+            t: end_t,
+            events: Vec::new(),
+            plan,
+        };
+        let mut events: Vec<(usize, usize, CoreEvent)> = Vec::new();
+        let mut warnings: Vec<(usize, String)> = Vec::new();
+        for (d, r) in results.into_iter().enumerate() {
+            let played = r.into_inner().unwrap_or_else(|e| e.into_inner());
+            let Some((device, white, evs, warns)) = played else {
+                return Err(io::Error::other("a replay worker stopped"));
+            };
+            session.devices.push(device);
+            session.white_clock.push(white);
+            events.extend(evs.into_iter().map(|(i, e)| (i, d, e)));
+            warnings.extend(warns);
+        }
+        // Each key is one board's (a step is one board's record): a stable sort by key keeps
+        // every board's own order.
+        events.sort_by_key(|(i, _, _)| *i);
+        warnings.sort_by_key(|(i, _)| *i);
+        session
+            .warnings
+            .extend(warnings.into_iter().map(|(_, w)| w));
+        if let Some(sink) = sink {
+            for (_, d, e) in &events {
+                sink(&session.plan.devices[*d].name, e)?;
+            }
+        }
+        Ok(session)
+    }
+
     /// Replay time of the next record, if any is left.
     pub fn next_t(&self) -> Option<Micros> {
         self.plan.steps.get(self.next).map(|s| s.t)
@@ -666,6 +773,45 @@ impl Session {
     }
 }
 
+/// Reads `files` as captures on every core, in file order.
+fn read_all(files: &[PathBuf]) -> Vec<Result<Capture, CaptureError>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len());
+    if workers <= 1 {
+        return files.iter().map(|f| capture::read_capture(f)).collect();
+    }
+    let slots: Vec<std::sync::Mutex<Option<Result<Capture, CaptureError>>>> =
+        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let cap = capture::read_capture(file);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(cap);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .zip(files)
+        .map(|(s, file)| {
+            s.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| {
+                    Err(CaptureError::Io {
+                        file: file.display().to_string(),
+                        source: io::Error::other("not read"),
+                    })
+                })
+        })
+        .collect()
+}
+
 /// `eboardd replay`: replays the captures under `paths` (files, or directories searched for
 /// `*.jsonl`) and writes every game as PGN, or the events as JSON Lines when `events` is set,
 /// to `out`; warnings go to `warn`.
@@ -678,13 +824,11 @@ pub fn replay_paths(
     let plan = Plan::load(paths, Layout::AsRecorded)?;
     let mut seq = 0u64;
     let mut sink = |board: &str, e: &CoreEvent| -> io::Result<()> {
-        if events {
-            seq += 1;
-            writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())?;
-        }
-        Ok(())
+        seq += 1;
+        writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())
     };
-    let session = Session::play(plan, &mut sink)?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let session = Session::play_parallel(plan, events.then_some(&mut sink), workers)?;
     for w in session.warnings() {
         warn(w);
     }

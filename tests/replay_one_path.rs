@@ -322,3 +322,62 @@ fn the_daemons_rebuild_of_a_board_gives_the_games_of_its_replay() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every event (as `replay --events` prints it) and every game of a replay of `plan`.
+fn events_and_pgn(plan: Plan, workers: Option<usize>) -> (Vec<String>, String, Vec<String>) {
+    let mut seq = 0u64;
+    let mut lines = Vec::new();
+    let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| {
+        seq += 1;
+        lines.push(eboardd::core::event::EventEnvelope::new(seq, board, e).to_json());
+        Ok(())
+    };
+    let session = match workers {
+        None => Session::play(plan, &mut sink).unwrap(),
+        Some(n) => Session::play_parallel(plan, Some(&mut sink), n).unwrap(),
+    };
+    let warnings = session.warnings().to_vec();
+    (lines, session.pgn(), warnings)
+}
+
+#[test]
+fn replay_on_several_cores_gives_the_same_events_games_and_warnings_as_on_one() {
+    // The 100 sample captures merged by time (boards overlap), and the daemon-style directory
+    // (two days of one board, a Bluetooth board, a line capture).
+    let samples = support::data("captures");
+    let (round, _) = round_dir("parallel");
+    for dir in [samples, round] {
+        let load = || Plan::load(std::slice::from_ref(&dir), Layout::AsRecorded).unwrap();
+        let one = events_and_pgn(load(), None);
+        assert!(
+            one.0.len() > 100,
+            "{}: {} events",
+            dir.display(),
+            one.0.len()
+        );
+        for workers in [2, 3, 8] {
+            let many = events_and_pgn(load(), Some(workers));
+            assert!(
+                one.0 == many.0,
+                "{}: events differ with {workers} workers",
+                dir.display()
+            );
+            assert_eq!(
+                one.1,
+                many.1,
+                "{}: PGN with {workers} workers",
+                dir.display()
+            );
+            assert_eq!(
+                one.2,
+                many.2,
+                "{}: warnings with {workers} workers",
+                dir.display()
+            );
+        }
+        // Without a sink (PGN only) the games are the same too.
+        let mut sink_less = Session::play_parallel(load(), None, 2).unwrap().pgn();
+        sink_less.retain(|c| c != '\r');
+        assert_eq!(one.1, sink_less);
+    }
+}
