@@ -82,27 +82,6 @@ fn a_start_position_that_reads_empty_for_a_second_is_no_new_game() {
 }
 
 #[test]
-fn a_board_empty_for_many_seconds_is_displaced_and_resolved() {
-    let mut rig = open_game();
-    rig.wait(1000);
-    rig.dump(&Board::empty());
-    rig.wait(6000);
-    rig.dump(game_board().board());
-    rig.wait(500);
-    rig.mv(F1, C4);
-    rig.press();
-    assert_eq!(
-        rig.irregularities(),
-        vec![("displaced_pieces", 5)],
-        "{}",
-        rig.log()
-    );
-    assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
-    assert_eq!(rig.engine.games().len(), 1);
-    assert_eq!(rig.sans().last().unwrap(), "Bc4");
-}
-
-#[test]
 fn a_touch_seen_before_a_link_drop_counts_when_the_touched_piece_could_move() {
     // White lifts the f1 bishop (it can move: Bc4, Bb5...); the link drops while it is up. The
     // dump after reconnecting shows it home and d2-d4 made: 4.3a, the bishop had to move. The
