@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use shakmaty::{Color, Position};
 
+use crate::core::event::CompletedBy;
 use crate::core::game::{GameRecord, mover_of_ply};
 
 /// Tags that come from outside the board (configuration, capture header).
@@ -27,6 +28,10 @@ pub struct GameTags {
     /// The board's number, as a capture records it (`tags.number`); the `Round` tag carries
     /// it into PGN (`"R.B"`), so it is no tag of its own.
     pub number: Option<u32>,
+    /// The Fischer increment in milliseconds when the time control is known (configured);
+    /// `None` lets the writer estimate it from the game's clock times (see [`increment_of`]).
+    /// It is only used for `[%emt]`, never written as a tag.
+    pub increment_ms: Option<u32>,
 }
 
 impl GameTags {
@@ -103,6 +108,89 @@ pub fn clk(ms: u32) -> String {
     format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// The increment of a PGN `TimeControl` value in milliseconds: the `+N` of its first period
+/// (`5400+30`, `40/5400+30:1800+30`), also in the words LiveChess writes
+/// (`15 min/game + 10 sec/move`); `Some(0)` for a period without one (`5400`); `None` when the
+/// value says nothing readable (`?`, `-`, an hourglass `*180`).
+pub fn increment_in_time_control(value: &str) -> Option<u32> {
+    let first = value.split(':').next()?.trim();
+    let has_digit = |s: &str| s.chars().any(|c| c.is_ascii_digit());
+    if first.starts_with('*') || !has_digit(first) {
+        return None;
+    }
+    match first.split_once('+') {
+        Some((base, inc)) if has_digit(base) => {
+            let n: String = inc
+                .trim()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            Some(n.parse::<u32>().ok()?.saturating_mul(1000))
+        }
+        Some(_) => None,
+        None => Some(0),
+    }
+}
+
+/// The Fischer increment a game's clock shows, in milliseconds (whole seconds), estimated from
+/// its record when no time control is configured: for every move completed by a press that
+/// follows the opponent's press, the mover's time after the move, minus their time when the
+/// opponent pressed, plus how long they thought (from the opponent's move to theirs) is the
+/// increment; the median over the game, rounded to a second, is robust to the odd move where
+/// an arbiter set the clock or a period's bonus was added. `None` without two such moves.
+pub fn increment_of(game: &GameRecord) -> Option<u32> {
+    let start = game.start();
+    let mut samples: Vec<i64> = Vec::new();
+    for (i, pair) in game.moves.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let mover = mover_of_ply(start, i as u32 + 2);
+        let (Some(a), Some(b)) = (before.mover_clock(mover), after.mover_clock(mover)) else {
+            continue;
+        };
+        if before.completed != Some(CompletedBy::Clock)
+            || after.completed != Some(CompletedBy::Clock)
+        {
+            continue;
+        }
+        let thought_ms = (after.made_at - before.made_at) / 1000;
+        samples.push(i64::from(b) - i64::from(a) + thought_ms);
+    }
+    if samples.len() < 2 {
+        return None;
+    }
+    samples.sort_unstable();
+    let median = samples[samples.len() / 2];
+    let seconds = (median + 500).div_euclid(1000).max(0);
+    u32::try_from(seconds * 1000).ok()
+}
+
+/// The time each move took as its mover's clock shows it (`[%emt]`), in milliseconds, by ply
+/// index: the mover's time when the opponent pressed, minus their time after their own move,
+/// plus the increment their press added. `None` where the clock does not tell (the first move
+/// of the game, a move without clock times). A move whose clock gained more than the
+/// increment (an arbiter added time, a period's bonus) took the time from the opponent's move
+/// to this one instead.
+pub fn move_times(game: &GameRecord, increment_ms: Option<u32>) -> Vec<Option<u32>> {
+    let increment = increment_ms.or_else(|| increment_of(game)).unwrap_or(0);
+    let start = game.start();
+    let mut out = vec![None; game.moves.len()];
+    for (i, pair) in game.moves.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let mover = mover_of_ply(start, i as u32 + 2);
+        let (Some(a), Some(b)) = (before.mover_clock(mover), after.mover_clock(mover)) else {
+            continue;
+        };
+        let spent = i64::from(a) + i64::from(increment) - i64::from(b);
+        let spent = if spent >= 0 {
+            spent
+        } else {
+            ((after.made_at - before.made_at) / 1000).max(0)
+        };
+        out[i + 1] = u32::try_from(spent).ok();
+    }
+    out
+}
+
 /// The result token of a game (`*` while it runs).
 pub fn result_of(game: &GameRecord) -> &'static str {
     game.result.map_or("*", |(r, _)| r.as_str())
@@ -142,6 +230,7 @@ pub fn write_game(game: &GameRecord, tags: &GameTags, out: &mut String) {
     let mut tokens: Vec<String> = Vec::new();
     let start = game.start();
     let first_number = start.fullmoves().get();
+    let spent = move_times(game, tags.increment_ms);
     for (i, record) in game.moves.iter().enumerate() {
         let ply = i as u32 + 1;
         let mover = mover_of_ply(start, ply);
@@ -154,6 +243,9 @@ pub fn write_game(game: &GameRecord, tags: &GameTags, out: &mut String) {
         tokens.push(record.san.clone());
         if let Some(ms) = record.mover_clock(mover) {
             tokens.push(format!("{{[%clk {}]}}", clk(ms)));
+            if let Some(spent) = spent[i] {
+                tokens.push(format!("{{[%emt {}]}}", clk(spent)));
+            }
         }
         if record.completed.is_none() {
             tokens.push("{made}".into());

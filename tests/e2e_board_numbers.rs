@@ -98,8 +98,9 @@ fn rounds(pgn: &str) -> Vec<(String, String)> {
 }
 
 /// Every game of `pgn` is on a board of [`BOARDS`] with `Round "5.N"` of its number, and
-/// every board has a game.
+/// every board has a game; every move with a clock has its `[%emt]`.
 fn assert_rounds(what: &str, pgn: &str) {
+    support::pgn::assert_emt_on_every_clocked_move(what, pgn);
     let got = rounds(pgn);
     for w in &BOARDS {
         let mine: Vec<&String> = got

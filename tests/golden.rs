@@ -22,18 +22,21 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     ffi::OsString,
     fs,
-    io::{self, Cursor, Read},
-    ops::ControlFlow,
+    io::{self, Read},
     path::{Path, PathBuf},
     process::{Command, ExitStatus, Stdio},
     thread,
     time::{Duration, Instant},
 };
 
-use pgn_reader::{Outcome, RawComment, RawTag, Reader, SanPlus, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::{CastlingMode, Chess, fen::Fen};
+
+mod support;
+
+use pgn_reader::SanPlus;
+use support::pgn::parse_pgn;
 
 /// The binary under test, built by cargo for this test target.
 const BIN: &str = env!("CARGO_BIN_EXE_eboardd");
@@ -216,109 +219,6 @@ fn replay(capture: &Path, events: bool) -> Result<Run, String> {
 
 // ---------------------------------------------------------------------------------------------
 // PGN
-
-/// One game as printed: its tags and main line.
-#[derive(Debug, Default)]
-struct PgnGame {
-    tags: BTreeMap<String, String>,
-    /// Main-line moves as printed, with the comments that follow each.
-    moves: Vec<PgnMove>,
-    /// The game termination marker.
-    outcome: Option<String>,
-    /// Comments before the first move.
-    leading_comments: Vec<String>,
-}
-
-#[derive(Debug)]
-struct PgnMove {
-    san: String,
-    comments: Vec<String>,
-}
-
-impl PgnGame {
-    fn tag(&self, name: &str) -> Option<&str> {
-        self.tags.get(name).map(String::as_str)
-    }
-}
-
-/// Collects tags, main-line SANs and comments; variations are skipped (the default).
-struct Collect;
-
-impl Visitor for Collect {
-    type Tags = BTreeMap<String, String>;
-    type Movetext = PgnGame;
-    type Output = PgnGame;
-
-    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
-        ControlFlow::Continue(BTreeMap::new())
-    }
-
-    fn tag(
-        &mut self,
-        tags: &mut Self::Tags,
-        name: &[u8],
-        value: RawTag<'_>,
-    ) -> ControlFlow<Self::Output> {
-        tags.insert(
-            String::from_utf8_lossy(name).into_owned(),
-            value.decode_utf8_lossy().into_owned(),
-        );
-        ControlFlow::Continue(())
-    }
-
-    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
-        ControlFlow::Continue(PgnGame {
-            tags,
-            ..PgnGame::default()
-        })
-    }
-
-    fn san(&mut self, game: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
-        game.moves.push(PgnMove {
-            san: san_plus.to_string(),
-            comments: Vec::new(),
-        });
-        ControlFlow::Continue(())
-    }
-
-    fn comment(
-        &mut self,
-        game: &mut Self::Movetext,
-        comment: RawComment<'_>,
-    ) -> ControlFlow<Self::Output> {
-        let text = String::from_utf8_lossy(comment.as_bytes()).into_owned();
-        match game.moves.last_mut() {
-            Some(last) => last.comments.push(text),
-            None => game.leading_comments.push(text),
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn outcome(
-        &mut self,
-        game: &mut Self::Movetext,
-        outcome: Outcome,
-    ) -> ControlFlow<Self::Output> {
-        game.outcome = Some(outcome.to_string());
-        ControlFlow::Continue(())
-    }
-
-    fn end_game(&mut self, game: Self::Movetext) -> Self::Output {
-        game
-    }
-}
-
-fn parse_pgn(text: &[u8]) -> Result<Vec<PgnGame>, String> {
-    let mut reader = Reader::new(Cursor::new(text));
-    let mut games = Vec::new();
-    while let Some(game) = reader
-        .read_game(&mut Collect)
-        .map_err(|e| format!("cannot read PGN: {e}"))?
-    {
-        games.push(game);
-    }
-    Ok(games)
-}
 
 /// Whether two FENs give the same position: placement, side to move, castling rights (X-FEN
 /// `KQkq` and Shredder `HAha` alike) and en passant square. The move counters are left out: a

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use shakmaty::Color;
 
-use super::model::{BoardState, ClockState, Player, RoundState};
+use super::model::{BoardState, ClockState, Player, RoundInfo, RoundState};
 use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::pgn::{self, GameTags};
@@ -41,6 +41,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
         black: pairing.black.name.clone(),
         board: Some(board.id.clone()),
         number: Some(number),
+        increment_ms: increment_of(info),
     };
     let mut text = String::new();
     pgn::write_game(game, &tags, &mut text);
@@ -245,16 +246,29 @@ fn secs(ms: u32) -> u32 {
     ms / 1000
 }
 
-/// LCC move tokens: `"SAN secondsLeft+secondsSpent"`, each time part only when known.
-pub fn lcc_moves(g: &GameRecord) -> Vec<String> {
+/// The Fischer increment of a round's configured time control, when it says one.
+pub fn increment_of(info: &RoundInfo) -> Option<u32> {
+    info.time_control
+        .as_deref()
+        .and_then(pgn::increment_in_time_control)
+}
+
+/// LCC move tokens: `"SAN secondsLeft+secondsSpent"`, the time left only when known. The time
+/// spent is the PGN's `[%emt]` where the clock tells it ([`pgn::move_times`]), else the time
+/// from the previous move to this one.
+pub fn lcc_moves(g: &GameRecord, increment_ms: Option<u32>) -> Vec<String> {
     let start = g.start();
+    let by_clock = pgn::move_times(g, increment_ms);
     let mut prev_t: Micros = g.started_at;
     g.moves
         .iter()
         .enumerate()
         .map(|(i, m)| {
             let mover = mover_of_ply(start, i as u32 + 1);
-            let spent = ((m.made_at - prev_t).max(0) / 1_000_000) as u64;
+            let spent = match by_clock[i] {
+                Some(ms) => u64::from(secs(ms)),
+                None => ((m.made_at - prev_t).max(0) / 1_000_000) as u64,
+            };
             prev_t = m.made_at;
             match m.mover_clock(mover) {
                 Some(ms) => format!("{} {}+{}", m.san, secs(ms), spent),
@@ -306,7 +320,7 @@ pub fn lcc_game_of(round: &RoundState, b: &BoardState, r: u32) -> Value {
         "result": lcc_result(g),
         "comment": b.status.comment,
         "clock": b.clock.as_ref().map(|c| clock_object(round, b, c)),
-        "moves": lcc_moves(g),
+        "moves": lcc_moves(g, increment_of(round.info_of(r))),
     })
 }
 

@@ -7,6 +7,7 @@
 pub mod broker;
 pub mod daemon;
 pub mod http;
+pub mod pgn;
 pub mod rig;
 pub mod streams;
 
