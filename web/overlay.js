@@ -123,7 +123,10 @@ function renderBoard() {
 function cellHtml(b) {
   const w = playerParts(b.white, "White"), k = playerParts(b.black, "Black");
   const res = resultText(b);
-  const name = (p) => (p.title ? '<span class="title">' + esc(p.title) + "</span>" : "") + esc(p.name);
+  // "Last, First" is shown as "Last, F." (the whole name as the tooltip).
+  const short = (n) => { const [last, first] = n.split(/,\s*/, 2); return first ? last + ", " + first[0] + "." : n; };
+  const name = (p) => (p.title ? '<span class="title">' + esc(p.title) + "</span>" : "") +
+    '<span title="' + esc(p.name) + '">' + esc(short(p.name)) + "</span>";
   return '<div class="cell' + (res ? " over" : "") + '" data-board="' + esc(b.board) + '"><span class="num">' + esc(b.number ?? "") + "</span>" +
     '<span class="names"><span class="n w"><span class="dot w"></span>' + name(w) + '</span><span class="n b"><span class="dot b"></span>' + name(k) + "</span></span>" +
     '<span class="state">' + (res ? '<span class="res">' + esc(res) + "</span>" : '<span class="last">' + esc(lastMoveText(b) || "–") + "</span>") + "</span></div>";
@@ -131,7 +134,9 @@ function cellHtml(b) {
 function renderRound() {
   const strip = $("strip");
   const n = st.order.length;
-  const cols = n <= 4 ? Math.max(n, 1) : n <= 8 ? 4 : n <= 18 ? 6 : 8;
+  // Columns so that a name fits: up to 4 boards on 2 columns, 9 on 3, 16 on 4, 36 on 6, then 8
+  // (the strip takes about a third of the height however many boards; the font shrinks).
+  const cols = n <= 2 ? Math.max(n, 1) : n <= 4 ? 2 : n <= 9 ? 3 : n <= 16 ? 4 : n <= 36 ? 6 : 8;
   strip.style.setProperty("--cols", cols);
   const head = [st.event, st.round ? "round " + st.round : ""].filter(Boolean).join(" · ");
   strip.innerHTML = (head ? '<div class="head">' + esc(head) + "</div>" : "") +

@@ -38,7 +38,10 @@ pub fn router(public: Hub) -> Router {
         .route("/overlay/round", get(round))
         .route("/overlay/{board}", get(board))
         .route("/web/chess.js", get(|| async { asset(JS_TYPE, CHESS_JS) }))
-        .route("/web/overlay.js", get(|| async { asset(JS_TYPE, OVERLAY_JS) }))
+        .route(
+            "/web/overlay.js",
+            get(|| async { asset(JS_TYPE, OVERLAY_JS) }),
+        )
         .with_state(public)
 }
 
