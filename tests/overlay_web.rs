@@ -368,3 +368,81 @@ async fn overlay_shows_titles_ratings_and_the_result() {
     out.shutdown().await;
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Seconds of a clock text (`m:ss`, `h:mm:ss`, `0:ss.t`).
+fn clock_secs(s: &str) -> f64 {
+    s.split(':')
+        .fold(0.0, |acc, p| acc * 60.0 + p.parse::<f64>().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlay_clock_counts_down_between_updates() {
+    let Some(chrome) = chromium() else {
+        return;
+    };
+    // A game stopped mid-way: its last clock state has a side running, and no update follows.
+    let plan = Plan::load(&[capture("clean/g0001.jsonl")], Layout::Round)
+        .unwrap()
+        .until(600_000_000);
+    let info = RoundInfo {
+        boards: plan.boards().map(String::from).collect(),
+        ..Default::default()
+    };
+    let hub = Hub::new(info, HubConfig::default());
+    let mut replay = replay_source::spawn(hub.clone(), plan, None);
+    replay.wait_done().await;
+    let (board, clock) = hub.with_round(|r| {
+        let b = &r.boards()[0];
+        let v = eboardd::output::model::board_json(r, b);
+        (b.id.clone(), v["clock"].clone())
+    });
+    let running = clock["running"]
+        .as_str()
+        .expect("a clock running at 600 s")
+        .to_string();
+    let stopped = if running == "white" { "black" } else { "white" };
+    let ms = |side: &str| clock[side].as_f64().unwrap();
+    let cfg = OutputConfig {
+        http: Some("127.0.0.1:0".parse().unwrap()),
+        ..Default::default()
+    };
+    let out = eboardd::output::start(hub.clone(), &cfg).await.unwrap();
+    let url = format!("http://{}/overlay/{board}", out.http.unwrap());
+    let work = scratch("overlay-countdown");
+    let w = work.clone();
+    // Six seconds of the page's (virtual) time.
+    let dom = tokio::task::spawn_blocking(move || {
+        run_chromium(
+            &chrome,
+            &w.join("profile"),
+            &url,
+            &["--dump-dom", "--virtual-time-budget=6000"],
+        )
+    })
+    .await
+    .unwrap();
+    let shown = |side: &str| {
+        let t = text_of(&dom, &format!("data-clk=\"{side}\"")).unwrap_or("");
+        assert!(is_clock_text(t), "{side}'s clock {t:?}:\n{dom}");
+        clock_secs(t)
+    };
+    // The running side counted down by about the page's time, the other stayed.
+    let ran = ms(&running) / 1000.0 - shown(&running);
+    assert!(
+        (3.0..=7.0).contains(&ran),
+        "{running}'s clock ran {ran} s in 6 s of page time"
+    );
+    let stayed = ms(stopped) / 1000.0 - shown(stopped);
+    assert!(
+        (0.0..1.0).contains(&stayed),
+        "{stopped}'s clock stays ({stayed} s)"
+    );
+    assert!(
+        dom.contains(&format!("class=\"clk run\" data-clk=\"{running}\"")),
+        "the running clock marked"
+    );
+    eprintln!("{running}'s clock ran {ran:.1} s, {stopped}'s {stayed:.1} s");
+    replay.stop();
+    out.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
