@@ -6,71 +6,17 @@
 //! `EBOARDD_UPDATE_SCREENSHOT=1 cargo test --release --test broadcast_web` rewrites
 //! `docs/screenshot.png`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
 mod support;
 use support::capture;
+use support::chromium::{chromium, rendered, run_chromium};
 
 use eboardd::core::observation::OperatorAction;
 use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
 use eboardd::replay::{Layout, Plan};
-
-fn chromium() -> Option<PathBuf> {
-    let found = [
-        "/usr/bin/chromium",
-        "/usr/bin/chromium-browser",
-        "/usr/bin/google-chrome",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file());
-    // A test that cannot run fails with its reason: never a pass that checked nothing.
-    assert!(
-        found.is_some(),
-        "chromium is not installed: .ci/run must install Debian's chromium package (APT_PACKAGES) (apt-get install chromium)"
-    );
-    found
-}
-
-/// Run headless Chromium on `url` with extra arguments; its standard output.
-fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[&str]) -> String {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--virtual-time-budget=5000",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(url);
-    let out = cmd.output().expect("run chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Only what the page rendered, not its script.
-fn rendered(dom: String) -> String {
-    match (dom.find("<script>"), dom.find("</script>")) {
-        (Some(a), Some(b)) => format!("{}{}", &dom[..a], &dom[b..]),
-        _ => dom,
-    }
-}
 
 async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle) {
     let files = [

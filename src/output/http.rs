@@ -99,6 +99,8 @@ pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receive
 
 /// The router of the HTTP API.
 pub fn router_with(o: HttpOptions) -> Router {
+    // Public pages: the delayed view when there is one.
+    let overlays = super::overlay::router(o.public.clone().unwrap_or_else(|| o.hub.clone()));
     let app = App {
         hub: o.hub,
         public: o.public,
@@ -134,6 +136,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         .fallback(not_found)
         .with_state(app)
         .layer(axum::middleware::map_response(json_errors))
+        .merge(overlays)
 }
 
 /// Errors made by the framework (a bad path or query, a wrong method) in the JSON error shape.

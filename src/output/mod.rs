@@ -18,6 +18,7 @@ pub mod livechess_rounds;
 pub mod model;
 pub mod mqtt;
 pub mod mqtt_source;
+pub mod overlay;
 pub mod relay;
 pub mod render;
 pub mod replay_source;

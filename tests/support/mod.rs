@@ -1,10 +1,12 @@
 //! Test support shared by the test files (`mod support;`): the PGN corpus under
 //! `tests/data/pgn` (here), the daemon as a child process with emulated boards and a pty relay
 //! ([`daemon`]), a board-and-clock rig for the core ([`rig`]), readers of the event streams
-//! ([`streams`]), a real MQTT broker ([`broker`]), a plain HTTP client ([`http`]). Each test file uses only part of it.
+//! ([`streams`]), a real MQTT broker ([`broker`]), a plain HTTP client ([`http`]), headless Chromium
+//! ([`chromium`]). Each test file uses only part of it.
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod chromium;
 pub mod daemon;
 pub mod http;
 pub mod pgn;
