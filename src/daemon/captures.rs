@@ -22,8 +22,8 @@ use chrono::{DateTime, Local, NaiveDate, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
 use crate::capture::{self, Capture, CaptureWriter, Record, RecordKind};
-use prometheus_client::metrics::counter::Counter;
 use crate::core::observation::Micros;
+use prometheus_client::metrics::counter::Counter;
 
 /// Writes to a file, dropping everything up to and including the first newline (so a
 /// [`CaptureWriter`] can append records to an existing capture without a second header).

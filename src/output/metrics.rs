@@ -216,15 +216,18 @@ impl Metrics {
             m.lichess_push.clone(),
         );
         for state in LINK_STATES {
-            m.boards.get_or_create(&StateLabels {
+            drop(m.boards.get_or_create(&StateLabels {
                 state: link_state_name(state),
-            });
+            }));
         }
         for kind in LinkError::ALL {
-            m.link_errors.get_or_create(&KindLabels { kind: kind.name() });
+            drop(
+                m.link_errors
+                    .get_or_create(&KindLabels { kind: kind.name() }),
+            );
         }
         for kind in ClientKind::ALL {
-            m.clients.get_or_create(&KindLabels { kind: kind.name() });
+            drop(m.clients.get_or_create(&KindLabels { kind: kind.name() }));
         }
         Metrics { registry, ..m }
     }
