@@ -1,7 +1,8 @@
 //! `GET /metrics` of the live daemon: `eboardd run` against an emulated DGT board on a
 //! pseudo-terminal plays a known game; the exposition, parsed by a Prometheus text-format
 //! parser, agrees with the game and with `GET /api/v1/boards` (moves, games, boards by link
-//! state, irregularities open, clients while event streams are open, capture bytes). Then
+//! state, irregularities open, clients while event streams are open (WebSocket, SSE,
+//! LiveChess), capture bytes). Then
 //! Prometheus's own tools: `promtool check metrics` takes the exposition without a complaint,
 //! and a real `prometheus` server scraping the daemon reports the same number of moves.
 //! Without Debian's `prometheus` package the second test fails with the reason (CI installs
@@ -19,6 +20,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use support::daemon::*;
 use support::http::{self, free_port};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One scrape: every sample by metric name and its labels (sorted `k=v` pairs).
 struct Scrape {
@@ -197,13 +199,28 @@ async fn metrics_agree_with_the_game_and_the_api() {
     })
     .await;
     assert_eq!(s.value("eboardd_clients", &[("kind", "ws")]), 1.0);
+    // An SSE client, counted while its stream is open.
+    let mut sse = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    sse.write_all(b"GET /api/v1/events/sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = sse.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &head[..n]);
+    let s = scrape_until(port, "one SSE client", |s| {
+        s.value("eboardd_clients", &[("kind", "sse")]) == 1.0
+    })
+    .await;
+    assert_eq!(s.value("eboardd_clients", &[("kind", "livechess")]), 1.0);
+    drop(sse);
     ws.close(None).await.unwrap();
     while ws.next().await.is_some() {}
     lcws.close(None).await.unwrap();
     while lcws.next().await.is_some() {}
     scrape_until(port, "the clients gone", |s| {
-        s.value("eboardd_clients", &[("kind", "ws")]) == 0.0
-            && s.value("eboardd_clients", &[("kind", "livechess")]) == 0.0
+        ["ws", "sse", "livechess"]
+            .iter()
+            .all(|kind| s.value("eboardd_clients", &[("kind", kind)]) == 0.0)
     })
     .await;
 
