@@ -363,4 +363,59 @@ mod tests {
         assert!(text.contains("eboardd_lichess_push_total{status=\"ok\"} 1"));
         assert!(text.contains("eboardd_link_errors_total{kind=\"repair\"} 2"));
     }
+
+    #[tokio::test]
+    async fn events_count_once_on_the_live_hub_and_the_delayed_hub_lends_its_clients() {
+        use crate::core::event::CoreEvent;
+        use std::sync::Arc;
+        let live = Hub::new(RoundInfo::default(), HubConfig::default());
+        let public = live.delayed(std::time::Duration::from_millis(1));
+        let m = Arc::new(Metrics::new());
+        live.set_metrics(m.clone());
+        let fen = shakmaty::fen::Fen::from_position(
+            &shakmaty::Chess::default(),
+            shakmaty::EnPassantMode::Legal,
+        )
+        .to_string();
+        let events = [
+            EventKind::GameStarted {
+                fen: fen.clone(),
+                chess960: None,
+            },
+            EventKind::MoveMade {
+                ply: 1,
+                san: "e4".into(),
+                uci: "e2e4".into(),
+                fen,
+                recovered: false,
+            },
+        ];
+        for kind in events {
+            live.publish(
+                "board-1",
+                &CoreEvent {
+                    t: 1,
+                    game: 1,
+                    kind,
+                },
+            );
+        }
+        // The public hub has them once the delay has passed: nothing more is counted.
+        let mut changes = public.changes();
+        while public.last_seq() < 2 {
+            changes.changed().await.unwrap();
+        }
+        let text = m.encode(&live);
+        assert!(text.contains("eboardd_moves_total 1\n"), "{text}");
+        assert!(text.contains("eboardd_games_total 1\n"), "{text}");
+        let guard = public
+            .metrics()
+            .expect("lent")
+            .client(ClientKind::LiveChess);
+        assert!(
+            m.encode(&live)
+                .contains("eboardd_clients{kind=\"livechess\"} 1")
+        );
+        drop(guard);
+    }
 }
