@@ -275,6 +275,7 @@ fn the_daemons_rebuild_of_a_board_gives_the_games_of_its_replay() {
     let store = CaptureStore {
         dir: dir.clone(),
         fsync: false,
+        bytes: None,
     };
     // The configuration as the capture last had it, so that opening writes nothing.
     let meta = |round: &str, white: &str, black: &str| BoardMeta {

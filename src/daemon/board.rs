@@ -160,7 +160,7 @@ impl BoardState {
             device["address"] = unit.into();
         }
         header.insert("devices".into(), json!([device]));
-        let opened = CaptureFile::open(&path, header.clone(), store.fsync)?;
+        let opened = store.open(&path, header.clone())?;
         let rebuilt = opened.existing.is_some();
         let cap = opened.existing.unwrap_or_else(|| Capture {
             header: Header::new(header),
@@ -515,6 +515,7 @@ mod tests {
         let store = CaptureStore {
             dir: dir.clone(),
             fsync: false,
+            bytes: None,
         };
         let game = parse_games("1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O *")
             .remove(0)

@@ -362,6 +362,9 @@ impl<'a> Port<'a> {
                 decode(&mut *line.decoder, bytes)
             }
         };
+        self.ctx
+            .metrics
+            .link_errors(crate::output::metrics::LinkError::BadFrame, bad);
         self.session
             .received(now(), from, &msgs, bad, &View(&self.live), actions);
         Ok(())
@@ -382,7 +385,7 @@ impl<'a> Port<'a> {
                 serde_json::json!([{"id": id, "driver": self.driver.name(), "role": crate::capture::LINE_ROLE,
                     "port": self.path.display().to_string()}]),
             );
-            let opened = CaptureFile::open(&path, header, self.ctx.store.fsync)?;
+            let opened = self.ctx.store.open(&path, header)?;
             self.line = Some(Line {
                 file: opened.file,
                 id,
@@ -548,6 +551,16 @@ impl<'a> Port<'a> {
 
     /// Logs a session note and writes it to the board's capture.
     fn note(&self, unit: Unit, note: &Note) -> io::Result<()> {
+        use crate::output::metrics::LinkError;
+        let error = match note {
+            Note::DumpDiffers { .. } => Some(LinkError::Repair),
+            Note::Reset { .. } => Some(LinkError::Reset),
+            Note::NoReply { .. } => Some(LinkError::NoReply),
+            _ => None,
+        };
+        if let Some(kind) = error {
+            self.ctx.metrics.link_errors(kind, 1);
+        }
         let Some(l) = self.live.get(&unit) else {
             tracing::info!("{} (unit {unit}): {note}", self.path.display());
             return Ok(());

@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::capture::{self, Capture, CaptureWriter, Record, RecordKind};
 use crate::core::observation::Micros;
+use prometheus_client::metrics::counter::Counter;
 
 /// Writes to a file, dropping everything up to and including the first newline (so a
 /// [`CaptureWriter`] can append records to an existing capture without a second header).
@@ -30,6 +31,17 @@ use crate::core::observation::Micros;
 struct AppendSink {
     file: File,
     skip_line: bool,
+    /// Counts the bytes written (the daemon's `eboardd_capture_bytes_total`).
+    bytes: Option<Counter>,
+}
+
+impl AppendSink {
+    fn counted(&self, n: usize) -> usize {
+        if let Some(c) = &self.bytes {
+            c.inc_by(n as u64);
+        }
+        n
+    }
 }
 
 impl Write for AppendSink {
@@ -38,10 +50,12 @@ impl Write for AppendSink {
             if let Some(i) = buf.iter().position(|&b| b == b'\n') {
                 self.skip_line = false;
                 self.file.write_all(&buf[i + 1..])?;
+                self.counted(buf.len() - i - 1);
             }
             return Ok(buf.len());
         }
-        self.file.write(buf)
+        let n = self.file.write(buf)?;
+        Ok(self.counted(n))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -76,6 +90,16 @@ pub struct Opened {
 impl CaptureFile {
     /// Creates `path` (and its directory) with a header: `created` now plus `header_extra`.
     pub fn create(path: &Path, header_extra: Map<String, Value>, fsync: bool) -> io::Result<Self> {
+        Self::create_counting(path, header_extra, fsync, None)
+    }
+
+    /// [`CaptureFile::create`], adding every byte written to `bytes`.
+    fn create_counting(
+        path: &Path,
+        header_extra: Map<String, Value>,
+        fsync: bool,
+        bytes: Option<Counter>,
+    ) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
             create_private_dir(dir)?;
         }
@@ -101,6 +125,7 @@ impl CaptureFile {
             AppendSink {
                 file,
                 skip_line: false,
+                bytes,
             },
             extra,
         )?;
@@ -125,6 +150,16 @@ impl CaptureFile {
     /// Opens `path` to append to it, after dropping a last line cut off by a crash. A missing
     /// or empty file, or one without a readable header, is (re)created.
     pub fn open(path: &Path, header_extra: Map<String, Value>, fsync: bool) -> io::Result<Opened> {
+        Self::open_counting(path, header_extra, fsync, None)
+    }
+
+    /// [`CaptureFile::open`], adding every byte written to `counter` from now on.
+    pub fn open_counting(
+        path: &Path,
+        header_extra: Map<String, Value>,
+        fsync: bool,
+        counter: Option<Counter>,
+    ) -> io::Result<Opened> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
@@ -151,7 +186,7 @@ impl CaptureFile {
             if complete == 0 && !bytes.is_empty() {
                 std::fs::remove_file(path)?;
             }
-            let file = CaptureFile::create(path, header_extra, fsync)?;
+            let file = CaptureFile::create_counting(path, header_extra, fsync, counter)?;
             return Ok(Opened {
                 file,
                 existing: None,
@@ -181,6 +216,7 @@ impl CaptureFile {
             AppendSink {
                 file,
                 skip_line: true,
+                bytes: counter,
             },
             Map::new(),
         )?;
@@ -292,6 +328,9 @@ pub struct CaptureStore {
     pub dir: PathBuf,
     /// Whether to sync records to disk before broadcasting their events.
     pub fsync: bool,
+    /// Counts the bytes written to the captures opened through [`CaptureStore::open`] (the
+    /// daemon's `eboardd_capture_bytes_total`; `None`: not counted).
+    pub bytes: Option<Counter>,
 }
 
 /// The local date today.
@@ -300,6 +339,11 @@ pub fn today() -> NaiveDate {
 }
 
 impl CaptureStore {
+    /// [`CaptureFile::open`] with this store's `fsync`, its bytes counted in `bytes`.
+    pub fn open(&self, path: &Path, header_extra: Map<String, Value>) -> io::Result<Opened> {
+        CaptureFile::open_counting(path, header_extra, self.fsync, self.bytes.clone())
+    }
+
     /// The directory of one day's captures.
     pub fn day_dir(&self, day: NaiveDate) -> PathBuf {
         self.dir.join(day.format("%Y-%m-%d").to_string())
@@ -445,6 +489,7 @@ mod tests {
         let store = CaptureStore {
             dir: dir.clone(),
             fsync: false,
+            bytes: None,
         };
         let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
         for (day, board) in [

@@ -171,6 +171,9 @@ pub struct Ctx {
     config: RwLock<Arc<Config>>,
     /// The captures.
     pub store: CaptureStore,
+    /// The daemon's metrics (`GET /metrics`), counted into by the hub, the port tasks and the
+    /// captures.
+    pub metrics: Arc<crate::output::metrics::Metrics>,
     boards: Mutex<BTreeMap<String, Arc<Mutex<BoardState>>>>,
     open_ports: Mutex<HashSet<PathBuf>>,
     sessions: AtomicU64,
@@ -178,14 +181,17 @@ pub struct Ctx {
 
 impl Ctx {
     fn new(cfg: Config, hub: Hub) -> Ctx {
+        let metrics = Arc::new(crate::output::metrics::Metrics::new());
         let store = CaptureStore {
             dir: cfg.capture_dir(),
             fsync: cfg.daemon.fsync,
+            bytes: Some(metrics.capture_bytes()),
         };
         Ctx {
             hub,
             config: RwLock::new(Arc::new(cfg)),
             store,
+            metrics,
             boards: Mutex::default(),
             open_ports: Mutex::default(),
             sessions: AtomicU64::new(0),
@@ -562,6 +568,7 @@ pub async fn serve(
     // Not ready until the boards are rebuilt from their captures (health says `recovering`).
     hub.set_recovering(Some((0, 0)));
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
+    hub.set_metrics(ctx.metrics.clone());
     // Operator actions and corrections from the outputs are carried out at once on the board
     // (checked, captured, applied), so that a refused one is answered.
     hub.set_control(Arc::new(control::DaemonControl {

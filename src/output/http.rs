@@ -23,6 +23,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::hub::{Hub, Msg, Start};
+use super::metrics::{ClientGuard, ClientKind};
 use super::model::Pairing;
 use super::relay;
 use super::render;
@@ -133,6 +134,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         .route("/api/v1/rounds/{round}", get(round_view))
         .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
         .route("/relay/{*path}", get(relay_file))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(app)
         .layer(axum::middleware::map_response(json_errors))
@@ -240,6 +242,25 @@ async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
         body.to_string(),
     )
         .into_response()
+}
+
+/// `GET /metrics`: the live daemon's metrics in the Prometheus text format (see
+/// [`super::metrics`]); 404 on a server without them (no daemon behind it).
+async fn metrics(State(app): State<App>) -> Response {
+    match app.hub.metrics() {
+        Some(m) => (
+            [
+                (header::CONTENT_TYPE, super::metrics::CONTENT_TYPE),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            m.encode(&app.hub),
+        )
+            .into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "no metrics here: only the live daemon (eboardd run, eboardd demo) has them",
+        ),
+    }
 }
 
 /// A board id from a URL: 1–64 characters of `A-Z a-z 0-9 . _ : -`.
@@ -420,6 +441,7 @@ async fn ws_events(
     drop(req);
     tokio::spawn(async move {
         if let Some(socket) = ws::upgraded(on_upgrade).await {
+            let _client = app.hub.metrics().map(|m| m.client(ClientKind::Ws));
             ws_client(socket, hub, since, board, app.stop).await;
         }
     });
@@ -560,6 +582,8 @@ struct SseState {
     last_lag: Option<Instant>,
     done: bool,
     stop: tokio::sync::watch::Receiver<bool>,
+    /// Counts the client as connected while the stream lives.
+    _client: Option<ClientGuard>,
 }
 
 async fn sse_events(
@@ -590,6 +614,7 @@ async fn sse_events(
         last_lag: None,
         done: false,
         stop: app.stop.clone(),
+        _client: app.hub.metrics().map(|m| m.client(ClientKind::Sse)),
     };
     let stream = futures_util::stream::unfold(state, next_sse);
     (

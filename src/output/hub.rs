@@ -10,7 +10,7 @@
 //! error; the transports then send it a snapshot and drop it if it lags again.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
@@ -18,6 +18,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use super::corrections::ControlError;
 use super::delay::{Change, DelayLine};
+use super::metrics::Metrics;
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{Micros, OperatorAction};
@@ -190,6 +191,9 @@ struct Inner {
     /// While the daemon rebuilds its boards from their captures at start: boards rebuilt, and
     /// boards to rebuild (`None`: ready).
     recovering: Mutex<Option<(usize, usize)>>,
+    /// The daemon's metrics, once set, and whether this hub counts its events into them (the
+    /// live hub does; the delayed public hub only lends them to its clients).
+    metrics: OnceLock<(Arc<Metrics>, bool)>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -237,6 +241,7 @@ impl Hub {
                 cfg,
                 delay_line: Mutex::new(None),
                 recovering: Mutex::new(None),
+                metrics: OnceLock::new(),
             }),
         }
     }
@@ -269,6 +274,20 @@ impl Hub {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Count this hub's events into `metrics` (the live daemon's; the first call wins), and
+    /// lend them to the delayed public hub's clients. See [`super::metrics`].
+    pub fn set_metrics(&self, metrics: Arc<Metrics>) {
+        if let Some((_, _, public)) = self.delay_line().as_ref() {
+            let _ = public.inner.metrics.set((metrics.clone(), false));
+        }
+        let _ = self.inner.metrics.set((metrics, true));
+    }
+
+    /// The daemon's metrics, if set (on the live hub or the delayed public one).
+    pub fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.inner.metrics.get().map(|(m, _)| m)
+    }
+
     /// Its limits.
     pub fn config(&self) -> &HubConfig {
         &self.inner.cfg
@@ -285,6 +304,9 @@ impl Hub {
             return public.clone();
         }
         let (public, tx) = super::delay::spawn(self, delay);
+        if let Some((m, _)) = self.inner.metrics.get() {
+            let _ = public.inner.metrics.set((m.clone(), false));
+        }
         *line = Some((tx, delay, public.clone()));
         public
     }
@@ -324,6 +346,9 @@ impl Hub {
         let seq = st.next_seq;
         let json = EventEnvelope::new(seq, board, event).to_json();
         st.round.apply(seq, board, event);
+        if let Some((m, true)) = self.inner.metrics.get() {
+            m.event(&event.kind);
+        }
         let kind = kind_name(&event.kind);
         let seq = self.push(&mut st, seq, board, kind, event.t, json);
         // Mirrored after it is out (still under the lock, so in the hub's order): the delay

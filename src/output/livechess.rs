@@ -597,6 +597,9 @@ async fn client(
     views: Arc<Views>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let _client = hub
+        .metrics()
+        .map(|m| m.client(super::metrics::ClientKind::LiveChess));
     let mut rx = hub.receiver();
     let mut session = Session {
         hub,

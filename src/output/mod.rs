@@ -15,6 +15,7 @@ pub mod http;
 pub mod hub;
 pub mod livechess;
 pub mod livechess_rounds;
+pub mod metrics;
 pub mod model;
 pub mod mqtt;
 pub mod mqtt_source;

@@ -1,0 +1,421 @@
+//! The live daemon's metrics, served as `GET /metrics` in the Prometheus text exposition
+//! format (version 0.0.4) by the official Prometheus Rust client (`prometheus-client`).
+//!
+//! One [`Metrics`] per daemon run, owned by its shared context (`daemon::Ctx`) and attached
+//! to its hub ([`super::Hub::set_metrics`]). What is counted, and where:
+//! - moves, retractions, games and irregularities: in [`super::Hub::publish`], where every
+//!   core event of the live daemon passes (the delayed public hub does not count them again);
+//! - boards by link state and irregularities open: read from the hub's round model at each
+//!   scrape, so they are what `GET /api/v1/boards` says at that moment;
+//! - link errors: in the port task (`daemon::board_task`): frames the decoder rejected, board
+//!   dumps that repaired lost field updates, boards that reset, chained boards that missed a
+//!   reply;
+//! - clients: a [`ClientGuard`] held by each WebSocket, SSE and LiveChess connection;
+//! - capture bytes: in the capture files' writer (`daemon::captures`);
+//! - lichess pushes: [`Metrics::lichess_push`], for the lichess pusher.
+//!
+//! Nothing here is per board: every label has a small fixed set of values.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::hub::Hub;
+use super::model::LinkState;
+use crate::core::event::EventKind;
+
+/// Content type of `GET /metrics`: the Prometheus text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Every link state a board can have, in the order they are exposed.
+const LINK_STATES: [LinkState; 4] = [
+    LinkState::Active,
+    LinkState::NotResponding,
+    LinkState::Disconnected,
+    LinkState::Unknown,
+];
+
+/// The name of a link state, as `GET /api/v1/boards` gives it (`link`).
+pub fn link_state_name(state: LinkState) -> &'static str {
+    match state {
+        LinkState::Unknown => "unknown",
+        LinkState::Active => "active",
+        LinkState::NotResponding => "not_responding",
+        LinkState::Disconnected => "disconnected",
+    }
+}
+
+/// The kind of a connected client (label `kind` of `eboardd_clients`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientKind {
+    /// The event stream over WebSocket (`/api/v1/events`).
+    Ws,
+    /// The event stream over Server-Sent Events (`/api/v1/events/sse`).
+    Sse,
+    /// A LiveChess EBoards API WebSocket (`/api/v1.0`).
+    LiveChess,
+}
+
+impl ClientKind {
+    /// Every kind, in the order they are exposed.
+    pub const ALL: [ClientKind; 3] = [ClientKind::Ws, ClientKind::Sse, ClientKind::LiveChess];
+
+    /// Its label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::Ws => "ws",
+            ClientKind::Sse => "sse",
+            ClientKind::LiveChess => "livechess",
+        }
+    }
+}
+
+/// A link error of a board's port (label `kind` of `eboardd_link_errors_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkError {
+    /// A frame the decoder rejected (bad length, checksum, unknown message); it resynchronises
+    /// on the next frame.
+    BadFrame,
+    /// A board dump differed from the field updates received: updates were lost, and the game
+    /// was repaired from the dump.
+    Repair,
+    /// The board reset (it stopped sending updates while its clock ran); its update mode was
+    /// set again.
+    Reset,
+    /// A board of a chain left a command unanswered in time.
+    NoReply,
+}
+
+impl LinkError {
+    /// Every kind, in the order they are exposed.
+    pub const ALL: [LinkError; 4] = [
+        LinkError::BadFrame,
+        LinkError::Repair,
+        LinkError::Reset,
+        LinkError::NoReply,
+    ];
+
+    /// Its label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkError::BadFrame => "bad_frame",
+            LinkError::Repair => "repair",
+            LinkError::Reset => "reset",
+            LinkError::NoReply => "no_reply",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StatusLabels {
+    status: String,
+}
+
+/// The daemon's metrics and their registry. Cheap to update from any task; share it in an
+/// `Arc`.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    boards: Family<StateLabels, Gauge>,
+    moves: Counter,
+    moves_retracted: Counter,
+    games: Counter,
+    irregularities: Counter,
+    irregularities_open: Gauge,
+    link_errors: Family<KindLabels, Counter>,
+    clients: Family<KindLabels, Gauge>,
+    capture_bytes: Counter,
+    lichess_push: Family<StatusLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric registered, at zero (every label value of a fixed set present).
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("eboardd");
+        let m = Metrics {
+            boards: Family::default(),
+            moves: Counter::default(),
+            moves_retracted: Counter::default(),
+            games: Counter::default(),
+            irregularities: Counter::default(),
+            irregularities_open: Gauge::default(),
+            link_errors: Family::default(),
+            clients: Family::default(),
+            capture_bytes: Counter::default(),
+            lichess_push: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "boards",
+            "Boards the daemon knows, by link state (as GET /api/v1/boards gives it)",
+            m.boards.clone(),
+        );
+        registry.register(
+            "moves",
+            "Moves added to a game score (move_made events)",
+            m.moves.clone(),
+        );
+        registry.register(
+            "moves_retracted",
+            "Moves taken back from a game score before the clock was pressed (move_retracted \
+             events)",
+            m.moves_retracted.clone(),
+        );
+        registry.register(
+            "games",
+            "Games started (game_started events)",
+            m.games.clone(),
+        );
+        registry.register(
+            "irregularities",
+            "Irregularities raised (irregularity events)",
+            m.irregularities.clone(),
+        );
+        registry.register(
+            "irregularities_open",
+            "Irregularities raised and not yet resolved, among those GET /api/v1/boards lists",
+            m.irregularities_open.clone(),
+        );
+        registry.register(
+            "link_errors",
+            "Link errors of the boards' ports, by kind: bad frames, repairs from a board dump, \
+             board resets, missed replies",
+            m.link_errors.clone(),
+        );
+        registry.register(
+            "clients",
+            "Clients connected, by kind: event stream over WebSocket or SSE, LiveChess API",
+            m.clients.clone(),
+        );
+        registry.register(
+            "capture_bytes",
+            "Bytes written to capture files",
+            m.capture_bytes.clone(),
+        );
+        registry.register(
+            "lichess_push",
+            "Pushes of games to lichess, by outcome",
+            m.lichess_push.clone(),
+        );
+        for state in LINK_STATES {
+            drop(m.boards.get_or_create(&StateLabels {
+                state: link_state_name(state),
+            }));
+        }
+        for kind in LinkError::ALL {
+            drop(
+                m.link_errors
+                    .get_or_create(&KindLabels { kind: kind.name() }),
+            );
+        }
+        for kind in ClientKind::ALL {
+            drop(m.clients.get_or_create(&KindLabels { kind: kind.name() }));
+        }
+        Metrics { registry, ..m }
+    }
+
+    /// Count one core event published on the live hub (called by [`Hub::publish`]).
+    pub fn event(&self, kind: &EventKind) {
+        match kind {
+            EventKind::MoveMade { .. } => self.moves.inc(),
+            EventKind::MoveRetracted { .. } => self.moves_retracted.inc(),
+            EventKind::GameStarted { .. } => self.games.inc(),
+            EventKind::Irregularity { .. } => self.irregularities.inc(),
+            _ => 0,
+        };
+    }
+
+    /// Count `n` link errors of one kind.
+    pub fn link_errors(&self, kind: LinkError, n: u64) {
+        if n > 0 {
+            self.link_errors
+                .get_or_create(&KindLabels { kind: kind.name() })
+                .inc_by(n);
+        }
+    }
+
+    /// A client of `kind` connected: it counts as connected until the guard is dropped.
+    pub fn client(&self, kind: ClientKind) -> ClientGuard {
+        let gauge = self
+            .clients
+            .get_or_create(&KindLabels { kind: kind.name() })
+            .clone();
+        gauge.inc();
+        ClientGuard { gauge }
+    }
+
+    /// The counter of bytes written to capture files (`eboardd_capture_bytes_total`), for the
+    /// capture writer to add to.
+    pub fn capture_bytes(&self) -> Counter {
+        self.capture_bytes.clone()
+    }
+
+    /// For the lichess pusher: count one push of a game to lichess that ended with `status`.
+    /// Give `status` from a small fixed set (e.g. `"ok"`, `"rejected"`, `"error"`, or the
+    /// HTTP status code as text) — never anything per game or per board — so that the series
+    /// stay few. `eboardd_lichess_push_total{status}` shows each status once it has been
+    /// counted.
+    pub fn lichess_push(&self, status: &str) {
+        self.lichess_push
+            .get_or_create(&StatusLabels {
+                status: status.to_string(),
+            })
+            .inc();
+    }
+
+    /// The exposition (Prometheus text format), with the gauges read from `hub`'s round model
+    /// now (boards by link state, irregularities open).
+    pub fn encode(&self, hub: &Hub) -> String {
+        let (states, open) = hub.with_round(|r| {
+            let mut states = [0i64; LINK_STATES.len()];
+            let mut open = 0;
+            for b in r.boards() {
+                let link = b.link();
+                if let Some(i) = LINK_STATES.iter().position(|s| *s == link) {
+                    states[i] += 1;
+                }
+                open += b.open_irregularities().filter(|i| !i.resolved).count() as i64;
+            }
+            (states, open)
+        });
+        for (state, n) in LINK_STATES.iter().zip(states) {
+            self.boards
+                .get_or_create(&StateLabels {
+                    state: link_state_name(*state),
+                })
+                .set(n);
+        }
+        self.irregularities_open.set(open);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// A connected client, counted in `eboardd_clients{kind}` until dropped.
+#[derive(Debug)]
+pub struct ClientGuard {
+    gauge: Gauge,
+}
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{HubConfig, RoundInfo};
+
+    #[test]
+    fn every_fixed_series_is_there_at_zero_and_clients_come_and_go() {
+        let hub = Hub::new(
+            RoundInfo {
+                boards: vec!["board-1".into(), "board-2".into()],
+                ..Default::default()
+            },
+            HubConfig::default(),
+        );
+        let m = Metrics::new();
+        let text = m.encode(&hub);
+        for line in [
+            "eboardd_boards{state=\"unknown\"} 2",
+            "eboardd_boards{state=\"active\"} 0",
+            "eboardd_moves_total 0",
+            "eboardd_games_total 0",
+            "eboardd_irregularities_open 0",
+            "eboardd_link_errors_total{kind=\"bad_frame\"} 0",
+            "eboardd_clients{kind=\"livechess\"} 0",
+            "eboardd_capture_bytes_total 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        // Registered, shown once it has a value.
+        assert!(!text.contains("lichess_push"), "{text}");
+        let g = m.client(ClientKind::Ws);
+        assert!(m.encode(&hub).contains("eboardd_clients{kind=\"ws\"} 1"));
+        drop(g);
+        assert!(m.encode(&hub).contains("eboardd_clients{kind=\"ws\"} 0"));
+        m.lichess_push("ok");
+        m.link_errors(LinkError::Repair, 2);
+        let text = m.encode(&hub);
+        assert!(text.contains("eboardd_lichess_push_total{status=\"ok\"} 1"));
+        assert!(text.contains("eboardd_link_errors_total{kind=\"repair\"} 2"));
+    }
+
+    #[tokio::test]
+    async fn events_count_once_on_the_live_hub_and_the_delayed_hub_lends_its_clients() {
+        use crate::core::event::CoreEvent;
+        use std::sync::Arc;
+        let live = Hub::new(RoundInfo::default(), HubConfig::default());
+        let public = live.delayed(std::time::Duration::from_millis(1));
+        let m = Arc::new(Metrics::new());
+        live.set_metrics(m.clone());
+        let fen = shakmaty::fen::Fen::from_position(
+            &shakmaty::Chess::default(),
+            shakmaty::EnPassantMode::Legal,
+        )
+        .to_string();
+        let events = [
+            EventKind::GameStarted {
+                fen: fen.clone(),
+                chess960: None,
+            },
+            EventKind::MoveMade {
+                ply: 1,
+                san: "e4".into(),
+                uci: "e2e4".into(),
+                fen,
+                recovered: false,
+            },
+        ];
+        for kind in events {
+            live.publish(
+                "board-1",
+                &CoreEvent {
+                    t: 1,
+                    game: 1,
+                    kind,
+                },
+            );
+        }
+        // The public hub has them once the delay has passed: nothing more is counted.
+        let mut changes = public.changes();
+        while public.last_seq() < 2 {
+            changes.changed().await.unwrap();
+        }
+        let text = m.encode(&live);
+        assert!(text.contains("eboardd_moves_total 1\n"), "{text}");
+        assert!(text.contains("eboardd_games_total 1\n"), "{text}");
+        let guard = public
+            .metrics()
+            .expect("lent")
+            .client(ClientKind::LiveChess);
+        assert!(
+            m.encode(&live)
+                .contains("eboardd_clients{kind=\"livechess\"} 1")
+        );
+        drop(guard);
+    }
+}
