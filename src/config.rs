@@ -185,6 +185,8 @@ pub struct OutputsConfig {
     /// Broadcast delay in seconds: every public output (relay files, LiveChess, MQTT, HTTP
     /// without the token) shows the round as it stood this long ago (default 0: live).
     pub delay_secs: Option<u64>,
+    /// `[outputs.lichess]`: push the round to a lichess broadcast.
+    pub lichess: Option<crate::output::lichess::LichessFile>,
 }
 
 /// The longest broadcast delay accepted (3 hours).

@@ -169,6 +169,13 @@ fn output_setup(
     if let Some(cfg) = file {
         crate::daemon::configure_round(&mut round, cfg);
     }
+    if let Some(l) = &config.lichess {
+        let numbers = round
+            .boards
+            .iter()
+            .filter_map(|id| crate::output::model::configured_number(id));
+        l.check_boards(numbers)?;
+    }
     Ok(crate::daemon::OutputSetup { config, round })
 }
 

@@ -91,6 +91,17 @@ pub struct OutputArgs {
     /// token see it live (default 0).
     #[arg(long, value_name = "SECS")]
     pub delay_secs: Option<u64>,
+    /// Push the round to this lichess broadcast round (its id, as in
+    /// lichess.org/broadcast/NAME/ROUND/AbCd1234); repeat for more than 64 boards (64 each,
+    /// in board order).
+    #[arg(long = "lichess-round", value_name = "ID")]
+    pub lichess_round: Vec<String>,
+    /// File holding the lichess API token (study:write scope) for --lichess-round.
+    #[arg(long, value_name = "FILE")]
+    pub lichess_token_file: Option<PathBuf>,
+    /// lichess's address [default: https://lichess.org].
+    #[arg(long, value_name = "URL")]
+    pub lichess_url: Option<String>,
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<Option<SocketAddr>, ArgError> {
@@ -164,6 +175,15 @@ impl OutputArgs {
         if a.delay_secs.is_none() {
             a.delay_secs = o.delay_secs;
         }
+        if let Some(l) = &o.lichess {
+            if a.lichess_round.is_empty() {
+                a.lichess_round = l.round.to_vec();
+            }
+            if a.lichess_token_file.is_none() {
+                a.lichess_token_file = Some(l.token_file.clone());
+            }
+            fill(&mut a.lichess_url, &l.url);
+        }
         if a.round.is_none() {
             a.round = cfg
                 .event
@@ -224,6 +244,27 @@ impl OutputArgs {
         if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
             return Err(ArgError::from("connection caps must be at least 1"));
         }
+        let lichess = match (&self.lichess_round[..], &self.lichess_token_file) {
+            ([], None) => None,
+            ([], Some(_)) => {
+                return Err(ArgError::from(
+                    "lichess: a token file but no broadcast round: give --lichess-round ID",
+                ));
+            }
+            (_, None) => {
+                return Err(ArgError::from(
+                    "lichess: give --lichess-token-file FILE (an API token with the study:write                      scope) with --lichess-round",
+                ));
+            }
+            (rounds, Some(file)) => Some(
+                crate::output::lichess::LichessConfig::new(
+                    rounds.to_vec(),
+                    file,
+                    self.lichess_url.as_deref(),
+                )
+                .map_err(|e| ArgError::Invalid(e.to_string()))?,
+            ),
+        };
         Ok(OutputConfig {
             allowed_origins: self.allow_origin.clone(),
             livechess_allowed_origins: (!self.livechess_allow_origin.is_empty())
@@ -247,6 +288,7 @@ impl OutputArgs {
                 .filter(|&d| d > 0)
                 .map(std::time::Duration::from_secs),
             round_file: None,
+            lichess,
         })
     }
 

@@ -64,6 +64,7 @@ struct App {
     allowed_origins: Arc<[String]>,
     body_timeout: Duration,
     round_file: Option<Arc<std::path::Path>>,
+    lichess: Option<Arc<super::lichess::LichessReport>>,
 }
 
 /// What the HTTP API is built from.
@@ -83,6 +84,8 @@ pub struct HttpOptions {
     pub body_timeout: Duration,
     /// Where a loaded round is saved (`None`: not saved).
     pub round_file: Option<std::path::PathBuf>,
+    /// The lichess pusher's report, shown in health (`None`: not pushing).
+    pub lichess: Option<Arc<super::lichess::LichessReport>>,
 }
 
 /// The router of the HTTP API with default limits and no foreign origin allowed.
@@ -95,6 +98,7 @@ pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receive
         allowed_origins: Vec::new(),
         body_timeout: Duration::from_secs(10),
         round_file: None,
+        lichess: None,
     })
 }
 
@@ -110,6 +114,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         allowed_origins: o.allowed_origins.into(),
         body_timeout: o.body_timeout,
         round_file: o.round_file.map(Arc::from),
+        lichess: o.lichess,
     };
     Router::new()
         .route("/", get(index))
@@ -232,6 +237,7 @@ async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
         "subscribers": hub.subscribers(),
         "control": app.token.is_some(),
         "delayed": app.public.as_ref().is_some_and(|p| std::ptr::eq(hub, p)),
+        "lichess": app.lichess.as_ref().map(|l| l.snapshot()),
     });
     (
         status,

@@ -13,6 +13,7 @@ pub mod corrections;
 pub mod delay;
 pub mod http;
 pub mod hub;
+pub mod lichess;
 pub mod livechess;
 pub mod livechess_rounds;
 pub mod metrics;
@@ -72,6 +73,10 @@ pub struct OutputConfig {
     /// Where a round loaded over the API is saved, to be restored on restart (`None`: not
     /// saved; the daemon uses `round.json` next to the captures).
     pub round_file: Option<PathBuf>,
+    /// Push the round to a lichess broadcast (`None`: off). Never serialised: it holds the
+    /// token.
+    #[serde(skip)]
+    pub lichess: Option<lichess::LichessConfig>,
 }
 
 /// Why outputs could not start.
@@ -90,6 +95,9 @@ pub enum OutputError {
         /// What to do about it, when known (starts with "; ").
         hint: &'static str,
     },
+    /// The lichess pusher could not start.
+    #[error("{0}")]
+    Lichess(String),
     /// The relay directory could not be created.
     #[error("relay directory {dir}: {source}")]
     RelayDir {
@@ -111,6 +119,8 @@ pub struct Outputs {
     pub mqtt: Option<Arc<mqtt::MqttStats>>,
     /// The delayed public hub, when a broadcast delay is configured.
     pub public: Option<Hub>,
+    /// The lichess pusher's report, when pushing.
+    pub lichess: Option<Arc<lichess::LichessReport>>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -183,6 +193,7 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
         livechess: None,
         mqtt: None,
         public: None,
+        lichess: None,
         stop,
         tasks: Vec::new(),
     };
@@ -217,6 +228,17 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
             l.write_stall
         );
     }
+    let lichess = match &cfg.lichess {
+        Some(l) => {
+            let report = lichess::LichessReport::new(l);
+            let pusher =
+                lichess::Pusher::new(l.clone(), report.clone()).map_err(OutputError::Lichess)?;
+            tasks.push(tokio::spawn(pusher.run(hub.clone(), stop_rx.clone())));
+            Some(report)
+        }
+        None => None,
+    };
+    out.lichess = lichess.clone();
     if let Some(addr) = cfg.http {
         let listener = bind("HTTP", addr).await?;
         out.http = listener.local_addr().ok();
@@ -228,6 +250,7 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
             allowed_origins: cfg.allowed_origins.clone(),
             body_timeout: limiter.limits().body_timeout,
             round_file: cfg.round_file.clone(),
+            lichess,
         });
         server::warn_if_exposed("the HTTP API", &addr);
         tasks.push(server::serve(
