@@ -18,6 +18,11 @@ expect '-rw-r--r--' 'usr/lib/systemd/system/eboardd.service'
 expect '-rw-r--r--' 'lib/udev/rules.d/70-eboardd.rules'
 expect '-rw-r--r--' 'etc/eboardd/eboardd.toml'
 expect '-rw-r--r--' 'usr/share/doc/eboardd/copyright'
+# The front door and the manual it links to (README.md's links into docs/ resolve in the package).
+expect '-rw-r--r--' 'usr/share/doc/eboardd/README.md'
+for doc in docs/*.md docs/grafana-dashboard.json; do
+  expect '-rw-r--r--' "usr/share/doc/eboardd/$doc"
+done
 # Nothing world-writable (the mode's 9th character), no setuid/setgid.
 if awk '{print $1}' <<<"$listing" | grep -Eq '^.{8}w|[sS]'; then
   echo "world-writable or set-id entries:"
