@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
+use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -68,6 +69,31 @@ fn stream_params(
         return Err(reject(StatusCode::BAD_REQUEST, "invalid board id"));
     }
     Ok((since, q.board.clone()))
+}
+
+/// What a stream client does when it lags behind the hub (its receiver overflowed): the first
+/// time, or once [`LAG_WINDOW`] has passed since the last time, it resubscribes and starts again
+/// from a snapshot; a second lag within the window drops it. The one policy of both the
+/// WebSocket and the SSE stream.
+#[derive(Debug, Default)]
+struct LagPolicy {
+    /// When the client last lagged.
+    last_lag: Option<Instant>,
+}
+
+impl LagPolicy {
+    /// The client lagged: the start (snapshot) to send next, with `rx` replaced by the new
+    /// subscription; `None` when the client lagged twice within [`LAG_WINDOW`] and is to be
+    /// dropped.
+    fn lagged(&mut self, hub: &Hub, rx: &mut Receiver<Arc<Msg>>) -> Option<Start> {
+        if self.last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
+            return None;
+        }
+        self.last_lag = Some(Instant::now());
+        let (start, new_rx) = hub.resync();
+        *rx = new_rx;
+        Some(start)
+    }
 }
 
 fn wanted(msg: &Msg, board: &Option<String>) -> bool {
@@ -178,7 +204,7 @@ async fn ws_client(
         }
     }
     drop(first);
-    let mut last_lag: Option<Instant> = None;
+    let mut lag = LagPolicy::default();
     loop {
         tokio::select! {
             r = rx.recv() => {
@@ -205,14 +231,13 @@ async fn ws_client(
                 if lagged {
                     // Too slow: a snapshot replaces what was missed; a second lag soon after
                     // drops the client.
-                    if last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
-                        close(&mut socket, CloseCode::Policy, "client too slow; reconnect with ?since=").await;
-                        break;
+                    match lag.lagged(&hub, &mut rx) {
+                        Some(start) => batch = ws_start(start, &board),
+                        None => {
+                            close(&mut socket, CloseCode::Policy, "client too slow; reconnect with ?since=").await;
+                            break;
+                        }
                     }
-                    last_lag = Some(Instant::now());
-                    let (start, new_rx) = hub.resync();
-                    rx = new_rx;
-                    batch = ws_start(start, &board);
                 }
                 if !batch.is_empty() && !send_batch(&mut socket, batch).await {
                     break;
@@ -235,7 +260,7 @@ struct SseState {
     board: Option<String>,
     pending: std::collections::VecDeque<Bytes>,
     rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
-    last_lag: Option<Instant>,
+    lag: LagPolicy,
     done: bool,
     stop: tokio::sync::watch::Receiver<bool>,
     /// Counts the client as connected while the stream lives.
@@ -267,7 +292,7 @@ pub(super) async fn sse_events(
         board,
         pending,
         rx,
-        last_lag: None,
+        lag: LagPolicy::default(),
         done: false,
         stop: app.stop.clone(),
         _client: app.hub.metrics().map(|m| m.client(ClientKind::Sse)),
@@ -308,19 +333,16 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseSta
                     sse_chunks(m.seq, text(&m), &mut st.pending);
                 }
             }
-            Err(RecvError::Lagged(_)) => {
-                if st.last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
+            Err(RecvError::Lagged(_)) => match st.lag.lagged(&st.hub, &mut st.rx) {
+                Some(start) => st.pending = sse_start(start, &st.board),
+                None => {
                     st.done = true;
                     let bye = Bytes::from_static(
                         b"event: error\ndata: client too slow; reconnect (Last-Event-ID resumes)\n\n",
                     );
                     return Some((Ok(bye), st));
                 }
-                st.last_lag = Some(Instant::now());
-                let (start, rx) = st.hub.resync();
-                st.rx = rx;
-                st.pending = sse_start(start, &st.board);
-            }
+            },
             Err(RecvError::Closed) => return None,
         }
     }
