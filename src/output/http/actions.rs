@@ -1,0 +1,196 @@
+//! Operator actions on one board, behind the token: result, players, new game, corrections and
+//! acknowledged irregularities.
+
+use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::authorised;
+use super::boards::check_board;
+use super::body::{MAX_BODY, parse_body, read_body};
+use super::{App, JSON_TYPE, error};
+use crate::core::observation::OperatorAction;
+#[cfg(feature = "test-support")]
+use crate::output::hub::Hub;
+use crate::output::model::Pairing;
+#[cfg(feature = "test-support")]
+use crate::output::render;
+
+/// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
+/// (for the fuzz target of the HTTP handlers): the number of bodies accepted.
+#[cfg(feature = "test-support")]
+pub fn parse_bodies_for_fuzzing(hub: &Hub, board: &str, body: &[u8]) -> usize {
+    let mut accepted = 0;
+    if parse_body::<ResultBody>(body).is_ok() {
+        accepted += 1;
+    }
+    if let Ok(b) = parse_body::<NewGameBody>(body) {
+        accepted += 1;
+        if let Some(fen) = &b.fen {
+            let _ = render::valid_fen(fen);
+        }
+    }
+    if parse_body::<OperatorAction>(body).is_ok() {
+        accepted += 1;
+    }
+    if let Ok(p) = parse_body::<Pairing>(body)
+        && hub.set_pairing(board, p).is_ok()
+    {
+        accepted += 1;
+    }
+    accepted
+}
+
+/// An operator's POST to one board (`/api/v1/boards/{board}/...`), its body not yet read.
+pub(super) struct BoardPost {
+    app: App,
+    id: String,
+    headers: HeaderMap,
+    body: Body,
+}
+
+impl FromRequest<App> for BoardPost {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &App) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(BoardPost {
+            app: app.clone(),
+            id,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+impl BoardPost {
+    /// Check the token and the board, then read and parse the body and answer with `then`;
+    /// a refusal on the way is the answer.
+    async fn run<T: serde::de::DeserializeOwned>(
+        self,
+        then: impl FnOnce(&App, &str, T) -> Response,
+    ) -> Response {
+        let parsed = async {
+            authorised(&self.app, &self.headers)?;
+            check_board(&self.app, &self.id)?;
+            let bytes = read_body(&self.app, &self.headers, self.body, MAX_BODY).await?;
+            parse_body(&bytes)
+        };
+        match parsed.await {
+            Ok(b) => then(&self.app, &self.id, b),
+            Err(r) => *r,
+        }
+    }
+}
+
+/// `{"ok": true}` when the hub took the call, else its error with the status `status` gives.
+fn done<E: std::fmt::Display>(r: Result<(), E>, status: impl FnOnce(&E) -> StatusCode) -> Response {
+    match r {
+        Ok(()) => ok(),
+        Err(e) => error(status(&e), e.to_string()),
+    }
+}
+
+fn ok() -> Response {
+    (
+        [(header::CONTENT_TYPE, JSON_TYPE)],
+        json!({"ok": true}).to_string(),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResultBody {
+    result: String,
+}
+
+pub(super) async fn set_result(post: BoardPost) -> Response {
+    post.run(|app, id, b: ResultBody| {
+        if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "result must be \"1-0\", \"0-1\" or \"1/2-1/2\", not {:?}",
+                    b.result
+                ),
+            );
+        }
+        let running = app.hub.with_round(|r| {
+            r.board(id)
+                .and_then(|b| b.game())
+                .is_some_and(|g| !g.ended())
+        });
+        if !running {
+            return error(
+                StatusCode::CONFLICT,
+                format!("board {id:?} has no running game"),
+            );
+        }
+        let action = OperatorAction::SetResult { result: b.result };
+        operate(app, id, action)
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewGameBody {
+    #[serde(default)]
+    fen: Option<String>,
+}
+
+pub(super) async fn new_game(post: BoardPost) -> Response {
+    post.run(|app, id, b: NewGameBody| {
+        if let Some(fen) = &b.fen
+            && !render::valid_fen(fen)
+        {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("not a legal position: {fen:?}"),
+            );
+        }
+        let action = OperatorAction::NewGame { fen: b.fen };
+        operate(app, id, action)
+    })
+    .await
+}
+
+/// Hand `action` to the board's driver: 503 when the board cannot take it now.
+fn operate(app: &App, id: &str, action: OperatorAction) -> Response {
+    done(app.hub.operator(id, action), |_| {
+        StatusCode::SERVICE_UNAVAILABLE
+    })
+}
+
+/// An arbiter's correction: the body is an operator action (`{"action":"take_back","ply":4}`,
+/// see [`OperatorAction`]); 400 with the reason when it is impossible (nothing changed).
+pub(super) async fn correct(post: BoardPost) -> Response {
+    post.run(|app, id, action: OperatorAction| done(app.hub.correct(id, action), |e| e.status()))
+        .await
+}
+
+pub(super) async fn set_players(post: BoardPost) -> Response {
+    post.run(|app, id, p: Pairing| done(app.hub.set_pairing(id, p), |_| StatusCode::BAD_REQUEST))
+        .await
+}
+
+pub(super) async fn acknowledge(
+    State(app): State<App>,
+    Path((id, irr)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = authorised(&app, &headers).and_then(|_| check_board(&app, &id)) {
+        return *r;
+    }
+    let Ok(irr) = irr.parse::<u64>() else {
+        return error(StatusCode::BAD_REQUEST, "an irregularity id is a number");
+    };
+    done(app.hub.acknowledge(&id, irr), |_| StatusCode::NOT_FOUND)
+}

@@ -1,0 +1,127 @@
+//! The round routes: loading a round's pairings (behind the token), the rounds, one round and
+//! its games as PGN.
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::authorised;
+use super::body::{MAX_PAIRINGS_BODY, read_body};
+use super::cache::{cached, json_response};
+use super::{App, JSON_TYPE, PGN_TYPE, Reject, error, reject};
+use crate::output::hub::Hub;
+use crate::output::render;
+
+#[derive(Debug, Deserialize)]
+pub(super) struct LoadRoundQuery {
+    round: Option<String>,
+    format: Option<String>,
+}
+
+/// `POST /api/v1/round?round=R[&format=trf|csv]` with a pairings file as the body: the token
+/// is checked before a byte of the body is read; a bad file changes nothing.
+pub(super) async fn load_round(
+    State(app): State<App>,
+    Query(q): Query<LoadRoundQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(r) = authorised(&app, &headers) {
+        return *r;
+    }
+    let round = match q.round.as_deref().map(|r| r.trim().parse::<u32>()) {
+        Some(Ok(r)) if (1..=999).contains(&r) => r,
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "give the round number: ?round=R (1 to 999)",
+            );
+        }
+    };
+    let format = match q.format.as_deref().map(str::parse::<crate::round::Format>) {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e),
+        Some(Ok(f)) => Some(f),
+        None => None,
+    };
+    let bytes = match read_body(&app, &headers, body, MAX_PAIRINGS_BODY).await {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let format = format.unwrap_or_else(|| crate::round::Format::guess(&bytes));
+    match crate::output::rounds::load(&app.hub, format, round, &bytes) {
+        Ok(v) => {
+            if let Some(path) = &app.round_file
+                && let Err(e) = crate::output::rounds::save(&app.hub, path)
+            {
+                tracing::warn!(
+                    "round {round} loaded but not saved to {}: {e}",
+                    path.display()
+                );
+            }
+            tracing::info!("round {round} loaded");
+            (
+                [(header::CONTENT_TYPE, JSON_TYPE)],
+                json!({"ok": true, "round": v}).to_string(),
+            )
+                .into_response()
+        }
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+    }
+}
+
+pub(super) async fn rounds(State(app): State<App>, headers: HeaderMap) -> Response {
+    let hub = app.view(&headers, None);
+    json_response(
+        &headers,
+        &hub.with_round(crate::output::rounds::rounds_json),
+    )
+}
+
+fn round_number(hub: &Hub, raw: &str) -> Result<u32, Reject> {
+    raw.parse::<u32>()
+        .ok()
+        .filter(|n| hub.with_round(|r| r.round_numbers().contains(n)))
+        .ok_or_else(|| reject(StatusCode::NOT_FOUND, format!("no round {raw:?}")))
+}
+
+/// Answer with `then` for the round `raw` names in the view the request may see; 404 when
+/// there is no such round.
+fn with_round_number(
+    app: &App,
+    headers: &HeaderMap,
+    raw: &str,
+    then: impl FnOnce(&Hub, u32) -> Response,
+) -> Response {
+    let hub = app.view(headers, None);
+    match round_number(hub, raw) {
+        Ok(n) => then(hub, n),
+        Err(r) => *r,
+    }
+}
+
+pub(super) async fn round_view(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    with_round_number(&app, &headers, &raw, |hub, n| {
+        match hub.with_round(|r| crate::output::rounds::round_json(r, n)) {
+            Some(v) => json_response(&headers, &v),
+            None => error(StatusCode::NOT_FOUND, format!("no round {n}")),
+        }
+    })
+}
+
+pub(super) async fn round_games_pgn(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    with_round_number(&app, &headers, &raw, |hub, n| {
+        let body = hub.with_round(|r| render::round_pgn_of(r, n));
+        cached(&headers, PGN_TYPE, body)
+    })
+}
