@@ -15,7 +15,19 @@ pub mod streams;
 
 use std::path::{Path, PathBuf};
 
+use eboardd::core::observation::{FieldArray, SquareReading};
+use eboardd::core::sensed::Orientation;
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
+
+/// `board`'s fields in device numbering (DGT: field 0 is a8 on a board lying
+/// [`Orientation::Normal`], h1 on one turned round), as a board dump reports them.
+pub fn fields_of(board: &shakmaty::Board, orientation: Orientation) -> FieldArray {
+    let mut f = [SquareReading::Empty; 64];
+    for (sq, p) in board.iter() {
+        f[orientation.index_of(sq) as usize] = SquareReading::Piece(p);
+    }
+    f
+}
 
 /// `tests/data/<rel>`.
 pub fn data(rel: &str) -> PathBuf {
