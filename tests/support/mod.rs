@@ -29,6 +29,15 @@ pub fn fields_of(board: &shakmaty::Board, orientation: Orientation) -> FieldArra
     f
 }
 
+/// A fresh, empty scratch directory for one test: `eboardd-<name>-<pid>` in the system's
+/// temporary directory.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("eboardd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// `tests/data/<rel>`.
 pub fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
