@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 mod support;
-use support::capture;
+use support::{capture, scratch};
 
 use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
@@ -21,12 +21,6 @@ use support::http::header;
 use support::streams::*;
 
 const TOKEN: &str = "test-token-123";
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("eboardd-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 /// `eboardd replay --events` (or PGN) of `files`, through the same library function.
 fn replay(files: &[PathBuf], events: bool) -> String {
@@ -103,7 +97,7 @@ fn strip_tags(pgn: &str) -> String {
 async fn streams_and_pgn_equal_replay() {
     // One board's two captures, as the daemon writes a board's two days: the second created
     // after the first one's last record, so the two games are one board's, one after the other.
-    let dir = temp_dir("two-days");
+    let dir = scratch("two-days");
     std::fs::create_dir_all(&dir).unwrap();
     let second = dir.join("g0002.jsonl");
     let text = std::fs::read_to_string(capture("chess960/g0002.jsonl")).unwrap();
@@ -263,7 +257,7 @@ async fn relay_files_lcc_json_and_operator_actions() {
         capture("irregular/g0002.jsonl"),
         capture("chess960/g0004.jsonl"),
     ];
-    let dir = temp_dir("relay");
+    let dir = scratch("relay");
     let mut s = setup(&files, Layout::Round, Some(dir.clone())).await;
     s.hub
         .set_pairing(
@@ -836,7 +830,7 @@ async fn livechess_eboards_api() {
 /// The model rebuilt from events gives the same games as the engines, for every sample capture.
 #[test]
 fn model_from_events_equals_engine_games_for_every_capture() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+    let root = support::data("captures");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .filter_map(|d| d.ok())

@@ -297,7 +297,7 @@ fn game_of(hub: &Hub, board: &str) -> (Vec<String>, String) {
 /// round source publishes is byte for byte what the node published (except `seq`).
 #[test]
 fn every_event_reads_back_from_its_wire_form() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
+    let dir = support::data("captures");
     let mut n = 0;
     for sub in ["clean", "human", "blitz", "chess960", "irregular", "setup"] {
         let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {

@@ -5,12 +5,16 @@
 //! The truth is the simulated clock's: which face belongs to which colour and which face is
 //! counting down. Every check compares the core's events with it.
 
-use eboardd::core::engine::{BoardEngine, EngineConfig};
-use eboardd::core::event::{CompletedBy, CoreEvent, EventKind};
+mod support;
+
+use eboardd::core::engine::EngineConfig;
+use eboardd::core::event::{CompletedBy, EventKind};
 use eboardd::core::observation::{
-    ClockFace, ClockReading, ClockSide, FieldArray, Micros, Observation, SquareReading,
+    ClockFace, ClockReading, ClockSide, Micros, Observation, SquareReading,
 };
-use shakmaty::{Board, Chess, Color, Position, Square, san::San};
+use shakmaty::{Chess, Color, Position, Square, san::San};
+use support::fields_of;
+use support::rig::Rig;
 
 const S: Micros = 1_000_000;
 
@@ -51,58 +55,46 @@ impl Clock {
     }
 }
 
-struct Rig {
-    engine: BoardEngine,
-    t: Micros,
-    events: Vec<CoreEvent>,
+/// The shared rig (engine, time, events, the position on the board) with this file's DGT 3000
+/// in increment mode and the truth about it.
+struct ClockedRig {
+    core: Rig,
     clock: Clock,
-    pos: Chess,
     /// For every clock event: (the colour the core says runs, the colour that truly runs).
     named: Vec<(Option<Color>, Option<Color>)>,
     /// For every press: the mover's face time in the press reading (seconds).
     presses: Vec<u32>,
 }
 
-fn fields(board: &Board) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.iter() {
-        // DGT numbering: index 0 is a8.
-        let index = (7 - sq.rank() as usize) * 8 + sq.file() as usize;
-        f[index] = SquareReading::Piece(p);
-    }
-    f
-}
-
-fn index(sq: Square) -> u8 {
-    ((7 - sq.rank() as u8) * 8) + sq.file() as u8
-}
-
-impl Rig {
-    fn new(white: ClockSide, cfg: EngineConfig) -> Rig {
-        let mut rig = Rig {
-            engine: BoardEngine::new(cfg),
-            t: 0,
-            events: vec![],
+impl ClockedRig {
+    fn new(white: ClockSide, cfg: EngineConfig) -> ClockedRig {
+        let mut rig = ClockedRig {
+            core: Rig::configured(cfg),
             clock: Clock {
                 left_ms: 300_000,
                 right_ms: 300_000,
                 running: None,
                 white,
             },
-            pos: Chess::default(),
             named: vec![],
             presses: vec![],
         };
         rig.send_clock();
-        rig.handle(Observation::BoardDump(Box::new(fields(rig.pos.board()))));
+        rig.dump_pos();
         rig
     }
 
+    /// The board dumps the position on it, now.
+    fn dump_pos(&mut self) {
+        let fields = fields_of(self.core.pos.board(), self.core.orientation);
+        self.handle(Observation::BoardDump(Box::new(fields)));
+    }
+
     fn handle(&mut self, obs: Observation) {
-        let start = self.events.len();
-        self.engine.handle(self.t, &obs, &mut self.events);
+        let start = self.core.events.len();
+        self.core.observe(&obs);
         let truth = self.clock.running.map(|s| self.clock.owner(s));
-        for e in &self.events[start..] {
+        for e in &self.core.events[start..] {
             if let EventKind::Clock { running, .. } = e.kind {
                 let named = running;
                 self.named.push((named, truth));
@@ -117,9 +109,9 @@ impl Rig {
 
     /// Time passes; the clock sends a reading each second while it runs.
     fn wait(&mut self, us: Micros) {
-        let end = self.t + us;
-        while self.t + S <= end {
-            self.t += S;
+        let end = self.core.t + us;
+        while self.core.t + S <= end {
+            self.core.t += S;
             match self.clock.running {
                 Some(ClockSide::Left) => self.clock.left_ms -= 1000,
                 Some(ClockSide::Right) => self.clock.right_ms -= 1000,
@@ -129,10 +121,8 @@ impl Rig {
                 self.send_clock();
             }
         }
-        self.t = end;
-        let mut out = vec![];
-        self.engine.tick(self.t, &mut out);
-        self.events.extend(out);
+        self.core.t = end;
+        self.core.tick();
     }
 
     /// The arbiter starts the clock with `side` running.
@@ -180,35 +170,29 @@ impl Rig {
         let m = san
             .parse::<San>()
             .expect("SAN")
-            .to_move(&self.pos)
+            .to_move(&self.core.pos)
             .expect("legal");
-        let before = self.pos.board().clone();
-        self.pos.play_unchecked(m);
-        let after = self.pos.board().clone();
+        let before = self.core.pos.board().clone();
+        self.core.pos.play_unchecked(m);
+        let after = self.core.pos.board().clone();
         let changed: Vec<Square> = Square::ALL
             .into_iter()
             .filter(|&sq| before.piece_at(sq) != after.piece_at(sq))
             .collect();
         for &sq in changed.iter().filter(|&&sq| before.piece_at(sq).is_some()) {
-            self.t += 150_000;
-            self.handle(Observation::Field {
-                index: index(sq),
-                reading: SquareReading::Empty,
-            });
+            self.core.t += 150_000;
+            self.handle(self.core.report(sq, SquareReading::Empty));
         }
         for &sq in changed.iter().filter(|&&sq| after.piece_at(sq).is_some()) {
-            self.t += 150_000;
+            self.core.t += 150_000;
             let piece = after.piece_at(sq).expect("piece");
-            self.handle(Observation::Field {
-                index: index(sq),
-                reading: SquareReading::Piece(piece),
-            });
+            self.handle(self.core.report(sq, SquareReading::Piece(piece)));
         }
     }
 
     /// The side to move thinks, plays and presses its own side.
     fn turn(&mut self, san: &str, think: Micros) {
-        let mover = self.pos.turn();
+        let mover = self.core.pos.turn();
         self.wait(think);
         self.play(san);
         self.wait(300_000);
@@ -217,9 +201,7 @@ impl Rig {
     }
 
     fn finish(&mut self) {
-        let mut out = vec![];
-        self.engine.finish(self.t, &mut out);
-        self.events.extend(out);
+        self.core.finish();
     }
 
     /// Clock events that named the running colour wrongly, from event `from` on.
@@ -232,7 +214,8 @@ impl Rig {
 
     /// `[%clk]` of the moves completed by a press, in order, as (ply, seconds).
     fn clocks_of_pressed_moves(&self) -> Vec<(u32, u32)> {
-        self.events
+        self.core
+            .events
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::MoveCompleted {
@@ -250,8 +233,7 @@ impl Rig {
     }
 
     fn sans(&self) -> Vec<String> {
-        let game = self.engine.games().last().expect("a game");
-        game.moves.iter().map(|m| m.san.clone()).collect()
+        self.core.sans()
     }
 }
 
@@ -265,7 +247,7 @@ fn think(i: usize) -> Micros {
     (2 + (i * 7 % 9) as i64) * S
 }
 
-fn play_rest(rig: &mut Rig, from: usize) {
+fn play_rest(rig: &mut ClockedRig, from: usize) {
     for (i, san) in GAME.iter().enumerate().skip(from) {
         rig.turn(san, think(i));
     }
@@ -275,7 +257,7 @@ fn play_rest(rig: &mut Rig, from: usize) {
 #[test]
 fn an_ordinary_game_names_every_clock_right_on_either_side() {
     for white in [ClockSide::Left, ClockSide::Right] {
-        let mut rig = Rig::new(white, EngineConfig::default());
+        let mut rig = ClockedRig::new(white, EngineConfig::default());
         rig.start_clock(white);
         play_rest(&mut rig, 0);
         assert_eq!(rig.sans(), GAME.to_vec());
@@ -291,7 +273,7 @@ fn an_ordinary_game_names_every_clock_right_on_either_side() {
 #[test]
 fn white_forgets_the_first_press_and_black_replies_first() {
     for white in [ClockSide::Left, ClockSide::Right] {
-        let mut rig = Rig::new(white, EngineConfig::default());
+        let mut rig = ClockedRig::new(white, EngineConfig::default());
         rig.start_clock(white);
         // White plays e4 and forgets the clock; Black replies while White's face runs; then
         // White notices and presses.
@@ -333,7 +315,7 @@ fn white_forgets_the_first_press_and_black_replies_first() {
 #[test]
 fn a_first_press_from_the_wrong_side_does_not_swap_the_colours() {
     for white in [ClockSide::Left, ClockSide::Right] {
-        let mut rig = Rig::new(white, EngineConfig::default());
+        let mut rig = ClockedRig::new(white, EngineConfig::default());
         let black = rig.face_of(Color::Black);
         // The arbiter starts the clock on Black's face; Black presses to hand it to White.
         rig.start_clock(black);
@@ -357,16 +339,16 @@ fn a_first_press_from_the_wrong_side_does_not_swap_the_colours() {
 
 #[test]
 fn the_clock_turned_round_between_games_is_relearned() {
-    let mut rig = Rig::new(ClockSide::Left, EngineConfig::default());
+    let mut rig = ClockedRig::new(ClockSide::Left, EngineConfig::default());
     rig.start_clock(ClockSide::Left);
     play_rest(&mut rig, 0);
     assert_eq!(rig.wrongly_named(0), 0);
     // Between games: the clock paused, the pieces set up again, the clock turned round.
     rig.clock.running = None;
     rig.send_clock();
-    rig.pos = Chess::default();
-    rig.handle(Observation::BoardDump(Box::new(fields(rig.pos.board()))));
-    assert_eq!(rig.engine.games().len(), 2, "a second game");
+    rig.core.pos = Chess::default();
+    rig.dump_pos();
+    assert_eq!(rig.core.engine.games().len(), 2, "a second game");
     rig.clock.white = ClockSide::Right;
     rig.clock.left_ms = 300_000;
     rig.clock.right_ms = 300_000;
@@ -384,7 +366,7 @@ fn a_configured_side_always_wins() {
         white_clock_side: Some(ClockSide::Right),
         ..Default::default()
     };
-    let mut rig = Rig::new(ClockSide::Left, cfg);
+    let mut rig = ClockedRig::new(ClockSide::Left, cfg);
     rig.start_clock(ClockSide::Left);
     play_rest(&mut rig, 0);
     assert_eq!(rig.sans(), GAME.to_vec());
@@ -399,7 +381,7 @@ fn a_configured_side_always_wins() {
 // ---------------------------------------------------------------------------------------------
 // Flags as the clock means them (hours byte D4: final flag; D6: flag shown).
 
-impl Rig {
+impl ClockedRig {
     /// The clock reports a flag on `side`: final (stopped at zero) or only shown.
     fn flag(&mut self, side: ClockSide, final_flag: bool) {
         let mut r = self.clock.reading();
@@ -413,12 +395,13 @@ impl Rig {
         } else {
             face.flag_shown = true;
         }
-        self.t += 100_000;
+        self.core.t += 100_000;
         self.handle(Observation::Clock(r));
     }
 
     fn ended(&self) -> Vec<(&'static str, String)> {
-        self.events
+        self.core
+            .events
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::GameEnded { result, reason } => {
@@ -432,13 +415,14 @@ impl Rig {
 
 #[test]
 fn a_flag_shown_is_reported_and_the_game_goes_on() {
-    let mut rig = Rig::new(ClockSide::Right, EngineConfig::default());
+    let mut rig = ClockedRig::new(ClockSide::Right, EngineConfig::default());
     rig.start_clock(ClockSide::Right);
     for (i, san) in GAME.iter().enumerate().take(6) {
         rig.turn(san, think(i));
     }
     rig.flag(ClockSide::Right, false);
     let shown: Vec<(Option<&str>, ClockSide)> = rig
+        .core
         .events
         .iter()
         .filter_map(|e| match e.kind {
@@ -460,7 +444,7 @@ fn a_flag_shown_is_reported_and_the_game_goes_on() {
 #[test]
 fn the_final_flag_ends_the_game_for_the_right_colour() {
     for white in [ClockSide::Left, ClockSide::Right] {
-        let mut rig = Rig::new(white, EngineConfig::default());
+        let mut rig = ClockedRig::new(white, EngineConfig::default());
         rig.start_clock(white);
         for (i, san) in GAME.iter().enumerate().take(7) {
             rig.turn(san, think(i));
@@ -474,7 +458,7 @@ fn the_final_flag_ends_the_game_for_the_right_colour() {
 
 #[test]
 fn checkmate_before_the_flag_stands_even_within_the_settle_window() {
-    let mut rig = Rig::new(ClockSide::Left, EngineConfig::default());
+    let mut rig = ClockedRig::new(ClockSide::Left, EngineConfig::default());
     rig.start_clock(ClockSide::Left);
     rig.turn("f3", 3 * S);
     rig.turn("e5", 3 * S);

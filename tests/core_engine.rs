@@ -1,28 +1,14 @@
 //! The core state machine fed observations directly: scenarios of how people move pieces.
 
-use eboardd::core::engine::{BoardEngine, EngineConfig};
-use eboardd::core::event::{CompletedBy, CoreEvent, EventKind};
-use eboardd::core::observation::{
-    ClockFace, ClockReading, FieldArray, Micros, Observation, SquareReading,
-};
+mod support;
+
+use eboardd::core::engine::EngineConfig;
+use eboardd::core::event::{CompletedBy, EventKind};
+use eboardd::core::observation::{ClockFace, ClockReading, Observation};
 use eboardd::core::sensed::Orientation;
 use eboardd::core::start;
-use shakmaty::{Board, Color, Piece, Role, Square};
-
-struct Rig {
-    engine: BoardEngine,
-    t: Micros,
-    events: Vec<CoreEvent>,
-    orientation: Orientation,
-}
-
-fn fields_of(board: &Board, o: Orientation) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.iter() {
-        f[o.index_of(sq) as usize] = SquareReading::Piece(p);
-    }
-    f
-}
+use shakmaty::{Board, Role, Square};
+use support::rig::{MS, Rig, black, white};
 
 fn clock(left_turn: bool, left_ms: u32, right_ms: u32) -> ClockReading {
     ClockReading {
@@ -44,49 +30,17 @@ fn clock(left_turn: bool, left_ms: u32, right_ms: u32) -> ClockReading {
     }
 }
 
+/// The shared rig with observations 10 ms apart.
 impl Rig {
     fn new(board: &Board) -> Rig {
         Rig::with(board, Orientation::Normal)
     }
 
     fn with(board: &Board, orientation: Orientation) -> Rig {
-        let mut rig = Rig {
-            engine: BoardEngine::new(EngineConfig::default()),
-            t: 0,
-            events: Vec::new(),
-            orientation,
-        };
-        rig.feed(Observation::BoardDump(Box::new(fields_of(
-            board,
-            orientation,
-        ))));
-        rig
-    }
-
-    fn feed(&mut self, obs: Observation) {
-        self.t += 10_000;
-        self.engine.handle(self.t, &obs, &mut self.events);
-    }
-
-    fn wait(&mut self, us: Micros) {
-        self.t += us;
-        self.engine.tick(self.t, &mut self.events);
-    }
-
-    fn lift(&mut self, sq: Square) {
-        let index = self.orientation.index_of(sq);
-        self.feed(Observation::Field {
-            index,
-            reading: SquareReading::Empty,
-        });
-    }
-
-    fn place(&mut self, sq: Square, color: Color, role: Role) {
-        let index = self.orientation.index_of(sq);
-        self.feed(Observation::Field {
-            index,
-            reading: SquareReading::Piece(Piece { color, role }),
-        });
+        Rig::configured(EngineConfig::default())
+            .every(10 * MS)
+            .turned(orientation)
+            .showing(board)
     }
 
     fn kinds(&self) -> Vec<String> {
@@ -104,11 +58,6 @@ impl Rig {
             })
             .collect()
     }
-
-    fn sans(&self) -> Vec<String> {
-        let game = self.engine.games().last().expect("a game");
-        game.moves.iter().map(|m| m.san.clone()).collect()
-    }
 }
 
 #[test]
@@ -121,9 +70,9 @@ fn start_position_starts_a_standard_game() {
 fn pawn_move_in_either_report_order() {
     let mut a = Rig::new(&Board::default());
     a.lift(Square::E2);
-    a.place(Square::E4, Color::White, Role::Pawn);
+    a.place(Square::E4, white(Role::Pawn));
     let mut b = Rig::new(&Board::default());
-    b.place(Square::E4, Color::White, Role::Pawn);
+    b.place(Square::E4, white(Role::Pawn));
     b.lift(Square::E2);
     assert_eq!(a.kinds(), vec!["started None", "made e4"]);
     assert_eq!(b.kinds(), a.kinds());
@@ -134,10 +83,10 @@ fn clock_press_completes_after_settling() {
     let mut rig = Rig::new(&Board::default());
     rig.feed(Observation::Clock(clock(true, 300_000, 300_000)));
     rig.lift(Square::E2);
-    rig.place(Square::E4, Color::White, Role::Pawn);
+    rig.place(Square::E4, white(Role::Pawn));
     rig.feed(Observation::Clock(clock(false, 299_000, 300_000)));
     assert!(!rig.kinds().iter().any(|k| k.starts_with("completed")));
-    rig.wait(500_000);
+    rig.wait(500);
     assert_eq!(
         rig.kinds(),
         vec!["started None", "made e4", "completed e4 Clock"]
@@ -151,10 +100,10 @@ fn clock_press_completes_after_settling() {
 fn press_reported_before_the_last_field_update() {
     let mut rig = Rig::new(&Board::default());
     rig.feed(Observation::Clock(clock(true, 300_000, 300_000)));
-    rig.place(Square::E4, Color::White, Role::Pawn);
+    rig.place(Square::E4, white(Role::Pawn));
     rig.feed(Observation::Clock(clock(false, 299_000, 300_000)));
     rig.lift(Square::E2);
-    rig.wait(500_000);
+    rig.wait(500);
     assert_eq!(
         rig.kinds(),
         vec!["started None", "made e4", "completed e4 Clock"]
@@ -165,9 +114,9 @@ fn press_reported_before_the_last_field_update() {
 fn opponent_move_completes_the_previous_one() {
     let mut rig = Rig::new(&Board::default());
     rig.lift(Square::E2);
-    rig.place(Square::E4, Color::White, Role::Pawn);
+    rig.place(Square::E4, white(Role::Pawn));
     rig.lift(Square::E7);
-    rig.place(Square::E5, Color::Black, Role::Pawn);
+    rig.place(Square::E5, black(Role::Pawn));
     assert_eq!(
         rig.kinds(),
         vec![
@@ -181,20 +130,9 @@ fn opponent_move_completes_the_previous_one() {
 
 fn play(rig: &mut Rig, moves: &[(Square, Square)]) {
     for &(from, to) in moves {
-        let piece = rig.engine.games().last().unwrap().position_piece(from);
+        let piece = rig.piece(from);
         rig.lift(from);
-        rig.place(to, piece.color, piece.role);
-    }
-}
-
-trait PieceAt {
-    fn position_piece(&self, sq: Square) -> Piece;
-}
-
-impl PieceAt for eboardd::core::game::GameRecord {
-    fn position_piece(&self, sq: Square) -> Piece {
-        use shakmaty::Position;
-        self.position().board().piece_at(sq).expect("piece")
+        rig.place(to, piece);
     }
 }
 
@@ -207,9 +145,9 @@ fn rook_first_castling_is_revised_to_castling() {
         &[(E2, E4), (E7, E5), (G1, F3), (B8, C6), (F1, C4), (G8, F6)],
     );
     rig.lift(H1);
-    rig.place(F1, Color::White, Role::Rook);
+    rig.place(F1, white(Role::Rook));
     rig.lift(E1);
-    rig.place(G1, Color::White, Role::King);
+    rig.place(G1, white(Role::King));
     let kinds = rig.kinds();
     let tail: Vec<_> = kinds.iter().rev().take(3).rev().cloned().collect();
     assert_eq!(tail, vec!["made Rf1", "retracted 7", "made O-O"]);
@@ -228,7 +166,7 @@ fn capture_by_direct_replacement_and_victim_first() {
         } else {
             rig.lift(E4);
         }
-        rig.place(D5, Color::White, Role::Pawn);
+        rig.place(D5, white(Role::Pawn));
         assert_eq!(rig.sans(), vec!["e4", "d5", "exd5"]);
     }
 }
@@ -239,9 +177,9 @@ fn slide_through_squares_is_revised() {
     let mut rig = Rig::new(&Board::default());
     play(&mut rig, &[(A2, A4), (H7, H6)]);
     rig.lift(A1);
-    rig.place(A2, Color::White, Role::Rook);
+    rig.place(A2, white(Role::Rook));
     rig.lift(A2);
-    rig.place(A3, Color::White, Role::Rook);
+    rig.place(A3, white(Role::Rook));
     assert_eq!(rig.sans(), vec!["a4", "h6", "Ra3"]);
 }
 
@@ -262,14 +200,11 @@ fn underpromotion_after_pawn_on_last_rank() {
         }),
         &mut rig.events,
     );
-    rig.feed(Observation::BoardDump(Box::new(fields_of(
-        pos.board(),
-        Orientation::Normal,
-    ))));
+    rig.dump(pos.board());
     rig.lift(Square::B7);
-    rig.place(Square::B8, Color::White, Role::Pawn);
+    rig.place(Square::B8, white(Role::Pawn));
     rig.lift(Square::B8);
-    rig.place(Square::B8, Color::White, Role::Knight);
+    rig.place(Square::B8, white(Role::Knight));
     assert_eq!(rig.sans(), vec!["b8=N"]);
 }
 
@@ -277,7 +212,7 @@ fn underpromotion_after_pawn_on_last_rank() {
 fn sensor_glitch_raises_nothing() {
     let mut rig = Rig::new(&Board::default());
     rig.lift(Square::D2);
-    rig.place(Square::D2, Color::White, Role::Pawn);
+    rig.place(Square::D2, white(Role::Pawn));
     assert_eq!(rig.kinds(), vec!["started None"]);
 }
 
@@ -285,7 +220,7 @@ fn sensor_glitch_raises_nothing() {
 fn reversed_board_is_detected_and_mapped() {
     let mut rig = Rig::with(&Board::default(), Orientation::Reversed);
     rig.lift(Square::E2);
-    rig.place(Square::E4, Color::White, Role::Pawn);
+    rig.place(Square::E4, white(Role::Pawn));
     assert_eq!(
         rig.kinds(),
         vec!["started None", "irregularity board_reversed", "made e4"]
@@ -312,15 +247,12 @@ fn chess960_rook_only_castling_with_or_without_king_touched() {
             .into_position(shakmaty::CastlingMode::Chess960)
             .unwrap();
         use shakmaty::Position;
-        rig.feed(Observation::BoardDump(Box::new(fields_of(
-            pos.board(),
-            Orientation::Normal,
-        ))));
+        rig.dump(pos.board());
         rig.lift(Square::H1);
-        rig.place(Square::F1, Color::White, Role::Rook);
+        rig.place(Square::F1, white(Role::Rook));
         if touch_king {
             rig.lift(Square::G1);
-            rig.place(Square::G1, Color::White, Role::King);
+            rig.place(Square::G1, white(Role::King));
         }
         assert_eq!(rig.sans(), vec!["O-O"], "touch_king={touch_king}");
     }
@@ -341,7 +273,7 @@ fn fivefold_ends_the_game_and_moves_played_on_are_still_recorded() {
         play(&mut rig, &shuffle);
     }
     play(&mut rig, &[(E2, E4)]);
-    rig.wait(1_000_000);
+    rig.wait(1000);
     let kinds = rig.kinds();
     assert!(
         kinds.contains(&"ended 1/2-1/2 Fivefold".to_string()),
@@ -370,7 +302,7 @@ fn setup_position_on_a_turned_board_starts_with_the_side_that_moves_first() {
         let mut rig = Rig::with(pos.board(), orientation);
         rig.t += 3_000_000;
         rig.lift(Square::F2);
-        rig.place(Square::F4, Color::White, Role::Pawn);
+        rig.place(Square::F4, white(Role::Pawn));
         let mut want = vec!["started None".to_string()];
         if orientation == Orientation::Reversed {
             want.push("irregularity board_reversed".into());

@@ -5,68 +5,43 @@
 mod support;
 
 use eboardd::core::correction::CorrectionError;
-use eboardd::core::engine::{BoardEngine, EngineConfig};
+use eboardd::core::engine::EngineConfig;
 use eboardd::core::event::{CoreEvent, EventKind};
-use eboardd::core::observation::{FieldArray, Micros, Observation, OperatorAction, SquareReading};
-use eboardd::core::sensed::Orientation;
+use eboardd::core::observation::{Observation, OperatorAction};
 use shakmaty::fen::Fen;
 use shakmaty::san::{San, SanPlus};
-use shakmaty::{Board, CastlingMode, Chess, EnPassantMode, Position};
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use support::rig::{MS, Rig};
 
-fn fields_of(board: &Board) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.iter() {
-        f[Orientation::Normal.index_of(sq) as usize] = SquareReading::Piece(p);
-    }
-    f
-}
-
-/// An engine fed whole-board dumps, one a second.
-struct Rig {
-    engine: BoardEngine,
-    t: Micros,
-    events: Vec<CoreEvent>,
-    /// The position the test has on the board.
-    pos: Chess,
-}
-
+/// The shared rig fed whole-board dumps, one a second, of the position the test has on the
+/// board (`pos`).
 impl Rig {
     fn new() -> Rig {
         Rig::from(Chess::default())
     }
 
     fn from(pos: Chess) -> Rig {
-        let mut rig = Rig {
-            engine: BoardEngine::new(EngineConfig::default()),
-            t: 0,
-            events: Vec::new(),
-            pos,
-        };
+        let mut rig = Rig::configured(EngineConfig::default()).every(1000 * MS);
+        rig.pos = pos;
         let board = rig.pos.board().clone();
-        rig.show(&board);
+        rig.dump(&board);
         rig
     }
 
-    fn show(&mut self, board: &Board) {
-        self.t += 1_000_000;
-        let obs = Observation::BoardDump(Box::new(fields_of(board)));
-        self.engine.handle(self.t, &obs, &mut self.events);
-    }
-
     /// Play `san` on the board.
-    fn play(&mut self, san: &str) {
+    fn show_move(&mut self, san: &str) {
         let m = San::from_ascii(san.as_bytes())
             .unwrap()
             .to_move(&self.pos)
             .unwrap_or_else(|e| panic!("{san}: {e}"));
         self.pos.play_unchecked(m);
         let board = self.pos.board().clone();
-        self.show(&board);
+        self.dump(&board);
     }
 
     fn plays(&mut self, sans: &str) {
         for s in sans.split_whitespace() {
-            self.play(s);
+            self.show_move(s);
         }
     }
 
@@ -74,7 +49,7 @@ impl Rig {
     fn set_board(&mut self, pos: Chess) {
         self.pos = pos;
         let board = self.pos.board().clone();
-        self.show(&board);
+        self.dump(&board);
     }
 
     /// Apply an operator action after checking it; returns the check's answer and the events.
@@ -85,14 +60,6 @@ impl Rig {
         self.engine
             .handle(self.t, &Observation::Operator(action), &mut self.events);
         (checked, self.events[from..].to_vec())
-    }
-
-    fn sans(&self) -> Vec<String> {
-        self.engine
-            .games()
-            .last()
-            .map(|g| g.moves.iter().map(|m| m.san.clone()).collect())
-            .unwrap_or_default()
     }
 
     fn result(&self) -> Option<&'static str> {
@@ -273,12 +240,7 @@ fn a_take_back_out_of_range_is_refused_and_changes_nothing() {
 #[test]
 fn corrections_without_a_game_are_refused() {
     let mut rig = Rig::from(Chess::default());
-    let mut empty = Rig {
-        engine: BoardEngine::new(EngineConfig::default()),
-        t: 0,
-        events: Vec::new(),
-        pos: Chess::default(),
-    };
+    let mut empty = Rig::configured(EngineConfig::default());
     for action in [
         OperatorAction::TakeBack { ply: 0 },
         OperatorAction::SetResult {
@@ -337,7 +299,7 @@ fn replace_move_keeps_the_later_moves_that_stay_legal() {
     );
     // The board is set to the corrected position, then play goes on.
     rig.set_board(rig.after("e4 e5 Nc3 Nc6 Bb5"));
-    rig.play("a6");
+    rig.show_move("a6");
     assert_eq!(rig.sans(), words("e4 e5 Nc3 Nc6 Bb5 a6"));
 }
 
@@ -419,8 +381,8 @@ fn set_position_goes_on_from_a_fen_with_its_side_to_move() {
         .into_position(CastlingMode::Chess960)
         .unwrap();
     rig.set_board(pos);
-    rig.play("a6");
-    rig.play("a3");
+    rig.show_move("a6");
+    rig.show_move("a3");
     assert_eq!(rig.sans(), words("a6 a3"));
 }
 
@@ -473,7 +435,7 @@ fn a_result_can_be_changed_and_reopened() {
     assert_eq!(ok, Ok(()));
     assert_eq!(kinds(&ev), ["correction"]);
     assert_eq!(rig.result(), None);
-    rig.play("Nf3");
+    rig.show_move("Nf3");
     assert_eq!(
         rig.sans(),
         words("e4 e5 Nf3"),

@@ -69,13 +69,9 @@ struct Truth {
     clk: BTreeMap<u32, u32>,
 }
 
-fn captures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures")
-}
-
 /// The captures of one folder, sorted by name, each with its truth.
 fn cases(folder: &str) -> Vec<(PathBuf, Truth)> {
-    let dir = captures_dir().join(folder);
+    let dir = support::data("captures").join(folder);
     let mut captures: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())

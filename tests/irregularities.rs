@@ -10,9 +10,10 @@
 //! The ignored tests at the end are engine issues the injector found (reported, each a minimal
 //! reproduction): they pass once the engine is fixed.
 
-use eboardd::core::engine::{BoardEngine, EngineConfig};
+use eboardd::core::engine::EngineConfig;
 use eboardd::core::event::{EndReason, EventKind};
 use eboardd::core::observation::{Observation, SpecialPiece, SquareReading};
+use eboardd::core::sensed::Orientation;
 use eboardd::replay::Device;
 use eboardd::sim::inject::{InjectConfig, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games};
@@ -520,7 +521,7 @@ fn special_piece_codes_13_to_15_from_the_board() {
         let mut events = Vec::new();
         let mut dump = vec![0x86, 0x00, 0x43];
         dump.extend(
-            fields_of(&Board::default())
+            fields_of(&Board::default(), Orientation::Normal)
                 .iter()
                 .map(|r| eboardd::driver::dgt::piece_code(*r)),
         );
@@ -764,18 +765,7 @@ fn a_press_before_the_first_move_of_a_set_up_position_tells_the_clock_sides() {
     // A board first seen in a set-up position (Guidelines I.5); blitz: White's press is reported
     // before White's first move. Then Black moves and presses, and White presses without moving.
     let pos = position("4k3/pp6/8/8/8/8/PP6/4K3 w - - 0 1");
-    let mut rig = Rig {
-        engine: BoardEngine::new(EngineConfig::default()),
-        t: 0,
-        events: Vec::new(),
-        clock: Clock {
-            left_turn: true,
-            running: true,
-            left_flag: false,
-            right_flag: false,
-        },
-    };
-    rig.feed(Observation::BoardDump(Box::new(fields_of(pos.board()))));
+    let mut rig = Rig::bare(pos.board());
     rig.wait(3000);
     rig.feed(Observation::Clock(rig.clock.reading()));
     rig.wait(3000);

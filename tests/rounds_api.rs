@@ -22,20 +22,9 @@ use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
 const TOKEN: &str = "round-token-123";
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
-fn data(name: &str) -> Vec<u8> {
-    std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/rounds")
-            .join(name),
-    )
-    .expect("test data")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("eboardd-rounds-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The bytes of `tests/data/rounds/<name>`.
+fn round_data(name: &str) -> Vec<u8> {
+    std::fs::read(support::data("rounds").join(name)).expect("test data")
 }
 
 struct Setup {
@@ -178,9 +167,9 @@ fn sorted(k: &[&str]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trf_round_reaches_the_api_the_relay_files_and_livechess() {
-    let dir = temp_dir("trf");
+    let dir = support::scratch("rounds-trf");
     let s = setup(None).await;
-    let (status, body) = load(s.http, "round=4&format=trf", &data("round4.trf"));
+    let (status, body) = load(s.http, "round=4&format=trf", &round_data("round4.trf"));
     assert_eq!(status, 200, "{body}");
     play(&s.hub, "board-1", 1, 1_000_000);
 
@@ -302,10 +291,10 @@ async fn a_trf_round_reaches_the_api_the_relay_files_and_livechess() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csv_round_replaces_the_players_and_a_broken_file_changes_nothing() {
-    let dir = temp_dir("csv");
+    let dir = support::scratch("rounds-csv");
     let round_file = dir.join("round.json");
     let s = setup(Some(round_file.clone())).await;
-    let (status, body) = load(s.http, "round=5&format=csv", &data("round5.csv"));
+    let (status, body) = load(s.http, "round=5&format=csv", &round_data("round5.csv"));
     assert_eq!(status, 200, "{body}");
     let snap = get_json(s.http, "/api/v1/boards");
     assert_eq!(snap["round"], 5);
@@ -315,7 +304,7 @@ async fn a_csv_round_replaces_the_players_and_a_broken_file_changes_nothing() {
     assert!(round_file.exists(), "the loaded round is saved");
 
     // A bad rating on line 7 of a TRF: refused with line and field; nothing applied.
-    let bad = String::from_utf8(data("round4.trf"))
+    let bad = String::from_utf8(round_data("round4.trf"))
         .unwrap()
         .replace("2105 CZE", "21O5 CZE");
     let (status, body) = load(s.http, "round=6&format=trf", bad.as_bytes());
@@ -360,7 +349,7 @@ async fn a_csv_round_replaces_the_players_and_a_broken_file_changes_nothing() {
         "POST",
         "/api/v1/round?round=6",
         &[("Authorization", "Bearer wrong-token-000")],
-        &data("round5.csv"),
+        &round_data("round5.csv"),
     );
     assert_eq!(status, 401);
     assert_eq!(get_json(s.http, "/api/v1/boards")["round"], 5);
@@ -381,7 +370,7 @@ async fn a_csv_round_replaces_the_players_and_a_broken_file_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_previous_rounds_games_stay_served_after_the_next_round_is_loaded() {
-    let dir = temp_dir("previous");
+    let dir = support::scratch("rounds-previous");
     let s = setup(None).await;
     let csv1 =
         b"board,white,black\n1,\"Alpha, Ann\",\"Beta, Bob\"\n2,\"Gamma, Gus\",\"Delta, Dan\"\n";
@@ -441,12 +430,12 @@ async fn the_previous_rounds_games_stay_served_after_the_next_round_is_loaded() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eboardd_round_load_talks_to_the_daemon() {
-    let dir = temp_dir("cli");
+    let dir = support::scratch("rounds-cli");
     let s = setup(None).await;
     let token = dir.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let good = dir.join("round5.csv");
-    std::fs::write(&good, data("round5.csv")).unwrap();
+    std::fs::write(&good, round_data("round5.csv")).unwrap();
     let server = format!("http://{}", s.http);
     let run = |file: &PathBuf, round: &str| {
         let args: Vec<std::ffi::OsString> = vec![
@@ -482,7 +471,7 @@ async fn eboardd_round_load_talks_to_the_daemon() {
     assert_eq!(get_json(s.http, "/api/v1/boards")["round"], 5);
 
     let bad = dir.join("bad.trf");
-    let text = String::from_utf8(data("round4.trf"))
+    let text = String::from_utf8(round_data("round4.trf"))
         .unwrap()
         .replace("2390 POL", "23x0 POL");
     std::fs::write(&bad, text).unwrap();

@@ -89,10 +89,7 @@ async fn a_loaded_round_reaches_the_mqtt_board_state() {
         .unwrap()
         .unwrap();
 
-    let trf = std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/rounds/round4.trf"),
-    )
-    .unwrap();
+    let trf = std::fs::read(support::data("rounds/round4.trf")).unwrap();
     let http = out.http.unwrap();
     let status = tokio::task::spawn_blocking(move || {
         use std::io::{Read, Write};

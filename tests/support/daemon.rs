@@ -21,12 +21,9 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_eboardd")
 }
 
-/// A fresh scratch directory for one test.
+/// A fresh scratch directory for one end-to-end test (`eboardd-e2e-<name>-<pid>`).
 pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("eboardd-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    super::scratch(&format!("e2e-{name}"))
 }
 
 /// The demo's games (real rapid games with clock times).

@@ -15,7 +15,28 @@ pub mod streams;
 
 use std::path::{Path, PathBuf};
 
+use eboardd::core::observation::{FieldArray, SquareReading};
+use eboardd::core::sensed::Orientation;
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
+
+/// `board`'s fields in device numbering (DGT: field 0 is a8 on a board lying
+/// [`Orientation::Normal`], h1 on one turned round), as a board dump reports them.
+pub fn fields_of(board: &shakmaty::Board, orientation: Orientation) -> FieldArray {
+    let mut f = [SquareReading::Empty; 64];
+    for (sq, p) in board.iter() {
+        f[orientation.index_of(sq) as usize] = SquareReading::Piece(p);
+    }
+    f
+}
+
+/// A fresh, empty scratch directory for one test: `eboardd-<name>-<pid>` in the system's
+/// temporary directory.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("eboardd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
 
 /// `tests/data/<rel>`.
 pub fn data(rel: &str) -> PathBuf {

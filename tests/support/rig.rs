@@ -1,11 +1,13 @@
-//! The board-and-clock rig shared by the core's scenario tests (`mod rig;`): timed
+//! The board-and-clock rig shared by the core's scenario tests (`use support::rig::*;`): timed
 //! observations fed straight into a [`BoardEngine`], with a DGT 3000 (White on the left, times
-//! frozen) that can be pressed, paused, set and flagged. Each test file uses part of it.
+//! frozen) that can be pressed, paused, set and flagged. How far apart observations come and
+//! which way round the board lies are options ([`Rig::every`], [`Rig::turned`]); a test file
+//! adds its own queries in an `impl Rig` block of its own. Each test file uses part of it.
 
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EndReason, EventKind};
 use eboardd::core::observation::{
-    ClockFace, ClockReading, FieldArray, Micros, Observation, OperatorAction, SquareReading,
+    ClockFace, ClockReading, Micros, Observation, OperatorAction, SquareReading,
 };
 use eboardd::core::sensed::Orientation;
 use shakmaty::fen::Fen;
@@ -54,21 +56,21 @@ impl Clock {
     }
 }
 
+pub use super::fields_of;
+
 /// The engine, its time, the events so far and the clock.
 pub struct Rig {
     pub engine: BoardEngine,
     pub t: Micros,
     pub events: Vec<CoreEvent>,
     pub clock: Clock,
-}
-
-/// A board's fields in DGT numbering (connector on White's left).
-pub fn fields_of(board: &Board) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.iter() {
-        f[Orientation::Normal.index_of(sq) as usize] = SquareReading::Piece(p);
-    }
-    f
+    /// Which way round the board lies: how squares become field indices in dumps and reports.
+    pub orientation: Orientation,
+    /// The time [`Rig::feed`] lets pass before each observation.
+    pub step: Micros,
+    /// The position a test that plays moves by SAN has on the board (the standard start unless
+    /// the test sets it).
+    pub pos: Chess,
 }
 
 /// A legal position from a FEN (Chess960 castling notation accepted).
@@ -106,16 +108,41 @@ pub fn black(role: Role) -> Piece {
 }
 
 impl Rig {
-    /// A board showing `board` first (no clock yet).
-    pub fn bare(board: &Board) -> Rig {
-        let mut rig = Rig {
-            engine: BoardEngine::new(EngineConfig::default()),
+    /// An engine with `cfg` that has observed nothing yet: observations 60 ms apart, the board
+    /// the right way round.
+    pub fn configured(cfg: EngineConfig) -> Rig {
+        Rig {
+            engine: BoardEngine::new(cfg),
             t: 0,
             events: Vec::new(),
             clock: Clock::started(),
-        };
-        rig.dump(board);
-        rig
+            orientation: Orientation::Normal,
+            step: 60 * MS,
+            pos: Chess::default(),
+        }
+    }
+
+    /// Observations fed `step` apart from now on.
+    pub fn every(mut self, step: Micros) -> Rig {
+        self.step = step;
+        self
+    }
+
+    /// The board lying `orientation` from now on.
+    pub fn turned(mut self, orientation: Orientation) -> Rig {
+        self.orientation = orientation;
+        self
+    }
+
+    /// The board dumps `board`; returns the rig.
+    pub fn showing(mut self, board: &Board) -> Rig {
+        self.dump(board);
+        self
+    }
+
+    /// A board showing `board` first (no clock yet).
+    pub fn bare(board: &Board) -> Rig {
+        Rig::configured(EngineConfig::default()).showing(board)
     }
 
     /// The standard start position on the board, the clock started for White.
@@ -142,36 +169,60 @@ impl Rig {
         self.feed(Observation::Clock(self.clock.reading()));
     }
 
-    /// An observation 60 ms after the previous one.
+    /// An observation [`Rig::step`] (60 ms unless set) after the previous one.
     pub fn feed(&mut self, obs: Observation) {
-        self.t += 60 * MS;
-        self.engine.handle(self.t, &obs, &mut self.events);
+        self.t += self.step;
+        self.observe(&obs);
+    }
+
+    /// An observation now, no time passing.
+    pub fn observe(&mut self, obs: &Observation) {
+        self.engine.handle(self.t, obs, &mut self.events);
     }
 
     /// A board dump.
     pub fn dump(&mut self, board: &Board) {
-        self.feed(Observation::BoardDump(Box::new(fields_of(board))));
+        self.feed(Observation::BoardDump(Box::new(fields_of(
+            board,
+            self.orientation,
+        ))));
     }
 
     /// Time passes; decisions due are taken.
     pub fn wait(&mut self, ms: Micros) {
         self.t += ms * MS;
+        self.tick();
+    }
+
+    /// The decisions due now are taken.
+    pub fn tick(&mut self) {
         self.engine.tick(self.t, &mut self.events);
+    }
+
+    /// The board goes away: every pending decision is taken.
+    pub fn finish(&mut self) {
+        self.engine.finish(self.t, &mut self.events);
+    }
+
+    /// The report that field `sq` reads `reading`.
+    pub fn report(&self, sq: Square, reading: SquareReading) -> Observation {
+        Observation::Field {
+            index: self.orientation.index_of(sq),
+            reading,
+        }
     }
 
     /// A field report `ms` after the previous one (reports of one scan come a few ms apart).
     pub fn field_after(&mut self, ms: Micros, sq: Square, reading: SquareReading) {
         self.t += ms * MS;
-        let obs = Observation::Field {
-            index: Orientation::Normal.index_of(sq),
-            reading,
-        };
-        self.engine.handle(self.t, &obs, &mut self.events);
+        let obs = self.report(sq, reading);
+        self.observe(&obs);
     }
 
-    /// The field `sq` reads `reading`, 60 ms after the previous report.
+    /// The field `sq` reads `reading`, [`Rig::step`] after the previous report.
     pub fn put(&mut self, sq: Square, reading: SquareReading) {
-        self.field_after(60, sq, reading);
+        let obs = self.report(sq, reading);
+        self.feed(obs);
     }
 
     /// A piece lifted from `sq`.
