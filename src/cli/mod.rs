@@ -3,10 +3,12 @@
 //!
 //! - [`daemon`]: `run`, `simulate`, `demo`, and logging set-up;
 //! - [`output`]: the broadcast outputs' flags (shared by `run` and `demo`) and `serve-replay`;
+//! - [`round`]: `round load`, a pairings file sent to the running daemon;
 //! - here: the command tree and `replay`.
 
 pub mod daemon;
 pub mod output;
+pub mod round;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,7 +51,7 @@ pub enum Command {
     ServeMqtt(Box<output::ServeMqttArgs>),
     /// Rounds of the running daemon: `eboardd round load FILE --round R` sends a round's
     /// pairings (FIDE TRF or CSV) to its API with the token.
-    Round(crate::round::cli::RoundArgs),
+    Round(round::RoundArgs),
 }
 
 /// Run the command line; returns the process exit code.
@@ -60,7 +62,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(a) => daemon::demo(a),
         Command::ServeReplay(args) => output::serve_replay(*args),
         Command::ServeMqtt(args) => output::serve_mqtt(*args),
-        Command::Round(args) => crate::round::cli::run(args),
+        Command::Round(args) => round::run(args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.

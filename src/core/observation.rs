@@ -1,6 +1,6 @@
 //! What the core is fed: sensor and clock observations with timestamps.
 //!
-//! Observations are device-neutral. A board driver ([`crate::driver`]) turns wire frames into
+//! Observations are device-neutral. A board driver (the `driver` module) turns wire frames into
 //! these; the core never sees bytes.
 
 use shakmaty::Piece;

@@ -8,8 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{LoadedRound, PairingError};
-use crate::output::{Pairing, Player};
+use super::{LoadedRound, Pairing, PairingError, Player};
 
 /// Every column this format knows.
 const COLUMNS: [&str; 11] = [

@@ -1,13 +1,14 @@
 //! Pairings of a round from the files pairing programs write: FIDE TRF ([`trf`]) and a plain
 //! CSV ([`csv`]). Pure parsers: bytes in, a [`LoadedRound`] or one [`PairingError`] out (no
-//! file, clock or network access), so a bad file changes nothing. [`cli`] is the
-//! `eboardd round load` command that sends a file to the running daemon.
+//! file, clock or network access), so a bad file changes nothing. The players themselves are
+//! [`pairing`]'s. The `eboardd round load` command that sends a file to the running daemon is
+//! [`crate::cli::round`].
 
-pub mod cli;
 pub mod csv;
+pub mod pairing;
 pub mod trf;
 
-use crate::output::{Pairing, Player};
+pub use pairing::{Pairing, Player, PlayerError};
 
 /// Most boards a pairings file may give.
 pub const MAX_BOARDS: usize = 1000;

@@ -27,8 +27,7 @@
 
 use std::collections::HashMap;
 
-use super::{LoadedRound, PairingError};
-use crate::output::{Pairing, Player};
+use super::{LoadedRound, Pairing, PairingError, Player};
 
 /// One `001` line, as far as pairings need it.
 #[derive(Debug, Clone)]

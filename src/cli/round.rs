@@ -114,7 +114,7 @@ fn load(a: &LoadArgs) -> Result<String, String> {
         _ => None,
     };
     if let Some(f) = &format {
-        f.parse::<super::Format>()?;
+        f.parse::<crate::round::Format>()?;
     }
     let mut path = format!("/api/v1/round?round={}", a.round);
     if let Some(f) = &format {
