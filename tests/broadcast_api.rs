@@ -451,7 +451,7 @@ async fn relay_files_lcc_json_and_operator_actions() {
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let m = events.recv().await.unwrap();
-            if &*m.board == "board-2" && m.kind == "game_ended" {
+            if &*m.board == "board-2" && m.kind == eboardd::output::MsgKind::GameEnded {
                 return m;
             }
         }

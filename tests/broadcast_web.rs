@@ -107,7 +107,7 @@ async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle)
     )
     .unwrap();
     tokio::time::timeout(Duration::from_secs(10), async {
-        while rx.recv().await.map(|m| m.kind) != Ok("game_ended") {}
+        while rx.recv().await.map(|m| m.kind) != Ok(eboardd::output::MsgKind::GameEnded) {}
     })
     .await
     .expect("result set");

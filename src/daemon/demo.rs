@@ -9,12 +9,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
+use crate::core::event::EventKind;
 use crate::family::{self, BoardSpec, Family};
-use crate::output::Msg;
+use crate::output::{Message, Msg};
 use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
 use crate::sim::emulator::{ClockModel, EmulatorConfig, Script};
 use crate::sim::pgn::{ScriptGame, parse_games_bytes};
@@ -42,50 +41,63 @@ impl Describer {
     /// One line about an event, or `None` for the ones not worth a line (clock readings,
     /// completions).
     pub fn line(&mut self, line: &Msg) -> Option<String> {
-        let v: Value = serde_json::from_str(&line.json).ok()?;
-        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let numbered = |ply: u64, san: &str| {
+        let Message::Event(event) = &line.message else {
+            return None;
+        };
+        let numbered = |ply: u32, san: &str| {
             let dots = if ply % 2 == 1 { "." } else { "..." };
             format!("{}{dots} {san}", ply.div_ceil(2))
         };
-        let what = match s("kind").as_str() {
-            "board_connected" => format!("connected (serial {})", s("serial")),
-            "board_disconnected" => "disconnected".to_string(),
-            "game_started" => format!("game {} started", n("game")),
-            "move_made" => {
-                self.san
-                    .insert((line.board.to_string(), n("ply")), s("san"));
-                numbered(n("ply"), &s("san"))
+        let what = match &event.kind {
+            EventKind::BoardConnected { serial, .. } => {
+                format!("connected (serial {})", serial.as_deref().unwrap_or(""))
             }
-            "move_retracted" => {
+            EventKind::BoardDisconnected { .. } => "disconnected".to_string(),
+            EventKind::GameStarted { .. } => format!("game {} started", event.game),
+            EventKind::MoveMade { ply, san, .. } => {
+                self.san
+                    .insert((line.board.to_string(), u64::from(*ply)), san.clone());
+                numbered(*ply, san)
+            }
+            EventKind::MoveRetracted { ply } => {
                 let san = self
                     .san
-                    .get(&(line.board.to_string(), n("ply")))
+                    .get(&(line.board.to_string(), u64::from(*ply)))
                     .cloned()
                     .unwrap_or_default();
                 format!(
                     "({} taken back: not the move after all)",
-                    numbered(n("ply"), &san)
+                    numbered(*ply, &san)
                 )
             }
-            "irregularity" => format!("! {}", s("detail")),
-            "game_ended" => format!(
+            EventKind::Irregularity { detail, .. } => format!("! {detail}"),
+            EventKind::GameEnded { result, reason } => format!(
                 "game {} ended: {} ({})",
-                n("game"),
-                s("result"),
-                s("reason").replace('_', " ")
+                event.game,
+                result.as_str(),
+                wire_name(reason, None).replace('_', " ")
             ),
-            "correction" => format!(
-                "arbiter's correction ({}): game at ply {}, result {}",
-                v["op"]["action"].as_str().unwrap_or("?").replace('_', " "),
-                n("ply"),
-                s("result")
+            EventKind::Correction {
+                op, ply, result, ..
+            } => format!(
+                "arbiter's correction ({}): game at ply {ply}, result {}",
+                wire_name(op, Some("action")).replace('_', " "),
+                result.as_str()
             ),
             _ => return None,
         };
         Some(format!("{:<9} {what}", line.board))
     }
+}
+
+/// The name `value` has on the wire (its serde name: the string it is, or its `tag` field).
+fn wire_name(value: &impl serde::Serialize, tag: Option<&str>) -> String {
+    let v = serde_json::to_value(value).unwrap_or_default();
+    let name = match tag {
+        Some(tag) => &v[tag],
+        None => &v,
+    };
+    name.as_str().unwrap_or("?").to_string()
 }
 
 /// Options of `eboardd simulate`.

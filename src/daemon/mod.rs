@@ -755,13 +755,12 @@ fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             };
-            if m.kind != "players" {
-                continue;
-            }
-            let Some(ctx) = ctx.upgrade() else { break };
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(&m.json) else {
+            let crate::output::Message::Notice(crate::output::Notice::Players { round, .. }) =
+                m.message
+            else {
                 continue;
             };
+            let Some(ctx) = ctx.upgrade() else { break };
             let board = ctx
                 .boards
                 .lock()
@@ -772,7 +771,7 @@ fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
             let number = ctx.hub.with_round(|r| r.board_number(&m.board));
             let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
             let mut meta = ctx.with_hub_players(&m.board, s.meta().clone());
-            if let Some(r) = v["round"].as_u64() {
+            if let Some(r) = round {
                 meta.round = Some(match meta.number.map(|n| n as usize).or(number) {
                     Some(n) => format!("{r}.{n}"),
                     None => r.to_string(),

@@ -1,8 +1,8 @@
 //! Broadcast delay (FIDE's anti-cheating guidelines ask top events to transmit moves late):
 //! a *public* [`Hub`] that shows the round as it stood `delay` ago.
 //!
-//! The live hub mirrors every change it makes (events, board health, players, acknowledgements,
-//! round information, restored games) into a [`DelayLine`]; a task applies each change to the
+//! The live hub hands every [`Change`] it makes (events, board health, players, acknowledgements,
+//! round information, restored games) on to a [`DelayLine`]; a task applies each change to the
 //! public hub once `delay` has passed since it happened, in the order they happened. Every
 //! public output (relay files, LiveChess API, MQTT, unauthenticated HTTP routes and event
 //! streams, the page without a token) reads the public hub, so nothing younger than the delay
@@ -14,70 +14,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::change::Change;
 use super::hub::Hub;
-use super::model::{BoardStatus, Pairing, RoundInfo};
-use crate::core::event::CoreEvent;
-use crate::core::game::GameRecord;
-
-/// One change of the live hub, to be made on the public hub later.
-#[derive(Debug, Clone)]
-pub enum Change {
-    /// A core event of a board.
-    Event {
-        /// Board id.
-        board: String,
-        /// The event.
-        event: Box<CoreEvent>,
-    },
-    /// A board's health changed.
-    Status {
-        /// Board id.
-        board: String,
-        /// Its new health.
-        status: BoardStatus,
-    },
-    /// A board's health, set without a message.
-    Preset {
-        /// Board id.
-        board: String,
-        /// Its health.
-        status: BoardStatus,
-    },
-    /// Games rebuilt from a capture at start.
-    Restore {
-        /// Board id.
-        board: String,
-        /// The games.
-        games: Vec<GameRecord>,
-        /// Its health.
-        status: BoardStatus,
-    },
-    /// A board's number, given before its first event.
-    Number {
-        /// Board id.
-        board: String,
-        /// The number it was given.
-        number: u32,
-    },
-    /// A board's players.
-    Pairing {
-        /// Board id.
-        board: String,
-        /// The players.
-        pairing: Pairing,
-    },
-    /// An irregularity acknowledged.
-    Ack {
-        /// Board id.
-        board: String,
-        /// Irregularity id.
-        id: u64,
-    },
-    /// New round information.
-    Info(Box<RoundInfo>),
-    /// A new round started (the previous one keeps its games).
-    StartRound(Box<RoundInfo>),
-}
 
 /// The sending end the live hub mirrors its changes into.
 #[derive(Debug, Clone)]
@@ -140,8 +78,8 @@ fn apply(public: &Hub, change: Change) {
             games,
             status,
         } => public.restore(&board, &games, status),
-        Change::Number { board, number } => {
-            public.number_board(&board, Some(number));
+        Change::Number { board, wanted } => {
+            public.number_board(&board, wanted);
         }
         Change::Pairing { board, pairing } => {
             let _ = public.set_pairing(&board, pairing);

@@ -16,8 +16,9 @@ use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::change::{Change, Message, MsgKind, Notice};
 pub use super::corrections::ControlError;
-use super::delay::{Change, DelayLine};
+use super::delay::DelayLine;
 use super::metrics::Metrics;
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
@@ -30,8 +31,10 @@ pub struct Msg {
     pub seq: u64,
     /// The board it is about.
     pub board: Arc<str>,
-    /// The event kind (`"move_made"`, ..., `"board_status"`).
-    pub kind: &'static str,
+    /// Its kind (`move_made`, ..., `board_status`).
+    pub kind: MsgKind,
+    /// What it says, typed.
+    pub message: Message,
     /// Event time.
     pub t: Micros,
     /// The JSON line.
@@ -324,14 +327,6 @@ impl Hub {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Mirror a change (called with the state lock held, so the order is the hub's order).
-    fn mirror(&self, change: impl FnOnce() -> Change) {
-        let line = self.delay_line();
-        if let Some((line, _, _)) = line.as_ref() {
-            line.send(change());
-        }
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.inner
             .state
@@ -343,26 +338,151 @@ impl Hub {
     /// the backlog and to every live subscriber. Never blocks on a subscriber. Returns its seq.
     pub fn publish(&self, board: &str, event: &CoreEvent) -> u64 {
         let mut st = self.lock();
-        let seq = st.next_seq;
-        let json = EventEnvelope::new(seq, board, event).to_json();
-        st.round.apply(seq, board, event);
-        if let Some((m, true)) = self.inner.metrics.get() {
-            m.event(&event.kind);
-        }
-        let kind = kind_name(&event.kind);
-        let seq = self.push(&mut st, seq, board, kind, event.t, json);
-        // Mirrored after it is out (still under the lock, so in the hub's order): the delay
-        // counts from the moment the live view had it.
-        self.mirror(|| Change::Event {
+        let change = Change::Event {
             board: board.to_string(),
-            event: Box::new(event.clone()),
-        });
-        seq
+            event: Arc::new(event.clone()),
+        };
+        let _ = self.apply(&mut st, change);
+        st.next_seq - 1
+    }
+
+    /// Make `change` on the model (the state lock held), with the messages it publishes; when
+    /// it changed anything, hand it on to the delayed public hub, if there is one (still under
+    /// the lock, so in the hub's order; after it is out: the delay counts from the moment the
+    /// live view had it). Every change of the model goes through here. `Ok(false)`: nothing
+    /// changed.
+    fn apply(&self, st: &mut State, change: Change) -> Result<bool, HubError> {
+        let Some(made) = self.make(st, change)? else {
+            return Ok(false);
+        };
+        if let Some((line, _, _)) = self.delay_line().as_ref() {
+            line.send(made);
+        }
+        Ok(true)
+    }
+
+    /// The body of [`Hub::apply`]: make `change`, and return it as the delayed hub is to make
+    /// it (`None`: nothing changed).
+    fn make(&self, st: &mut State, change: Change) -> Result<Option<Change>, HubError> {
+        match change {
+            Change::Event { board, event } => {
+                let seq = st.next_seq;
+                let json = EventEnvelope::new(seq, &board, &event).to_json();
+                st.round.apply(seq, &board, &event);
+                if let Some((m, true)) = self.inner.metrics.get() {
+                    m.event(&event.kind);
+                }
+                let message = Message::Event(event.clone());
+                self.push(st, seq, &board, message, event.t, json);
+                Ok(Some(Change::Event { board, event }))
+            }
+            Change::Status { board, status } => {
+                if st.round.board(&board).is_some_and(|b| b.status == status) {
+                    return Ok(None);
+                }
+                st.round.board_mut(&board).status = status.clone();
+                let notice = Notice::BoardStatus {
+                    status: status.clone(),
+                };
+                self.publish_own(st, &board, notice);
+                Ok(Some(Change::Status { board, status }))
+            }
+            Change::Preset { board, status } => {
+                st.rev += 1;
+                st.round.board_mut(&board).status = status.clone();
+                Ok(Some(Change::Preset { board, status }))
+            }
+            Change::Restore {
+                board,
+                games,
+                status,
+            } => {
+                st.rev += 1;
+                let b = st.round.board_mut(&board);
+                b.restore_games(&games);
+                b.status = status.clone();
+                Ok(Some(Change::Restore {
+                    board,
+                    games,
+                    status,
+                }))
+            }
+            Change::Number { board, wanted } => {
+                let had = st.round.board_number(&board);
+                let number = st.round.board_with_number(&board, wanted).number;
+                if had == Some(number as usize) {
+                    return Ok(None);
+                }
+                st.rev += 1;
+                Ok(Some(Change::Number {
+                    board,
+                    wanted: Some(number),
+                }))
+            }
+            Change::Pairing { board, pairing } => {
+                st.round.board_mut(&board);
+                st.round
+                    .info
+                    .pairings
+                    .insert(board.to_string(), pairing.clone());
+                let notice = Notice::Players {
+                    white: pairing.white.clone(),
+                    black: pairing.black.clone(),
+                    round: None,
+                };
+                self.publish_own(st, &board, notice);
+                Ok(Some(Change::Pairing { board, pairing }))
+            }
+            Change::Ack { board, id } => {
+                let b = st
+                    .round
+                    .board(&board)
+                    .ok_or_else(|| HubError::NoBoard(board.to_string()))?;
+                let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
+                    return Err(HubError::NoIrregularity {
+                        board: board.to_string(),
+                        id,
+                    });
+                };
+                let irr = &mut st.round.board_mut(&board).irregularities[i];
+                irr.acknowledged = true;
+                let notice = Notice::IrregularityAcknowledged {
+                    irregularity: id,
+                    code: irr.code,
+                };
+                self.publish_own(st, &board, notice);
+                Ok(Some(Change::Ack { board, id }))
+            }
+            Change::Info(info) => {
+                st.rev += 1;
+                st.round.info = (*info).clone();
+                for id in st.round.info.boards.clone() {
+                    st.round.board_mut(&id);
+                }
+                Ok(Some(Change::Info(info)))
+            }
+            Change::StartRound(info) => {
+                st.rev += 1;
+                let round = info.round;
+                st.round.start_round((*info).clone());
+                let ids: Vec<String> = st.round.boards().iter().map(|b| b.id.clone()).collect();
+                for id in ids {
+                    let p = st.round.pairing(&id);
+                    let notice = Notice::Players {
+                        white: p.white.clone(),
+                        black: p.black.clone(),
+                        round: Some(round),
+                    };
+                    self.publish_own(st, &id, notice);
+                }
+                Ok(Some(Change::StartRound(info)))
+            }
+        }
     }
 
     /// Publish a message the broadcaster makes itself (status, acknowledgement, players): the
-    /// common envelope with `kind` and `fields`.
-    fn publish_own(&self, st: &mut State, board: &str, kind: &'static str, fields: Value) -> u64 {
+    /// common envelope with the notice's `kind` and fields.
+    fn publish_own(&self, st: &mut State, board: &str, notice: Notice) -> u64 {
         let seq = st.next_seq;
         let (t, game) = st
             .round
@@ -370,14 +490,16 @@ impl Hub {
             .map(|b| (b.last_t, b.game().map_or(0, |g| g.number)))
             .unwrap_or((st.round.last_t, 0));
         let mut v = json!({
-            "v": 1, "seq": seq, "t": t as f64 / 1e6, "board": board, "game": game, "kind": kind,
+            "v": 1, "seq": seq, "t": t as f64 / 1e6, "board": board, "game": game,
         });
-        if let (Value::Object(map), Value::Object(extra)) = (&mut v, fields) {
-            map.extend(extra);
+        if let (Value::Object(map), Ok(Value::Object(fields))) =
+            (&mut v, serde_json::to_value(&notice))
+        {
+            map.extend(fields);
         }
         st.round.last_seq = seq;
         st.round.board_mut(board).last_seq = seq;
-        self.push(st, seq, board, kind, t, v.to_string())
+        self.push(st, seq, board, Message::Notice(notice), t, v.to_string())
     }
 
     fn push(
@@ -385,16 +507,22 @@ impl Hub {
         st: &mut State,
         seq: u64,
         board: &str,
-        kind: &'static str,
+        message: Message,
         t: Micros,
         json: String,
     ) -> u64 {
         st.next_seq = seq + 1;
         st.rev += 1;
+        let kind = message.kind();
+        debug_assert!(
+            serde_json::to_string(&kind).is_ok_and(|k| json.contains(&format!("\"kind\":{k}"))),
+            "{kind:?} is the kind of {json}"
+        );
         let msg = Arc::new(Msg {
             seq,
             board: Arc::from(board),
             kind,
+            message,
             t,
             json: Utf8Bytes::from(json),
             at: std::time::Instant::now(),
@@ -412,17 +540,11 @@ impl Hub {
     /// Set a board's health (link state, port, serial, clock presence, battery). Publishes a
     /// `board_status` message when it changed.
     pub fn set_status(&self, board: &str, status: BoardStatus) {
-        let mut st = self.lock();
-        if st.round.board(board).is_some_and(|b| b.status == status) {
-            return;
-        }
-        st.round.board_mut(board).status = status.clone();
-        self.mirror(|| Change::Status {
+        let change = Change::Status {
             board: board.to_string(),
-            status: status.clone(),
-        });
-        let fields = json!({ "status": status });
-        self.publish_own(&mut st, board, "board_status", fields);
+            status,
+        };
+        let _ = self.apply(&mut self.lock(), change);
     }
 
     /// Restore a board's games rebuilt from its capture at daemon start (their events were
@@ -434,17 +556,12 @@ impl Hub {
         games: &[crate::core::game::GameRecord],
         status: BoardStatus,
     ) {
-        let mut st = self.lock();
-        st.rev += 1;
-        self.mirror(|| Change::Restore {
+        let change = Change::Restore {
             board: board.to_string(),
             games: games.to_vec(),
-            status: status.clone(),
-        });
-        let b = st.round.board_mut(board);
-        b.restore_games(games);
-        b.status = status;
-        drop(st);
+            status,
+        };
+        let _ = self.apply(&mut self.lock(), change);
         self.inner.changed.send_replace(self.last_seq());
     }
 
@@ -452,15 +569,14 @@ impl Hub {
     /// number `wanted` when it is free (see [`RoundState::board_with_number`]).
     pub fn number_board(&self, id: &str, wanted: Option<u32>) -> (u32, u32) {
         let mut st = self.lock();
-        let had = st.round.board_number(id);
-        let number = st.round.board_with_number(id, wanted).number;
+        let change = Change::Number {
+            board: id.to_string(),
+            wanted,
+        };
+        let changed = self.apply(&mut st, change).unwrap_or(false);
+        let number = st.round.board(id).map_or(0, |b| b.number);
         let round = st.round.info.round;
-        if had != Some(number as usize) {
-            st.rev += 1;
-            self.mirror(|| Change::Number {
-                board: id.to_string(),
-                number,
-            });
+        if changed {
             let seq = st.next_seq - 1;
             drop(st);
             self.inner.changed.send_replace(seq);
@@ -471,32 +587,22 @@ impl Hub {
     /// Set a board's health without publishing a message (before a source starts, when no
     /// client can have missed it: snapshots carry it).
     pub fn preset_status(&self, board: &str, status: BoardStatus) {
-        let mut st = self.lock();
-        st.rev += 1;
-        self.mirror(|| Change::Preset {
+        let change = Change::Preset {
             board: board.to_string(),
-            status: status.clone(),
-        });
-        st.round.board_mut(board).status = status;
+            status,
+        };
+        let _ = self.apply(&mut self.lock(), change);
     }
 
     /// Set the players of a board. Publishes a `players` message.
     pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), HubError> {
         pairing.white.validate()?;
         pairing.black.validate()?;
-        let mut st = self.lock();
-        st.round.board_mut(board);
-        st.round
-            .info
-            .pairings
-            .insert(board.to_string(), pairing.clone());
-        self.mirror(|| Change::Pairing {
+        let change = Change::Pairing {
             board: board.to_string(),
-            pairing: pairing.clone(),
-        });
-        let fields = json!({ "white": pairing.white, "black": pairing.black });
-        self.publish_own(&mut st, board, "players", fields);
-        Ok(())
+            pairing,
+        };
+        self.apply(&mut self.lock(), change).map(drop)
     }
 
     /// Start a round ([`RoundState::start_round`]): the round it replaces keeps its games.
@@ -508,16 +614,7 @@ impl Hub {
             p.black.validate()?;
         }
         let mut st = self.lock();
-        st.rev += 1;
-        let round = info.round;
-        self.mirror(|| Change::StartRound(Box::new(info.clone())));
-        st.round.start_round(info);
-        let ids: Vec<String> = st.round.boards().iter().map(|b| b.id.clone()).collect();
-        for id in ids {
-            let p = st.round.pairing(&id);
-            let fields = json!({ "white": p.white, "black": p.black, "round": round });
-            self.publish_own(&mut st, &id, "players", fields);
-        }
+        let _ = self.apply(&mut st, Change::StartRound(Box::new(info)));
         let seq = st.next_seq - 1;
         drop(st);
         self.inner.changed.send_replace(seq);
@@ -526,26 +623,11 @@ impl Hub {
 
     /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.
     pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), HubError> {
-        let mut st = self.lock();
-        let b = st
-            .round
-            .board(board)
-            .ok_or_else(|| HubError::NoBoard(board.to_string()))?;
-        let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
-            return Err(HubError::NoIrregularity {
-                board: board.to_string(),
-                id,
-            });
-        };
-        let irr = &mut st.round.board_mut(board).irregularities[i];
-        irr.acknowledged = true;
-        let fields = json!({ "irregularity": id, "code": irr.code });
-        self.mirror(|| Change::Ack {
+        let change = Change::Ack {
             board: board.to_string(),
             id,
-        });
-        self.publish_own(&mut st, board, "irregularity_acknowledged", fields);
-        Ok(())
+        };
+        self.apply(&mut self.lock(), change).map(drop)
     }
 
     /// Install the handler of game-changing operator actions.
@@ -650,35 +732,12 @@ impl Hub {
     /// Change the round information (event, round number, date, ...).
     pub fn update_info(&self, f: impl FnOnce(&mut RoundInfo)) {
         let mut st = self.lock();
-        st.rev += 1;
-        f(&mut st.round.info);
-        self.mirror(|| Change::Info(Box::new(st.round.info.clone())));
-        for id in st.round.info.boards.clone() {
-            st.round.board_mut(&id);
-        }
+        let mut info = st.round.info.clone();
+        f(&mut info);
+        let _ = self.apply(&mut st, Change::Info(Box::new(info)));
         let seq = st.next_seq - 1;
         drop(st);
         self.inner.changed.send_replace(seq);
-    }
-}
-
-/// The name of an event kind (`docs/events.md`).
-pub fn kind_name(kind: &crate::core::event::EventKind) -> &'static str {
-    use crate::core::event::EventKind as K;
-    match kind {
-        K::BoardConnected { .. } => "board_connected",
-        K::BoardDisconnected { .. } => "board_disconnected",
-        K::GameStarted { .. } => "game_started",
-        K::MoveMade { .. } => "move_made",
-        K::MoveRetracted { .. } => "move_retracted",
-        K::MoveCompleted { .. } => "move_completed",
-        K::Clock { .. } => "clock",
-        K::FlagShown { .. } => "flag_shown",
-        K::Irregularity { .. } => "irregularity",
-        K::IrregularityResolved { .. } => "irregularity_resolved",
-        K::ClaimAvailable { .. } => "claim_available",
-        K::GameEnded { .. } => "game_ended",
-        K::Correction { .. } => "correction",
     }
 }
 

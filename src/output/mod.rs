@@ -9,6 +9,7 @@
 //! - [`Hub::set_control`] once, with the handler of game-changing operator actions;
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
+pub mod change;
 pub mod corrections;
 pub mod delay;
 pub mod http;
@@ -33,6 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use change::{Change, Message, MsgKind, Notice};
 pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Msg, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
 pub use mqtt::MqttConfig;

@@ -21,14 +21,16 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen};
 use tokio::sync::watch;
 
+use super::change::MsgKind;
 use super::hub::Hub;
 use super::model::{BoardStatus, LinkState, Pairing};
-use crate::core::event::{CompletedBy, CoreEvent, EndReason};
+use crate::core::event::{CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::Micros;
 
@@ -170,20 +172,20 @@ impl Assembler {
     }
 
     fn event(&mut self, hub: &Hub, id: &str, v: &Value) {
-        match v["kind"].as_str() {
-            Some("board_status") => {
+        match MsgKind::deserialize(&v["kind"]).ok() {
+            Some(MsgKind::BoardStatus) => {
                 if let Ok(status) = serde_json::from_value::<BoardStatus>(v["status"].clone()) {
                     hub.set_status(id, status);
                 }
             }
-            Some("players") => {
+            Some(MsgKind::Players) => {
                 let pairing = Pairing {
                     white: serde_json::from_value(v["white"].clone()).unwrap_or_default(),
                     black: serde_json::from_value(v["black"].clone()).unwrap_or_default(),
                 };
                 let _ = hub.set_pairing(id, pairing);
             }
-            Some("irregularity_acknowledged") => {
+            Some(MsgKind::IrregularityAcknowledged) => {
                 let theirs = v["irregularity"].as_u64().unwrap_or(0);
                 if let Some(&ours) = self.irregularities.get(&(id.to_string(), theirs)) {
                     let _ = hub.acknowledge(id, ours);
@@ -192,7 +194,7 @@ impl Assembler {
             _ => match CoreEvent::from_wire(v) {
                 Ok(ev) => {
                     let seq = hub.publish(id, &ev);
-                    if v["kind"] == "irregularity"
+                    if matches!(ev.kind, EventKind::Irregularity { .. })
                         && let Some(theirs) = v["seq"].as_u64()
                     {
                         self.irregularities.insert((id.to_string(), theirs), seq);
