@@ -1,7 +1,6 @@
 //! A round loaded over the API reaches MQTT: the retained per-board state carries the round's
 //! players (against a real mosquitto, started by the test on a free localhost port).
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
