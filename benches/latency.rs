@@ -23,7 +23,7 @@ use eboardd::capture::{Record, RecordKind};
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{CoreEvent, EventKind};
 use eboardd::core::observation::{Micros, Observation};
-use eboardd::protocol::dgt::{self, DgtDecoder, DgtMessage};
+use eboardd::driver::dgt::{self, DgtDecoder, DgtMessage};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, synthesize};
 

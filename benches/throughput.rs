@@ -27,7 +27,7 @@ use eboardd::capture::{Capture, FORMAT, Header, Record, RecordKind, VERSION};
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::{Micros, Observation, SquareReading};
-use eboardd::protocol::dgt::{self, DgtDecoder};
+use eboardd::driver::dgt::{self, DgtDecoder};
 use eboardd::replay::{Plan, Session};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, Style, field_index, synthesize};

@@ -11,8 +11,8 @@ use crate::core::event::CoreEvent;
 use crate::core::observation::{Micros, Observation, OperatorAction};
 use crate::driver::{BoardDriver, Decoder, Message};
 
-/// The operator record that carries PGN tags (event, site, round, players) for a device.
-pub const SET_TAGS: &str = "set_tags";
+pub use crate::pgn::SET_TAGS;
+use crate::pgn::TagUpdate;
 
 /// One device: its decoder and its state machine.
 #[derive(Debug)]
@@ -90,7 +90,7 @@ pub enum Applied<'a> {
     /// An operator action, handled by the core.
     Operator(OperatorAction),
     /// A `set_tags` record: PGN tags, not for the core.
-    Tags(&'a Value),
+    Tags(TagUpdate),
     /// An operator record that is no operator action this build knows.
     Ignored {
         /// The record.
@@ -117,7 +117,7 @@ pub fn apply_record<'a>(
             device.receive(t, bytes, out);
             Applied::Fed
         }
-        RecordKind::Op(value) if is_set_tags(value) => Applied::Tags(value),
+        RecordKind::Op(value) if is_set_tags(value) => Applied::Tags(TagUpdate::read(value)),
         RecordKind::Op(value) => match serde_json::from_value::<OperatorAction>(value.clone()) {
             Ok(action) => {
                 let obs = Observation::Operator(action);

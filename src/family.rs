@@ -6,7 +6,7 @@
 //! ([`parse_port`]), the capture header's `driver` ([`for_name_or_default`]), USB discovery
 //! (each driver's ids, in the table's order: a bridge chip's id shared by several families is
 //! probed by each in turn), `simulate --driver` and `demo --boards`, the udev rules
-//! ([`udev_rules`], checked against `udev/70-eboardd.rules` by a test) and the README's table.
+//! ([`udev_rules`], checked against `udev/70-eboardd.rules` by a test) and the boards table of `docs/boards.md`.
 //! Adding a family is its driver's folder, its emulator and one row here
 //! (`src/driver/TEMPLATE.md`).
 

@@ -8,6 +8,78 @@ use shakmaty::{Color, Position};
 use crate::core::event::CompletedBy;
 use crate::core::game::{GameRecord, mover_of_ply};
 
+/// The name of the operator record that carries tags (`"action": "set_tags"`).
+pub const SET_TAGS: &str = "set_tags";
+
+/// Tags a capture gives a device (`docs/capture-format.md`): its header's `tags`, or a
+/// `set_tags` operator record. Each field: `None`, the record does not have it (the tag stays as
+/// it is); `Some(None)`, it clears the tag (`null`, or a value of the wrong type); `Some(v)`, it
+/// sets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TagUpdate {
+    /// `event`.
+    pub event: Option<Option<String>>,
+    /// `site`.
+    pub site: Option<Option<String>>,
+    /// `round`.
+    pub round: Option<Option<String>>,
+    /// `white`.
+    pub white: Option<Option<String>>,
+    /// `black`.
+    pub black: Option<Option<String>>,
+    /// `number`, the board's number (1 or more).
+    pub number: Option<Option<u32>>,
+}
+
+impl TagUpdate {
+    /// Read from the JSON object of a header's `tags` or a `set_tags` record (its other keys,
+    /// such as `action`, ignored).
+    pub fn read(value: &serde_json::Value) -> TagUpdate {
+        let text = |k: &str| value.get(k).map(|v| v.as_str().map(str::to_string));
+        TagUpdate {
+            event: text("event"),
+            site: text("site"),
+            round: text("round"),
+            white: text("white"),
+            black: text("black"),
+            number: value.get("number").map(|n| {
+                n.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|&n| n > 0)
+            }),
+        }
+    }
+
+    /// The `set_tags` operator record that carries it (`action` and the fields it has).
+    pub fn to_op(&self) -> serde_json::Value {
+        let mut op = self.to_json();
+        if let Some(o) = op.as_object_mut() {
+            o.insert("action".into(), SET_TAGS.into());
+        }
+        op
+    }
+
+    /// The fields it has, as a capture header's `tags`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut o = serde_json::Map::new();
+        for (key, v) in [
+            ("event", &self.event),
+            ("site", &self.site),
+            ("round", &self.round),
+            ("white", &self.white),
+            ("black", &self.black),
+        ] {
+            if let Some(v) = v {
+                o.insert(key.into(), v.clone().into());
+            }
+        }
+        if let Some(n) = self.number {
+            o.insert("number".into(), n.into());
+        }
+        serde_json::Value::Object(o)
+    }
+}
+
 /// Tags that come from outside the board (configuration, capture header).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GameTags {
@@ -35,33 +107,22 @@ pub struct GameTags {
 }
 
 impl GameTags {
-    /// Take the tags a JSON object carries (`event`, `site`, `round`, `white`, `black`,
-    /// `number`): a key
-    /// that is present sets its tag (null clears it), a missing key leaves it as it is. This is
-    /// how a capture header's `tags` and a `set_tags` operator record are read.
-    pub fn apply_json(&mut self, value: &serde_json::Value) {
-        let get = |k: &str| {
-            value
-                .get(k)
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_string)
-        };
-        for (key, slot) in [
-            ("event", &mut self.event),
-            ("site", &mut self.site),
-            ("round", &mut self.round),
-            ("white", &mut self.white),
-            ("black", &mut self.black),
+    /// Take the tags of `update` (a capture header's `tags`, a `set_tags` operator record):
+    /// a field it has sets its tag (`None` inside clears it), a missing one leaves it.
+    pub fn apply(&mut self, update: &TagUpdate) {
+        for (slot, new) in [
+            (&mut self.event, &update.event),
+            (&mut self.site, &update.site),
+            (&mut self.round, &update.round),
+            (&mut self.white, &update.white),
+            (&mut self.black, &update.black),
         ] {
-            if value.get(key).is_some() {
-                *slot = get(key);
+            if let Some(new) = new {
+                slot.clone_from(new);
             }
         }
-        if let Some(n) = value.get("number") {
-            self.number = n
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|&n| n > 0);
+        if let Some(number) = update.number {
+            self.number = number;
         }
     }
 }
@@ -266,4 +327,55 @@ pub fn write_game(game: &GameRecord, tags: &GameTags, out: &mut String) {
     }
     out.push_str(&line);
     out.push_str("\n\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tag_update_sets_clears_and_leaves_tags() {
+        let mut tags = GameTags {
+            event: Some("Open".into()),
+            white: Some("Alpha, Ann".into()),
+            number: Some(3),
+            ..GameTags::default()
+        };
+        let update = TagUpdate::read(&json!({
+            "action": "set_tags", "event": null, "round": "2", "black": 7, "number": 0,
+        }));
+        assert_eq!(update.site, None, "absent: left as it is");
+        assert_eq!(update.event, Some(None), "null: cleared");
+        assert_eq!(
+            update.black,
+            Some(None),
+            "a wrong type clears, as captures always read"
+        );
+        tags.apply(&update);
+        assert_eq!(tags.event, None);
+        assert_eq!(tags.white.as_deref(), Some("Alpha, Ann"));
+        assert_eq!(tags.round.as_deref(), Some("2"));
+        assert_eq!(tags.number, None, "board number 0 is no number");
+    }
+
+    #[test]
+    fn a_set_tags_record_is_written_as_captures_always_had_it() {
+        let update = TagUpdate {
+            event: Some(Some("Open".into())),
+            site: Some(None),
+            round: Some(Some("4.2".into())),
+            white: Some(None),
+            black: Some(Some("Beta, Bob".into())),
+            number: Some(Some(2)),
+        };
+        // The record eboardd has written since set_tags began (keys sorted, nulls kept).
+        let written = r#"{"action":"set_tags","black":"Beta, Bob","event":"Open","number":2,"round":"4.2","site":null,"white":null}"#;
+        assert_eq!(update.to_op().to_string(), written);
+        assert_eq!(TagUpdate::read(&update.to_op()), update);
+        assert_eq!(
+            update.to_json().to_string(),
+            written.replace(r#""action":"set_tags","#, "")
+        );
+    }
 }

@@ -25,7 +25,7 @@ use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
 use crate::device::{Applied, apply_record, is_set_tags};
 use crate::driver::BoardDriver;
-use crate::pgn::{self, GameTags};
+use crate::pgn::{self, GameTags, TagUpdate};
 use crate::session::link::LinkKind;
 use crate::session::{SINGLE, Unit};
 
@@ -209,7 +209,7 @@ impl Plan {
         let mut tags: BTreeMap<String, (GameTags, Vec<(Micros, GameTags)>)> = BTreeMap::new();
         let mut set_tags = |name: &str, t: Micros, value: &Value| {
             let (now, changes) = tags.entry(name.to_string()).or_default();
-            now.apply_json(value);
+            now.apply(&TagUpdate::read(value));
             changes.push((t, now.clone()));
         };
         // Merged by time, each capture in its own order (a capture whose `t` went back stays as

@@ -3,14 +3,12 @@
 //! random bytes.
 
 use eboardd::core::observation::{ClockFace, ClockReading, ClockSide, SquareReading};
-use eboardd::driver::{Decoder, Message};
-use eboardd::protocol::dgt::bus::{
-    BusDecoder, BusLineStream, BusReply, BusStream, FirmwareVersion,
-};
-use eboardd::protocol::dgt::{
+use eboardd::driver::dgt::bus::{BusDecoder, BusLineStream, BusReply, BusStream, FirmwareVersion};
+use eboardd::driver::dgt::{
     BatteryStatus, BwTime, ClockAck, DgtDecoder, DgtMessage, EeEntry, EeTag, MAX_BUFFERED_FRAME,
     reading_from_code,
 };
+use eboardd::driver::{Decoder, Message};
 use proptest::prelude::*;
 
 fn reading() -> impl Strategy<Value = SquareReading> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use eboardd::protocol::dgt::{DgtDecoder, DgtMessage, id};
+use eboardd::driver::dgt::{DgtDecoder, DgtMessage, id};
 use support::daemon::*;
 
 const SPEED: f64 = 1000.0;

@@ -28,7 +28,7 @@ use eboardd::capture::{Record, RecordKind};
 use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::SquareReading;
 use eboardd::core::sensed::Orientation;
-use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
+use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
 use eboardd::sim::hand::HandAction;
 use eboardd::sim::inject::{InjectConfig, Injected, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};

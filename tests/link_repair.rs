@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use eboardd::core::event::EventKind;
-use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
+use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
 use eboardd::replay::Device;
 use eboardd::session::Note;
 use eboardd::session::link::{Link, LinkConfig, LinkKind, game_explains};

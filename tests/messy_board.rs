@@ -238,10 +238,6 @@ fn a_dump_two_plies_ahead_after_a_reconnection_is_recovered() {
     });
     rig.wait(5000);
     let ahead = after(&Chess::default(), &["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]);
-    rig.feed(Observation::Connected {
-        driver: "dgt".into(),
-        serial: None,
-    });
     rig.dump(ahead.board());
     rig.wait(1500);
     assert_eq!(

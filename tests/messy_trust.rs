@@ -95,10 +95,6 @@ fn a_touch_seen_before_a_link_drop_counts_when_the_touched_piece_could_move() {
             driver: "dgt".into(),
         });
         rig.wait(4000);
-        rig.feed(Observation::Connected {
-            driver: "dgt".into(),
-            serial: Some("12345".into()),
-        });
         let now = after(&game_board(), &["d4"]);
         rig.dump(now.board());
         rig.press();

@@ -1,6 +1,6 @@
 //! What the core makes of a Millennium ChessLink board: whole-board statuses, decoded by the
 //! `millennium` driver into changed squares, go through the same inference and irregularity
-//! checks as a DGT board's field updates (the README's touch-move claims). No clock: moves are
+//! checks as a DGT board's field updates (the touch-move claims of `docs/fide-laws.md`). No clock: moves are
 //! completed by the next move.
 
 mod support;

@@ -15,7 +15,7 @@ use std::process::Command;
 use eboardd::capture::{CaptureWriter, Record, RecordKind};
 use eboardd::core::game::GameRecord;
 use eboardd::core::observation::Micros;
-use eboardd::daemon::board::{BoardMeta, BoardState};
+use eboardd::daemon::board::{BoardMeta, LiveBoard};
 use eboardd::daemon::captures::CaptureStore;
 use eboardd::replay::{Layout, Plan, Session};
 use eboardd::session::link::LinkKind;
@@ -294,7 +294,7 @@ fn the_daemons_rebuild_of_a_board_gives_the_games_of_its_replay() {
         let replayed = replay(&[file.as_path()], false);
         let before = std::fs::read(file).unwrap();
         // Told "wired": a continued capture keeps the link its header names.
-        let b = BoardState::open(&store, id, meta, Some(file), LinkKind::Wired).unwrap();
+        let b = LiveBoard::open(&store, id, meta, Some(file), LinkKind::Wired).unwrap();
         let mut rebuilt = String::new();
         for g in b.games() {
             eboardd::pgn::write_game(g, &Default::default(), &mut rebuilt);

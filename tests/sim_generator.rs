@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use eboardd::capture::{Record, RecordKind};
 use eboardd::core::observation::SquareReading;
-use eboardd::protocol::dgt::{piece_code, reading_from_code};
+use eboardd::driver::dgt::{piece_code, reading_from_code};
 use eboardd::sim::hand::{HandAction, is_physical, orders};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{

@@ -25,7 +25,7 @@ use eboardd::core::observation::{
     ClockFace, ClockReading, ClockSide, FieldArray, MemoryEntry, Micros, Observation,
     OperatorAction, SquareReading,
 };
-use eboardd::protocol::dgt::reading_from_code;
+use eboardd::driver::dgt::reading_from_code;
 use libfuzzer_sys::fuzz_target;
 use shakmaty::san::SanPlus;
 use shakmaty::{Chess, Position, Square};
@@ -106,10 +106,6 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                 None
             }
             11 => Some(Observation::ClockAbsent),
-            12 => Some(Observation::Connected {
-                driver: "dgt".to_owned(),
-                serial: None,
-            }),
             13 => Some(Observation::Disconnected {
                 driver: "dgt".into(),
             }),

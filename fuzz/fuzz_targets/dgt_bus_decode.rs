@@ -9,8 +9,8 @@
 #![no_main]
 
 use eboardd::driver::{Decoder, Message};
-use eboardd::protocol::dgt::BwTime;
-use eboardd::protocol::dgt::bus::{BusDecoder, BusLineStream, BusReply, BusStream};
+use eboardd::driver::dgt::BwTime;
+use eboardd::driver::dgt::bus::{BusDecoder, BusLineStream, BusReply, BusStream};
 use libfuzzer_sys::fuzz_target;
 
 /// The board a [`BusStream`] follows.

@@ -6,7 +6,7 @@
 //! `len % 32 + 1`), the rest is the byte stream.
 #![no_main]
 
-use eboardd::protocol::dgt::{DgtDecoder, DgtMessage};
+use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
 use libfuzzer_sys::fuzz_target;
 
 fn decode_chunks<'a>(chunks: impl Iterator<Item = &'a [u8]>) -> (Vec<DgtMessage>, u64, u64) {

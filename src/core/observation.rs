@@ -182,13 +182,6 @@ pub enum Observation {
     Clock(ClockReading),
     /// The board reports that no clock is connected.
     ClockAbsent,
-    /// The device link came up (driver name, serial number when known).
-    Connected {
-        /// Driver name ([`crate::driver::BoardDriver::name`]).
-        driver: String,
-        /// Board serial number, when known.
-        serial: Option<String>,
-    },
     /// The device link went down.
     Disconnected {
         /// Driver name.

@@ -9,18 +9,18 @@
 use std::io;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::captures::{CaptureFile, CaptureStore};
 use crate::capture::{Capture, Header, RecordKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
-use crate::device::{Device, SET_TAGS};
+use crate::device::Device;
 use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
-use crate::pgn::GameTags;
+use crate::pgn::{GameTags, TagUpdate};
 use crate::replay::{Plan, Session};
 use crate::session::Unit;
 use crate::session::link::LinkKind;
@@ -53,24 +53,29 @@ pub struct BoardMeta {
 
 impl BoardMeta {
     /// The tags as a JSON object (for the capture header and `set_tags` records).
-    fn tags_json(&self) -> Value {
-        json!({
-            "event": self.event, "site": self.site, "round": self.round,
-            "white": self.white, "black": self.black, "number": self.number,
-        })
+    fn tag_update(&self) -> TagUpdate {
+        TagUpdate {
+            event: Some(self.event.clone()),
+            site: Some(self.site.clone()),
+            round: Some(self.round.clone()),
+            white: Some(self.white.clone()),
+            black: Some(self.black.clone()),
+            number: Some(self.number),
+        }
     }
 
     /// The tags as replay reads them from the capture.
     fn tags(&self) -> GameTags {
         let mut tags = GameTags::default();
-        tags.apply_json(&self.tags_json());
+        tags.apply(&self.tag_update());
         tags
     }
 }
 
-/// One board: capture, core, health.
+/// One board of the live daemon: its capture, its device (decoder and core), its health. (What
+/// the broadcast shows of a board is [`crate::output::model::BoardState`].)
 #[derive(Debug)]
-pub struct BoardState {
+pub struct LiveBoard {
     /// Device id (`board` of its events, `dev` of its records).
     pub id: String,
     meta: BoardMeta,
@@ -111,11 +116,11 @@ fn needs_sync(events: &[CoreEvent]) -> bool {
         .any(|e| !matches!(e.kind, EventKind::Clock { .. }))
 }
 
-impl BoardState {
+impl LiveBoard {
     /// Opens the board's capture for today (or continues the file given, e.g. one of an
     /// earlier day whose game is still running), rebuilding its games from what is there by
     /// replaying it ([`Session`], as `eboardd replay` does, without publishing: the events
-    /// happened in an earlier run; [`BoardState::restore_into`] shows them in the hub). The
+    /// happened in an earlier run; [`LiveBoard::restore_into`] shows them in the hub). The
     /// board is set up as replay sets it up from the capture's header: the header of a new file
     /// names the driver, unit and link given here (a Bluetooth board scans at half speed, so
     /// its core's settle windows are doubled), a continued file keeps its own.
@@ -125,14 +130,14 @@ impl BoardState {
         meta: BoardMeta,
         continue_file: Option<&Path>,
         link: LinkKind,
-    ) -> io::Result<BoardState> {
+    ) -> io::Result<LiveBoard> {
         let header = meta.clone();
         Self::open_with(store, id, &header, continue_file, link, |_| Some(meta))
     }
 
-    /// [`BoardState::open`], with the board's metadata made once its capture is read:
+    /// [`LiveBoard::open`], with the board's metadata made once its capture is read:
     /// `finish` is given the board as its capture left it (see
-    /// [`BoardState::recorded_number`]) and gives its metadata, or `None` when the board is
+    /// [`LiveBoard::recorded_number`]) and gives its metadata, or `None` when the board is
     /// not wanted after all (it is left without metadata; nothing more is written to its
     /// capture). `meta` is what a new file's header says.
     pub fn open_with(
@@ -141,8 +146,8 @@ impl BoardState {
         meta: &BoardMeta,
         continue_file: Option<&Path>,
         link: LinkKind,
-        finish: impl FnOnce(&BoardState) -> Option<BoardMeta>,
-    ) -> io::Result<BoardState> {
+        finish: impl FnOnce(&LiveBoard) -> Option<BoardMeta>,
+    ) -> io::Result<LiveBoard> {
         let path = match continue_file {
             Some(p) => p.to_path_buf(),
             None => store.path_for(super::captures::today(), id),
@@ -153,7 +158,7 @@ impl BoardState {
             .unwrap_or_else(crate::family::default_driver);
         let mut header = Map::new();
         header.insert("board".into(), id.into());
-        header.insert("tags".into(), meta.tags_json());
+        header.insert("tags".into(), meta.tag_update().to_json());
         let mut device =
             json!({"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()});
         if let Some(unit) = meta.unit {
@@ -178,7 +183,7 @@ impl BoardState {
             tracing::warn!("{id}: {w}");
         }
         let replayed = session.into_board(id);
-        let mut board = BoardState {
+        let mut board = LiveBoard {
             id: id.to_string(),
             device: replayed.device,
             capture: opened.file,
@@ -221,10 +226,7 @@ impl BoardState {
     pub fn set_meta(&mut self, meta: BoardMeta) -> io::Result<()> {
         let tags = meta.tags();
         if tags != self.tags_written {
-            let mut op = meta.tags_json();
-            if let Some(o) = op.as_object_mut() {
-                o.insert("action".into(), SET_TAGS.into());
-            }
+            let op = meta.tag_update().to_op();
             let t = self.capture.now();
             self.capture.write(t, &self.id, RecordKind::Op(op))?;
             self.tags_written = tags;
@@ -319,7 +321,7 @@ impl BoardState {
         Ok(events)
     }
 
-    /// Bytes received at `t` (taken with [`BoardState::now`] when they arrived): captured,
+    /// Bytes received at `t` (taken with [`LiveBoard::now`] when they arrived): captured,
     /// decoded once, their observations fed to the core and its events published.
     pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Received> {
         let t = self
@@ -531,7 +533,7 @@ mod tests {
             ..Default::default()
         };
         let mut b =
-            BoardState::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
+            LiveBoard::open(&store, "board-4", meta.clone(), None, LinkKind::Wired).unwrap();
         b.set_connection(LinkState::Active, Some("/dev/ttyACM0"), &hub)
             .unwrap();
         for r in &records {
@@ -571,7 +573,7 @@ mod tests {
 
         // A restart: the same file, rebuilt, nothing new written for the same configuration.
         let len = std::fs::metadata(&path).unwrap().len();
-        let mut again = BoardState::open(&store, "board-4", meta, None, LinkKind::Wired).unwrap();
+        let mut again = LiveBoard::open(&store, "board-4", meta, None, LinkKind::Wired).unwrap();
         assert_eq!(again.capture_path(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
         let fen =

@@ -24,9 +24,9 @@ use tokio::time::Instant;
 
 use std::collections::BTreeMap;
 
-use super::Ctx;
-use super::board::BoardState;
+use super::board::LiveBoard;
 use super::captures::CaptureFile;
+use super::ctx::Ctx;
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::FieldArray;
@@ -174,9 +174,9 @@ async fn write<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> Result<(), Str
     }
 }
 
-type Board = Arc<Mutex<BoardState>>;
+type Board = Arc<Mutex<LiveBoard>>;
 
-fn lock(b: &Board) -> std::sync::MutexGuard<'_, BoardState> {
+fn lock(b: &Board) -> std::sync::MutexGuard<'_, LiveBoard> {
     b.lock().unwrap_or_else(|e| e.into_inner())
 }
 

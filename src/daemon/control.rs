@@ -3,7 +3,7 @@
 
 use std::sync::Weak;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::core::observation::OperatorAction;
 use crate::output::corrections::ControlError;
 

@@ -6,33 +6,41 @@
 //! boards carry on where they were. `kill -9` or a power cut loses no completed move: every
 //! record is written (and, for records that cause move or game events, synced) before the
 //! events it causes are published.
+//!
+//! Rooms: [`ctx`] (the context every task shares), `ports` (one task per port, the USB
+//! discovery loop), [`board_task`] (a port's task), [`board`] (one board: capture, device,
+//! health), [`captures`] (the capture files), [`discovery`] (USB ids, hotplug), `control`
+//! (operator actions and corrections), `followers` (the `--print` printer, players into the
+//! captures), [`demo`] (`simulate` and `demo`); here: the options, `serve` and the reload.
 
 pub mod board;
 pub mod board_task;
 pub mod captures;
 mod control;
+pub mod ctx;
 pub mod demo;
 pub mod descriptors;
 pub mod discovery;
+mod followers;
 pub mod notify;
+mod ports;
 pub mod serial;
 pub mod signals;
 
-use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError, Overrides};
-use crate::output::{Hub, LinkState};
-use board::{BoardMeta, BoardState};
+use crate::output::Hub;
 use board_task::{Origin, PortEnd};
-use captures::CaptureStore;
+pub use ctx::Ctx;
+use followers::{follow_players, print_events};
+use ports::{Task, discover, spawn_port};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -161,369 +169,6 @@ pub struct OutputSetup {
     pub config: crate::output::OutputConfig,
     /// Event, site, round, time control.
     pub round: crate::output::RoundInfo,
-}
-
-/// Shared by every task of the daemon.
-#[derive(Debug)]
-pub struct Ctx {
-    /// The hub.
-    pub hub: Hub,
-    config: RwLock<Arc<Config>>,
-    /// The captures.
-    pub store: CaptureStore,
-    /// The daemon's metrics (`GET /metrics`), counted into by the hub, the port tasks and the
-    /// captures.
-    pub metrics: Arc<crate::output::metrics::Metrics>,
-    boards: Mutex<BTreeMap<String, Arc<Mutex<BoardState>>>>,
-    open_ports: Mutex<HashSet<PathBuf>>,
-    sessions: AtomicU64,
-}
-
-impl Ctx {
-    fn new(cfg: Config, hub: Hub) -> Ctx {
-        let metrics = Arc::new(crate::output::metrics::Metrics::new());
-        let store = CaptureStore {
-            dir: cfg.capture_dir(),
-            fsync: cfg.daemon.fsync,
-            bytes: Some(metrics.capture_bytes()),
-        };
-        Ctx {
-            hub,
-            config: RwLock::new(Arc::new(cfg)),
-            store,
-            metrics,
-            boards: Mutex::default(),
-            open_ports: Mutex::default(),
-            sessions: AtomicU64::new(0),
-        }
-    }
-
-    /// The configuration in force.
-    pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    fn meta(cfg: &Config, serial: Option<&str>, number: Option<u32>) -> BoardMeta {
-        let b = match (serial, number) {
-            (Some(s), _) => cfg.board_by_serial(s),
-            (None, Some(n)) => cfg.boards.iter().find(|b| b.number == n),
-            _ => None,
-        };
-        BoardMeta {
-            number: b.map(|b| b.number),
-            serial: serial
-                .map(str::to_string)
-                .or_else(|| b.map(|b| b.serial.clone())),
-            event: cfg.event.name.clone(),
-            site: cfg.event.site.clone(),
-            round: cfg.event.round.clone(),
-            white: b.and_then(|b| b.white.clone()),
-            black: b.and_then(|b| b.black.clone()),
-            white_clock: b.and_then(|b| b.white_clock),
-            driver: None,
-            unit: None,
-        }
-    }
-
-    /// The device id and metadata of the board of `driver` with this serial number.
-    pub fn identify(&self, driver: &str, serial: &str) -> (String, BoardMeta) {
-        let cfg = self.config();
-        let id = cfg.board_id_of(driver, serial);
-        let meta = self.with_hub_players(&id, Ctx::meta(&cfg, Some(serial), None));
-        let meta = self.numbered(&id, meta, None);
-        (id, meta)
-    }
-
-    /// `meta` with the board's number and the `Round "R.B"` it makes: a configured board's
-    /// number, else the one the round gave the board when it first appeared (the one its
-    /// capture recorded, `recorded`, when no other board has it). `R` is the round the
-    /// outputs show, so that replaying the capture names the games as the outputs did.
-    fn numbered(&self, id: &str, mut meta: BoardMeta, recorded: Option<u32>) -> BoardMeta {
-        let (number, round) = self.hub.number_board(id, meta.number.or(recorded));
-        meta.number = Some(number);
-        meta.round = Some(format!("{round}.{number}"));
-        meta
-    }
-
-    /// `meta` with the players the hub has for board `id` (the configured ones, or those of a
-    /// round loaded over the API, or set by the arbiter): the captures name the players every
-    /// output shows.
-    fn with_hub_players(&self, id: &str, mut meta: BoardMeta) -> BoardMeta {
-        let pairing = self.hub.with_round(|r| r.pairing(id));
-        if let Some(name) = pairing.white.name {
-            meta.white = Some(name);
-        }
-        if let Some(name) = pairing.black.name {
-            meta.black = Some(name);
-        }
-        meta
-    }
-
-    /// Metadata of a board known only by its id (from a capture file name).
-    fn meta_for_id(&self, id: &str) -> BoardMeta {
-        let cfg = self.config();
-        if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
-            return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
-        }
-        // The longest family name that prefixes the id (`dgt-bus-01025` is a `dgt-bus` board).
-        let serial = crate::family::of_board_id(id).map(|(_, serial)| serial);
-        self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
-    }
-
-    /// The board `id`: the one in memory (its metadata refreshed), or its capture opened (and
-    /// its games rebuilt from it). A board whose file is of an earlier day and has no game in
-    /// progress starts today's file.
-    /// `link` is the link the board is on (its core's settle windows follow it).
-    pub fn board(
-        &self,
-        id: &str,
-        meta: BoardMeta,
-        link: crate::session::link::LinkKind,
-    ) -> std::io::Result<Arc<Mutex<BoardState>>> {
-        let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(b) = boards.get(id) {
-            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
-            let today = self.store.path_for(captures::today(), id);
-            if s.capture_path() == today || s.game_in_progress() {
-                s.set_meta(meta)?;
-                drop(s);
-                return Ok(b.clone());
-            }
-        }
-        let b = Arc::new(Mutex::new(BoardState::open(
-            &self.store,
-            id,
-            meta,
-            None,
-            link,
-        )?));
-        boards.insert(id.to_string(), b.clone());
-        Ok(b)
-    }
-
-    fn new_session(&self) -> u64 {
-        self.sessions.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// Takes a port (canonical path) for a session; `false` when another session has it.
-    fn claim_port(&self, canonical: &Path) -> bool {
-        self.open_ports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(canonical.to_path_buf())
-    }
-
-    fn release_port(&self, canonical: &Path) {
-        self.open_ports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(canonical);
-    }
-
-    /// Whether a session has this port (canonical path) open.
-    pub fn port_open(&self, canonical: &Path) -> bool {
-        self.open_ports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(canonical)
-    }
-
-    /// Rebuilds the boards of the current round from their captures.
-    fn recover(&self) {
-        let today = captures::today();
-        let files = self.store.current_files(today);
-        let total = files.len();
-        self.hub.set_recovering(Some((0, total)));
-        for (done, (id, path)) in files.into_iter().enumerate() {
-            self.hub.set_recovering(Some((done, total)));
-            let meta = self.meta_for_id(&id);
-            let earlier = path != self.store.path_for(today, &id);
-            // A board of an earlier day is taken only with a game in progress; it keeps the
-            // number its capture recorded, when no other board has it.
-            let board = match BoardState::open_with(
-                &self.store,
-                &id,
-                &meta.clone(),
-                Some(&path),
-                crate::session::link::LinkKind::Wired,
-                |b| {
-                    (!earlier || b.game_in_progress())
-                        .then(|| self.numbered(&id, meta, b.recorded_number()))
-                },
-            ) {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::error!("{}: cannot read back: {e}", path.display());
-                    continue;
-                }
-            };
-            if earlier && !board.game_in_progress() {
-                continue;
-            }
-            board.restore_into(&self.hub);
-            self.boards
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, Arc::new(Mutex::new(board)));
-        }
-        self.hub.set_recovering(None);
-    }
-
-    /// Every board in memory.
-    fn all_boards(&self) -> Vec<Arc<Mutex<BoardState>>> {
-        let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
-        boards.values().cloned().collect()
-    }
-
-    /// Applies a new configuration to the boards in memory.
-    fn reconfigure(&self, cfg: Config) {
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
-        let cfg = self.config();
-        self.hub.update_info(|info| configure_round(info, &cfg));
-        for b in self.all_boards() {
-            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
-            let old = s.meta().clone();
-            let configured = Ctx::meta(&cfg, old.serial.as_deref(), None);
-            let meta = self.with_hub_players(&s.id, configured);
-            let meta = self.numbered(&s.id, meta, old.number);
-            if let Err(e) = s.set_meta(meta) {
-                tracing::error!(board = %s.id, error = %e, "capture write failed");
-            }
-            self.hub.set_status(&s.id, s.status());
-        }
-    }
-
-    /// Connected boards and all boards.
-    fn counts(&self) -> (usize, usize) {
-        self.hub.with_round(|r| {
-            let up = r
-                .boards()
-                .iter()
-                .filter(|b| b.link() == LinkState::Active)
-                .count();
-            (up, r.boards().len())
-        })
-    }
-}
-
-/// A running task with its own stop switch.
-struct Task<T> {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<T>,
-}
-
-fn spawn_port(ctx: &Arc<Ctx>, path: PathBuf, origin: Origin) -> Task<PortEnd> {
-    let (stop, rx) = watch::channel(false);
-    let handle = tokio::spawn(board_task::serve_port(ctx.clone(), path, origin, rx));
-    Task { stop, handle }
-}
-
-/// Discovery: rescans on hotplug events (or every 2 s without hotplug) and serves every new
-/// DGT board found on USB.
-async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let hotplug = discovery::start_hotplug(tx);
-    let period = if hotplug {
-        Duration::from_secs(30)
-    } else {
-        Duration::from_secs(2)
-    };
-    tracing::info!(
-        "USB discovery on ({})",
-        if hotplug {
-            "libusb hotplug"
-        } else {
-            "polling sysfs every 2 s"
-        }
-    );
-    let mut probes = discovery::Probes::default();
-    let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
-    loop {
-        let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
-        probes.retain_present(&found);
-        // Collect ended tasks.
-        let ended: Vec<PathBuf> = tasks
-            .iter()
-            .filter(|(_, (t, _))| t.handle.is_finished())
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in ended {
-            if let Some((t, usb)) = tasks.remove(&p)
-                && let Ok(PortEnd::NotABoard) = t.handle.await
-            {
-                // The next family that lists the id probes it at the next scan.
-                probes.failed(&usb);
-            }
-        }
-        for f in found {
-            let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
-            if tasks.contains_key(&f.tty) || ctx.port_open(&canonical) {
-                continue;
-            }
-            let Some(id) = probes.next(&f) else {
-                continue;
-            };
-            tracing::info!("found {} on {}", id.name, f.tty.display());
-            // A shared id is probed by each family that lists it (served outright when only
-            // one family does and its id is the board's own).
-            let generic = id.generic || f.candidates.len() > 1;
-            let t = spawn_port(
-                &ctx,
-                f.tty.clone(),
-                Origin::Discovered {
-                    generic,
-                    driver: id.driver,
-                },
-            );
-            tasks.insert(f.tty, (t, f.usb_path));
-        }
-        tokio::select! {
-            Some(()) = rx.recv() => {
-                // Let the kernel and udev create the tty node, then drain the burst.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                while rx.try_recv().is_ok() {}
-            }
-            _ = tokio::time::sleep(period) => {}
-            _ = stop.changed() => break,
-        }
-    }
-    for (_, (t, _)) in tasks {
-        let _ = t.stop.send(true);
-        let _ = t.handle.await;
-    }
-}
-
-fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
-    if print == Print::Nothing {
-        return None;
-    }
-    let mut rx = hub.receiver();
-    let mut describer = demo::Describer::default();
-    Some(tokio::spawn(async move {
-        loop {
-            let msg = match rx.recv().await {
-                Ok(m) => m,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(skipped = n, "printer lagged: events not printed");
-                    continue;
-                }
-                Err(_) => break,
-            };
-            let text = match print {
-                Print::Events => Some(msg.json.to_string()),
-                _ => describer.line(&msg),
-            };
-            if let Some(text) = text {
-                let mut out = std::io::stdout().lock();
-                if writeln!(out, "{text}").and_then(|_| out.flush()).is_err() {
-                    break;
-                }
-            }
-        }
-    }))
 }
 
 /// `eboardd run`: builds the runtime and serves until SIGTERM/SIGINT.
@@ -741,47 +386,6 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
     }
     Ok(())
-}
-
-/// Players set from the outputs — a round loaded over the API, players set by the arbiter —
-/// reach the board's capture as a `set_tags` record (the hub's `players` messages), so that
-/// `eboardd replay` names them as every output does.
-fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
-    let mut rx = hub.receiver();
-    tokio::spawn(async move {
-        loop {
-            let m = match rx.recv().await {
-                Ok(m) => m,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-            };
-            let crate::output::Message::Notice(crate::output::Notice::Players { round, .. }) =
-                m.message
-            else {
-                continue;
-            };
-            let Some(ctx) = ctx.upgrade() else { break };
-            let board = ctx
-                .boards
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&*m.board)
-                .cloned();
-            let Some(board) = board else { continue };
-            let number = ctx.hub.with_round(|r| r.board_number(&m.board));
-            let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
-            let mut meta = ctx.with_hub_players(&m.board, s.meta().clone());
-            if let Some(r) = round {
-                meta.round = Some(match meta.number.map(|n| n as usize).or(number) {
-                    Some(n) => format!("{r}.{n}"),
-                    None => r.to_string(),
-                });
-            }
-            if let Err(e) = s.set_meta(meta) {
-                tracing::error!(board = %m.board, error = %e, "capture write failed");
-            }
-        }
-    })
 }
 
 /// The configured boards in the round the outputs show: each listed (in number order, so

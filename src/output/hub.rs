@@ -205,9 +205,6 @@ pub struct Hub {
     inner: Arc<Inner>,
 }
 
-/// The hub's former name, kept so that code written against it still builds.
-pub type Broadcaster = Hub;
-
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hub").finish_non_exhaustive()

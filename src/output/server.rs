@@ -236,7 +236,7 @@ pub fn warn_if_exposed(what: &str, addr: &SocketAddr) {
     if beyond_loopback(addr) {
         tracing::warn!(
             "{what} listens on {addr}, beyond loopback, without TLS: tokens and games cross the \
-             network in clear text; put a TLS reverse proxy (nginx, caddy: see README, \
+             network in clear text; put a TLS reverse proxy (nginx, caddy: see docs/operations.md, \
              \"Broadcasting on the venue network\") in front and listen on 127.0.0.1"
         );
     }

@@ -57,6 +57,11 @@ pub fn pgn_dir() -> PathBuf {
 
 /// Every `.pgn` file under `dir`, sorted.
 pub fn pgn_files(dir: &Path) -> Vec<PathBuf> {
+    files_with_extension(dir, "pgn")
+}
+
+/// Every file under `dir` (and its folders) whose name ends in `.<ext>`, sorted.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -64,7 +69,7 @@ pub fn pgn_files(dir: &Path) -> Vec<PathBuf> {
             let p = e.expect("directory entry").path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pgn") {
+            } else if p.extension().is_some_and(|x| x == ext) {
                 out.push(p);
             }
         }

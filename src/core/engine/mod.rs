@@ -177,9 +177,7 @@ impl BoardEngine {
         // A memory is for the board dump right after it: anything that may change the board or
         // the record in between makes it stale.
         let memory = match obs {
-            Observation::Clock(_) | Observation::ClockAbsent | Observation::Connected { .. } => {
-                None
-            }
+            Observation::Clock(_) | Observation::ClockAbsent => None,
             _ => self.memory.take(),
         };
         match obs {
@@ -213,14 +211,6 @@ impl BoardEngine {
             Observation::Field { index, reading } => self.on_field(t, *index, *reading, out),
             Observation::Clock(reading) => self.on_clock(t, *reading, out),
             Observation::ClockAbsent => {}
-            Observation::Connected { driver, serial } => self.emit(
-                t,
-                out,
-                EventKind::BoardConnected {
-                    driver: driver.clone(),
-                    serial: serial.clone(),
-                },
-            ),
             Observation::Disconnected { driver } => {
                 self.link_dropped_at.get_or_insert(t);
                 self.emit(

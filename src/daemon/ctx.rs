@@ -1,0 +1,265 @@
+//! The daemon's shared context: the hub, the configuration in force, the captures, the metrics,
+//! and every board in memory. Every task of the daemon (port tasks, control, discovery, reload)
+//! holds an `Arc<Ctx>`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::board::{BoardMeta, LiveBoard};
+use super::captures::{self, CaptureStore};
+use super::configure_round;
+use crate::config::Config;
+use crate::output::{Hub, LinkState};
+
+/// Shared by every task of the daemon.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The hub.
+    pub hub: Hub,
+    pub(super) config: RwLock<Arc<Config>>,
+    /// The captures.
+    pub store: CaptureStore,
+    /// The daemon's metrics (`GET /metrics`), counted into by the hub, the port tasks and the
+    /// captures.
+    pub metrics: Arc<crate::output::metrics::Metrics>,
+    pub(super) boards: Mutex<BTreeMap<String, Arc<Mutex<LiveBoard>>>>,
+    pub(super) open_ports: Mutex<HashSet<PathBuf>>,
+    pub(super) sessions: AtomicU64,
+}
+
+impl Ctx {
+    pub(super) fn new(cfg: Config, hub: Hub) -> Ctx {
+        let metrics = Arc::new(crate::output::metrics::Metrics::new());
+        let store = CaptureStore {
+            dir: cfg.capture_dir(),
+            fsync: cfg.daemon.fsync,
+            bytes: Some(metrics.capture_bytes()),
+        };
+        Ctx {
+            hub,
+            config: RwLock::new(Arc::new(cfg)),
+            store,
+            metrics,
+            boards: Mutex::default(),
+            open_ports: Mutex::default(),
+            sessions: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(super) fn meta(cfg: &Config, serial: Option<&str>, number: Option<u32>) -> BoardMeta {
+        let b = match (serial, number) {
+            (Some(s), _) => cfg.board_by_serial(s),
+            (None, Some(n)) => cfg.boards.iter().find(|b| b.number == n),
+            _ => None,
+        };
+        BoardMeta {
+            number: b.map(|b| b.number),
+            serial: serial
+                .map(str::to_string)
+                .or_else(|| b.map(|b| b.serial.clone())),
+            event: cfg.event.name.clone(),
+            site: cfg.event.site.clone(),
+            round: cfg.event.round.clone(),
+            white: b.and_then(|b| b.white.clone()),
+            black: b.and_then(|b| b.black.clone()),
+            white_clock: b.and_then(|b| b.white_clock),
+            driver: None,
+            unit: None,
+        }
+    }
+
+    /// The device id and metadata of the board of `driver` with this serial number.
+    pub fn identify(&self, driver: &str, serial: &str) -> (String, BoardMeta) {
+        let cfg = self.config();
+        let id = cfg.board_id_of(driver, serial);
+        let meta = self.with_hub_players(&id, Ctx::meta(&cfg, Some(serial), None));
+        let meta = self.numbered(&id, meta, None);
+        (id, meta)
+    }
+
+    /// `meta` with the board's number and the `Round "R.B"` it makes: a configured board's
+    /// number, else the one the round gave the board when it first appeared (the one its
+    /// capture recorded, `recorded`, when no other board has it). `R` is the round the
+    /// outputs show, so that replaying the capture names the games as the outputs did.
+    pub(super) fn numbered(
+        &self,
+        id: &str,
+        mut meta: BoardMeta,
+        recorded: Option<u32>,
+    ) -> BoardMeta {
+        let (number, round) = self.hub.number_board(id, meta.number.or(recorded));
+        meta.number = Some(number);
+        meta.round = Some(format!("{round}.{number}"));
+        meta
+    }
+
+    /// `meta` with the players the hub has for board `id` (the configured ones, or those of a
+    /// round loaded over the API, or set by the arbiter): the captures name the players every
+    /// output shows.
+    pub(super) fn with_hub_players(&self, id: &str, mut meta: BoardMeta) -> BoardMeta {
+        let pairing = self.hub.with_round(|r| r.pairing(id));
+        if let Some(name) = pairing.white.name {
+            meta.white = Some(name);
+        }
+        if let Some(name) = pairing.black.name {
+            meta.black = Some(name);
+        }
+        meta
+    }
+
+    /// Metadata of a board known only by its id (from a capture file name).
+    pub(super) fn meta_for_id(&self, id: &str) -> BoardMeta {
+        let cfg = self.config();
+        if let Some(n) = id.strip_prefix("board-").and_then(|n| n.parse().ok()) {
+            return self.with_hub_players(id, Ctx::meta(&cfg, None, Some(n)));
+        }
+        // The longest family name that prefixes the id (`dgt-bus-01025` is a `dgt-bus` board).
+        let serial = crate::family::of_board_id(id).map(|(_, serial)| serial);
+        self.with_hub_players(id, Ctx::meta(&cfg, serial, None))
+    }
+
+    /// The board `id`: the one in memory (its metadata refreshed), or its capture opened (and
+    /// its games rebuilt from it). A board whose file is of an earlier day and has no game in
+    /// progress starts today's file.
+    /// `link` is the link the board is on (its core's settle windows follow it).
+    pub fn board(
+        &self,
+        id: &str,
+        meta: BoardMeta,
+        link: crate::session::link::LinkKind,
+    ) -> std::io::Result<Arc<Mutex<LiveBoard>>> {
+        let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = boards.get(id) {
+            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
+            let today = self.store.path_for(captures::today(), id);
+            if s.capture_path() == today || s.game_in_progress() {
+                s.set_meta(meta)?;
+                drop(s);
+                return Ok(b.clone());
+            }
+        }
+        let b = Arc::new(Mutex::new(LiveBoard::open(
+            &self.store,
+            id,
+            meta,
+            None,
+            link,
+        )?));
+        boards.insert(id.to_string(), b.clone());
+        Ok(b)
+    }
+
+    pub(super) fn new_session(&self) -> u64 {
+        self.sessions.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Takes a port (canonical path) for a session; `false` when another session has it.
+    pub(super) fn claim_port(&self, canonical: &Path) -> bool {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(canonical.to_path_buf())
+    }
+
+    pub(super) fn release_port(&self, canonical: &Path) {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(canonical);
+    }
+
+    /// Whether a session has this port (canonical path) open.
+    pub fn port_open(&self, canonical: &Path) -> bool {
+        self.open_ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(canonical)
+    }
+
+    /// Rebuilds the boards of the current round from their captures.
+    pub(super) fn recover(&self) {
+        let today = captures::today();
+        let files = self.store.current_files(today);
+        let total = files.len();
+        self.hub.set_recovering(Some((0, total)));
+        for (done, (id, path)) in files.into_iter().enumerate() {
+            self.hub.set_recovering(Some((done, total)));
+            let meta = self.meta_for_id(&id);
+            let earlier = path != self.store.path_for(today, &id);
+            // A board of an earlier day is taken only with a game in progress; it keeps the
+            // number its capture recorded, when no other board has it.
+            let board = match LiveBoard::open_with(
+                &self.store,
+                &id,
+                &meta.clone(),
+                Some(&path),
+                crate::session::link::LinkKind::Wired,
+                |b| {
+                    (!earlier || b.game_in_progress())
+                        .then(|| self.numbered(&id, meta, b.recorded_number()))
+                },
+            ) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!("{}: cannot read back: {e}", path.display());
+                    continue;
+                }
+            };
+            if earlier && !board.game_in_progress() {
+                continue;
+            }
+            board.restore_into(&self.hub);
+            self.boards
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, Arc::new(Mutex::new(board)));
+        }
+        self.hub.set_recovering(None);
+    }
+
+    /// Every board in memory.
+    pub(super) fn all_boards(&self) -> Vec<Arc<Mutex<LiveBoard>>> {
+        let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        boards.values().cloned().collect()
+    }
+
+    /// Applies a new configuration to the boards in memory.
+    pub(super) fn reconfigure(&self, cfg: Config) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
+        let cfg = self.config();
+        self.hub.update_info(|info| configure_round(info, &cfg));
+        for b in self.all_boards() {
+            let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
+            let old = s.meta().clone();
+            let configured = Ctx::meta(&cfg, old.serial.as_deref(), None);
+            let meta = self.with_hub_players(&s.id, configured);
+            let meta = self.numbered(&s.id, meta, old.number);
+            if let Err(e) = s.set_meta(meta) {
+                tracing::error!(board = %s.id, error = %e, "capture write failed");
+            }
+            self.hub.set_status(&s.id, s.status());
+        }
+    }
+
+    /// Connected boards and all boards.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        self.hub.with_round(|r| {
+            let up = r
+                .boards()
+                .iter()
+                .filter(|b| b.link() == LinkState::Active)
+                .count();
+            (up, r.boards().len())
+        })
+    }
+}

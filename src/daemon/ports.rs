@@ -1,0 +1,104 @@
+//! The daemon's port tasks: one task per port (configured, or found on USB by the discovery
+//! loop), each with its own stop switch.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::board_task::{self, Origin, PortEnd};
+use super::ctx::Ctx;
+use super::discovery;
+
+/// A running task with its own stop switch.
+pub(super) struct Task<T> {
+    /// Set to stop it.
+    pub(super) stop: watch::Sender<bool>,
+    /// The task.
+    pub(super) handle: JoinHandle<T>,
+}
+
+/// Serve the port at `path` in a task of its own.
+pub(super) fn spawn_port(ctx: &Arc<Ctx>, path: PathBuf, origin: Origin) -> Task<PortEnd> {
+    let (stop, rx) = watch::channel(false);
+    let handle = tokio::spawn(board_task::serve_port(ctx.clone(), path, origin, rx));
+    Task { stop, handle }
+}
+
+/// Discovery: rescans on hotplug events (or every 2 s without hotplug) and serves every new
+/// DGT board found on USB.
+pub(super) async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let hotplug = discovery::start_hotplug(tx);
+    let period = if hotplug {
+        Duration::from_secs(30)
+    } else {
+        Duration::from_secs(2)
+    };
+    tracing::info!(
+        "USB discovery on ({})",
+        if hotplug {
+            "libusb hotplug"
+        } else {
+            "polling sysfs every 2 s"
+        }
+    );
+    let mut probes = discovery::Probes::default();
+    let mut tasks: BTreeMap<PathBuf, (Task<PortEnd>, PathBuf)> = BTreeMap::new();
+    loop {
+        let found = discovery::scan_sysfs(Path::new("/sys"), Path::new("/dev"));
+        probes.retain_present(&found);
+        // Collect ended tasks.
+        let ended: Vec<PathBuf> = tasks
+            .iter()
+            .filter(|(_, (t, _))| t.handle.is_finished())
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in ended {
+            if let Some((t, usb)) = tasks.remove(&p)
+                && let Ok(PortEnd::NotABoard) = t.handle.await
+            {
+                // The next family that lists the id probes it at the next scan.
+                probes.failed(&usb);
+            }
+        }
+        for f in found {
+            let canonical = std::fs::canonicalize(&f.tty).unwrap_or_else(|_| f.tty.clone());
+            if tasks.contains_key(&f.tty) || ctx.port_open(&canonical) {
+                continue;
+            }
+            let Some(id) = probes.next(&f) else {
+                continue;
+            };
+            tracing::info!("found {} on {}", id.name, f.tty.display());
+            // A shared id is probed by each family that lists it (served outright when only
+            // one family does and its id is the board's own).
+            let generic = id.generic || f.candidates.len() > 1;
+            let t = spawn_port(
+                &ctx,
+                f.tty.clone(),
+                Origin::Discovered {
+                    generic,
+                    driver: id.driver,
+                },
+            );
+            tasks.insert(f.tty, (t, f.usb_path));
+        }
+        tokio::select! {
+            Some(()) = rx.recv() => {
+                // Let the kernel and udev create the tty node, then drain the burst.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                while rx.try_recv().is_ok() {}
+            }
+            _ = tokio::time::sleep(period) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    for (_, (t, _)) in tasks {
+        let _ = t.stop.send(true);
+        let _ = t.handle.await;
+    }
+}
