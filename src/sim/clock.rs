@@ -45,6 +45,9 @@ pub struct Dgt3000 {
     since: Micros,
     /// Lever: right side up.
     right_side_up: bool,
+    /// Stopped by the arbiter (the pause button): no time runs, the lever and the side to
+    /// move stay as they were.
+    paused: bool,
 }
 
 impl Dgt3000 {
@@ -58,6 +61,7 @@ impl Dgt3000 {
             running: None,
             since: 0,
             right_side_up: false,
+            paused: false,
         }
     }
 
@@ -86,7 +90,7 @@ impl Dgt3000 {
     /// The running side's player presses their lever at `t`: their elapsed time is taken off,
     /// the increment added (unless their flag fell), and the other side starts.
     pub fn press(&mut self, t: Micros) -> ClockReading {
-        let Some(side) = self.running else {
+        let Some(side) = self.running.filter(|_| !self.paused) else {
             return self.reading(t);
         };
         let inc = i64::from(self.cfg.increment_ms) * 1000;
@@ -110,13 +114,53 @@ impl Dgt3000 {
         self.reading(t)
     }
 
+    /// The arbiter stops the clock at `t` (the pause button): the running side's elapsed time
+    /// is taken off (no increment); nothing runs until [`Dgt3000::resume`].
+    pub fn pause(&mut self, t: Micros) -> ClockReading {
+        if let Some(side) = self.running.filter(|_| !self.paused) {
+            let elapsed = (t - self.since).max(0);
+            let face = match side {
+                ClockSide::Left => &mut self.left_us,
+                ClockSide::Right => &mut self.right_us,
+            };
+            *face = (*face - elapsed).max(0);
+            self.paused = true;
+            self.since = t;
+        }
+        self.reading(t)
+    }
+
+    /// The arbiter moves the lever of a stopped clock at `t`: the other side is to move.
+    pub fn flip(&mut self, t: Micros) -> ClockReading {
+        if let Some(side) = self.running.filter(|_| self.paused) {
+            let other = side.other();
+            self.running = Some(other);
+            self.right_side_up = other == ClockSide::Right;
+        }
+        self.reading(t)
+    }
+
+    /// The arbiter restarts a stopped clock at `t`: the side to move runs again.
+    pub fn resume(&mut self, t: Micros) -> ClockReading {
+        if self.paused {
+            self.paused = false;
+            self.since = t;
+        }
+        self.reading(t)
+    }
+
+    /// Whether a side's time runs.
+    pub fn is_running(&self) -> bool {
+        self.running.is_some() && !self.paused
+    }
+
     /// Remaining time of a side at `t`, in microseconds (never below zero).
     pub fn remaining_us(&self, side: ClockSide, t: Micros) -> i64 {
         let stored = match side {
             ClockSide::Left => self.left_us,
             ClockSide::Right => self.right_us,
         };
-        let elapsed = if self.running == Some(side) {
+        let elapsed = if self.running == Some(side) && !self.paused {
             (t - self.since).max(0)
         } else {
             0
@@ -130,7 +174,7 @@ impl Dgt3000 {
         ClockReading {
             left: face(ClockSide::Left),
             right: face(ClockSide::Right),
-            running: self.running.is_some(),
+            running: self.is_running(),
             right_side_up: self.right_side_up,
             left_turn: self.running == Some(ClockSide::Left),
             right_turn: self.running == Some(ClockSide::Right),
@@ -164,5 +208,35 @@ mod tests {
         assert_eq!(r.left.millis, 5_423_000);
         assert!(r.right_turn && r.right_side_up && !r.left_turn);
         assert_eq!(c.reading(11_697_481).right.millis, 5_399_000);
+    }
+
+    #[test]
+    fn the_arbiter_pauses_moves_the_lever_and_restarts() {
+        let mut c = Dgt3000::new(ClockConfig {
+            base_ms: 60_000,
+            increment_ms: 0,
+            white_on_right: false,
+        });
+        c.start(0, Color::White);
+        let r = c.pause(10_000_000);
+        assert!(!r.running && r.left_turn, "stopped, White still to move");
+        assert_eq!(r.left.millis, 50_000);
+        let r = c.press(20_000_000);
+        assert_eq!(
+            r.left.millis, 50_000,
+            "a press on a stopped clock does nothing"
+        );
+        assert!(r.left_turn);
+        let r = c.flip(21_000_000);
+        assert!(r.right_turn && r.right_side_up && !r.running);
+        assert_eq!(
+            c.reading(30_000_000).right.millis,
+            60_000,
+            "no time runs while stopped"
+        );
+        c.resume(40_000_000);
+        let r = c.reading(45_000_000);
+        assert!(r.running && r.right_turn);
+        assert_eq!((r.left.millis, r.right.millis), (50_000, 55_000));
     }
 }

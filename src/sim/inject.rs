@@ -41,6 +41,7 @@
 use shakmaty::san::SanPlus;
 use shakmaty::{Bitboard, Board, Chess, Color, Move, Piece, Position, Role, Square, attacks};
 
+use super::clock::{ClockConfig, Dgt3000};
 use super::hand::{self, HandAction, normal_move};
 use super::pgn::ScriptGame;
 use super::rng::Rng;
@@ -48,7 +49,7 @@ use super::scan::{self, Glitch, PhysEvent, ScanTiming};
 use super::timeline::{self, PlyTrace};
 use super::{SimConfig, Style, field_index};
 use crate::capture::Record;
-use crate::core::observation::{ClockReading, ClockSide, Micros, SquareReading};
+use crate::core::observation::{ClockReading, Micros, SquareReading};
 use crate::driver::dgt::DgtMessage;
 
 const MS: Micros = 1000;
@@ -933,90 +934,15 @@ fn apply(
 // ---------------------------------------------------------------------------------------------
 // The clock
 
-/// A DGT 3000 that the arbiter may pause, set and restart (times per physical side).
-struct Clock {
-    inc: i64,
-    white_on_right: bool,
-    left: i64,
-    right: i64,
-    turn: ClockSide,
-    running: bool,
-    since: Micros,
-}
-
-impl Clock {
-    fn new(sim: &SimConfig, white_on_right: bool) -> Clock {
-        let base = i64::from(sim.base_ms) * 1000;
-        Clock {
-            inc: i64::from(sim.increment_ms) * 1000,
-            white_on_right,
-            left: base,
-            right: base,
-            turn: ClockSide::Left,
-            running: false,
-            since: 0,
-        }
-    }
-
-    fn face(&mut self, side: ClockSide) -> &mut i64 {
-        match side {
-            ClockSide::Left => &mut self.left,
-            ClockSide::Right => &mut self.right,
-        }
-    }
-
-    fn apply(&mut self, t: Micros, op: ClockOp) {
-        let elapsed = (t - self.since).max(0);
-        match op {
-            ClockOp::Start(color) => {
-                self.turn = if (color == Color::White) == self.white_on_right {
-                    ClockSide::Right
-                } else {
-                    ClockSide::Left
-                };
-                self.running = true;
-            }
-            ClockOp::Press if self.running => {
-                let inc = self.inc;
-                let face = self.face(self.turn);
-                *face = if *face - elapsed > 0 {
-                    *face - elapsed + inc
-                } else {
-                    0
-                };
-                self.turn = self.turn.other();
-            }
-            ClockOp::Pause if self.running => {
-                let face = self.face(self.turn);
-                *face = (*face - elapsed).max(0);
-                self.running = false;
-            }
-            ClockOp::Flip if !self.running => self.turn = self.turn.other(),
-            ClockOp::Resume => self.running = true,
-            _ => {}
-        }
-        self.since = t;
-    }
-
-    fn reading(&self, t: Micros) -> ClockReading {
-        let face = |side: ClockSide| {
-            let stored = match side {
-                ClockSide::Left => self.left,
-                ClockSide::Right => self.right,
-            };
-            let running = self.running && self.turn == side;
-            let us = (stored - if running { (t - self.since).max(0) } else { 0 }).max(0);
-            super::clock::face_of(us)
-        };
-        ClockReading {
-            left: face(ClockSide::Left),
-            right: face(ClockSide::Right),
-            running: self.running,
-            right_side_up: self.turn == ClockSide::Right,
-            left_turn: self.turn == ClockSide::Left,
-            right_turn: self.turn == ClockSide::Right,
-            battery_low: false,
-        }
+/// What `op` does to the clock at `t` (the simulated DGT 3000 of [`super::clock`], which the
+/// arbiter may pause, set and restart).
+fn apply_clock(clock: &mut Dgt3000, t: Micros, op: ClockOp) -> ClockReading {
+    match op {
+        ClockOp::Start(color) => clock.start(t, color),
+        ClockOp::Press => clock.press(t),
+        ClockOp::Pause => clock.pause(t),
+        ClockOp::Flip => clock.flip(t),
+        ClockOp::Resume => clock.resume(t),
     }
 }
 
@@ -1158,12 +1084,16 @@ fn records(
             },
         ));
     }
-    let mut clk = Clock::new(sim, white_on_right);
+    let mut clk = Dgt3000::new(ClockConfig {
+        base_ms: sim.base_ms,
+        increment_ms: sim.increment_ms,
+        white_on_right,
+    });
     for (k, &(t, op)) in world.clock.iter().enumerate() {
-        clk.apply(t, op);
-        out.push((t, DgtMessage::ClockTimes(clk.reading(t))));
+        let reading = apply_clock(&mut clk, t, op);
+        out.push((t, DgtMessage::ClockTimes(reading)));
         let until = world.clock.get(k + 1).map_or(world.end, |c| c.0);
-        if ticks && clk.running {
+        if ticks && clk.is_running() {
             let mut tick = t + SEC;
             while tick < until {
                 out.push((tick, DgtMessage::ClockTimes(clk.reading(tick))));
