@@ -16,7 +16,6 @@ use crate::core::observation::OperatorAction;
 #[cfg(feature = "test-support")]
 use crate::output::hub::Hub;
 use crate::output::model::Pairing;
-#[cfg(feature = "test-support")]
 use crate::output::render;
 
 /// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
