@@ -207,9 +207,9 @@ impl Plan {
             plan.devices.len() - 1
         };
         let mut tags: BTreeMap<String, (GameTags, Vec<(Micros, GameTags)>)> = BTreeMap::new();
-        let mut set_tags = |name: &str, t: Micros, value: &Value| {
+        let mut set_tags = |name: &str, t: Micros, update: &TagUpdate| {
             let (now, changes) = tags.entry(name.to_string()).or_default();
-            now.apply(&TagUpdate::read(value));
+            now.apply(update);
             changes.push((t, now.clone()));
         };
         // Merged by time, each capture in its own order (a capture whose `t` went back stays as
@@ -230,14 +230,14 @@ impl Plan {
             let header = &files[fi].1.header;
             if !started[fi] {
                 started[fi] = true;
-                if let Some(value) = header.extra.get("tags") {
+                if let Some(update) = header.tags() {
                     // The file's board's tags, or every device's when it names none.
-                    match header.extra.get("board").and_then(Value::as_str) {
+                    match header.board() {
                         Some(board) => {
                             let name = names[fi].get(board).map_or(board, String::as_str);
-                            set_tags(name, t, value);
+                            set_tags(name, t, &update);
                         }
-                        None => names[fi].values().for_each(|n| set_tags(n, t, value)),
+                        None => names[fi].values().for_each(|n| set_tags(n, t, &update)),
                     }
                 }
             } else if let Some(record) = records[fi].next() {
@@ -253,7 +253,7 @@ impl Plan {
                 if let RecordKind::Op(value) = &record.kind
                     && is_set_tags(value)
                 {
-                    set_tags(&plan.devices[d].name, t, value);
+                    set_tags(&plan.devices[d].name, t, &TagUpdate::read(value));
                 }
                 plan.steps.push(Step {
                     t,

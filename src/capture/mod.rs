@@ -92,6 +92,16 @@ impl Header {
         chrono::DateTime::parse_from_rfc3339(created).ok()
     }
 
+    /// The board the capture is of (`board`: the daemon writes one capture per board).
+    pub fn board(&self) -> Option<&str> {
+        self.extra.get("board")?.as_str()
+    }
+
+    /// The PGN tags the capture starts with (`tags`), read as a `set_tags` record is.
+    pub fn tags(&self) -> Option<crate::pgn::TagUpdate> {
+        self.extra.get("tags").map(crate::pgn::TagUpdate::read)
+    }
+
     /// The entries of the header's `devices` list (`id`, `driver`, `link`, `address`, `role`...).
     pub fn devices(&self) -> impl Iterator<Item = &serde_json::Map<String, serde_json::Value>> {
         self.extra
