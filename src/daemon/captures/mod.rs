@@ -21,3 +21,12 @@ mod writer;
 
 pub use store::{CaptureStore, LINE_PREFIX, today};
 pub use writer::{CaptureFile, DIR_MODE, FILE_MODE, Opened, create_private_dir};
+
+/// A fresh, empty scratch directory for one test of the captures (`eboardd-cap-<name>-<pid>`).
+#[cfg(test)]
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("eboardd-cap-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -98,12 +98,7 @@ pub const LINE_PREFIX: &str = "line-";
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("eboardd-cap-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::daemon::captures::tmp;
 
     #[test]
     fn current_files_are_today_and_the_latest_earlier_day() {

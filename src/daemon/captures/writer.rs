@@ -346,12 +346,7 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("eboardd-cap-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::daemon::captures::tmp;
 
     #[test]
     fn appends_across_restarts_and_drops_a_cut_off_line() {
