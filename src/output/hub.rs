@@ -6,8 +6,10 @@
 //! an event is written; operator actions asked for by an output go back through [`Control`].
 //!
 //! Publishing never waits: it takes a short lock, serialises the event once and sends it to the
-//! channel. A subscriber that falls more than the channel's capacity behind gets a `Lagged`
-//! error; the transports then send it a snapshot and drop it if it lags again.
+//! channel, and to the [`Fanout`] of the WebSocket and SSE clients once one has connected. A
+//! subscriber that falls more than the channel's capacity behind gets a `Lagged` error; the
+//! transports (behind the fan-out, in batches) then send it a snapshot and drop it if it lags
+//! again.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -19,6 +21,7 @@ use tokio::sync::{broadcast, watch};
 use super::change::{Change, Message, MsgKind, Notice};
 pub use super::corrections::ControlError;
 use super::delay::DelayLine;
+use super::fanout::Fanout;
 use super::metrics::Metrics;
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
@@ -197,6 +200,8 @@ struct Inner {
     /// The daemon's metrics, once set, and whether this hub counts its events into them (the
     /// live hub does; the delayed public hub only lends them to its clients).
     metrics: OnceLock<(Arc<Metrics>, bool)>,
+    /// The batches of the event-stream transports, started by the first client.
+    fanout: OnceLock<Fanout>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -242,6 +247,7 @@ impl Hub {
                 delay_line: Mutex::new(None),
                 recovering: Mutex::new(None),
                 metrics: OnceLock::new(),
+                fanout: OnceLock::new(),
             }),
         }
     }
@@ -528,6 +534,9 @@ impl Hub {
             st.backlog.pop_front();
         }
         st.backlog.push_back(msg.clone());
+        if let Some(fanout) = self.inner.fanout.get() {
+            fanout.hand(msg.clone());
+        }
         // No receivers is fine: the backlog still has it.
         let _ = self.inner.tx.send(msg);
         self.inner.changed.send_replace(seq);
@@ -677,6 +686,17 @@ impl Hub {
         self.subscribe(None)
     }
 
+    /// The batches of this hub's messages for the event-stream transports (started on the
+    /// first call, which must be inside the Tokio runtime). Every message published after this
+    /// call is in a batch sent after it, so a client subscribes to the batches first and then
+    /// asks [`Hub::subscribe`] for its start. It keeps a sixteenth of `channel` batches (a batch
+    /// holds up to [`super::fanout::COALESCE`] of messages).
+    pub fn fanout(&self) -> &Fanout {
+        self.inner
+            .fanout
+            .get_or_init(|| Fanout::start(self.inner.cfg.channel / 16))
+    }
+
     /// A receiver of live messages only.
     pub fn receiver(&self) -> broadcast::Receiver<Arc<Msg>> {
         self.inner.tx.subscribe()
@@ -721,9 +741,10 @@ impl Hub {
         self.lock().next_seq - 1
     }
 
-    /// Number of live subscribers.
+    /// Number of live subscribers: the event-stream clients (through the fan-out) and every
+    /// other receiver of the hub.
     pub fn subscribers(&self) -> usize {
-        self.inner.tx.receiver_count()
+        self.inner.tx.receiver_count() + self.inner.fanout.get().map_or(0, Fanout::receivers)
     }
 
     /// Change the round information (event, round number, date, ...).

@@ -1,36 +1,31 @@
 //! WebSocket plumbing of the event stream: the handshake on hyper's upgrade, Origin checks, and
-//! frames small enough that a client's write buffer stays a few kilobytes whatever the size of
-//! the snapshot it is sent (a large message goes out as fragments of [`FRAGMENT`] bytes, each
-//! sliced from the one shared copy).
+//! writing frames made once for every client ([`super::fanout`]) straight to the connection:
+//! tungstenite reads the client's frames (and answers pings), but the stream's messages do not
+//! pass through its write buffer, so a client holds no copy of what it is sent.
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use futures_util::SinkExt;
+use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::Frame;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-
-/// Largest frame written: bigger messages are fragmented.
-pub const FRAGMENT: usize = 16 * 1024;
 
 /// A server-side WebSocket on an upgraded HTTP connection.
 pub type Ws = WebSocketStream<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
 
-/// Frames are gathered up to this many bytes before a write (a batch of events goes out in a
-/// few system calls); the buffer never holds more than this plus one fragment.
+/// Frames are gathered up to this many bytes before a write, on WebSockets written through
+/// tungstenite (the LiveChess API's).
 pub const WRITE_BUFFER: usize = 8 * 1024;
 
-/// Buffers of a WebSocket whose client sends next to nothing: a small read buffer, and a write
-/// buffer of [`WRITE_BUFFER`] bytes plus one frame at most.
+/// Buffers of a WebSocket whose client sends next to nothing and whose messages are written
+/// around tungstenite: small read and write buffers (the write buffer holds only pongs and the
+/// closing frame).
 pub fn config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(WRITE_BUFFER)
-        .max_write_buffer_size(WRITE_BUFFER + 4 * FRAGMENT)
+        .write_buffer_size(0)
+        .max_write_buffer_size(64 * 1024)
         .max_message_size(Some(64 * 1024))
         .max_frame_size(Some(64 * 1024))
 }
@@ -146,34 +141,13 @@ pub async fn upgraded(on_upgrade: hyper::upgrade::OnUpgrade) -> Option<Ws> {
     )
 }
 
-/// Queue one text message (JSON, valid UTF-8) made of shared bytes; fragmented when large.
-pub async fn feed_text(
-    ws: &mut Ws,
-    text: Bytes,
-) -> Result<(), tokio_tungstenite::tungstenite::Error> {
-    if text.len() <= FRAGMENT {
-        return ws
-            .feed(Message::Frame(Frame::message(
-                text,
-                OpCode::Data(Data::Text),
-                true,
-            )))
-            .await;
-    }
-    let mut at = 0;
-    while at < text.len() {
-        let end = (at + FRAGMENT).min(text.len());
-        let op = if at == 0 { Data::Text } else { Data::Continue };
-        let part = text.slice(at..end);
-        ws.feed(Message::Frame(Frame::message(
-            part,
-            OpCode::Data(op),
-            end == text.len(),
-        )))
-        .await?;
-        at = end;
-    }
-    Ok(())
+/// Write `frames` (whole WebSocket frames, made by [`super::fanout`]) to the connection: first
+/// whatever tungstenite has pending (a pong), so that frames never interleave.
+pub async fn write_frames(ws: &mut Ws, frames: &[u8]) -> std::io::Result<()> {
+    ws.flush().await.map_err(std::io::Error::other)?;
+    let io = ws.get_mut();
+    io.write_all(frames).await?;
+    io.flush().await
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The event stream over WebSocket and SSE, with resume (`since`, `Last-Event-ID`), a board
-//! filter and keep-alives. Both transports follow one lag policy, [`LagPolicy`]: a client too
-//! slow for the hub gets a snapshot in place of what it missed, and is dropped if it lags again
-//! within [`LAG_WINDOW`].
+//! filter and keep-alives. A client is sent the hub's fan-out batches ([`crate::output::fanout`]),
+//! one write each, the batch's shared encoding when it wants the whole stream; a [`Cursor`]
+//! skips what its start already had. Both transports follow one lag policy, [`LagPolicy`]: a
+//! client too slow for the fan-out gets a snapshot in place of what it missed, and is dropped if
+//! it lags again within [`LAG_WINDOW`].
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,17 +13,18 @@ use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::error::RecvError;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::boards::valid_board_id;
 use super::{App, Reject, error, reject};
+use crate::output::fanout::{self, Batch};
 use crate::output::hub::{Hub, Msg, Start};
 use crate::output::metrics::{ClientGuard, ClientKind};
 use crate::output::ws::{self, Ws};
@@ -30,8 +33,6 @@ use crate::output::ws::{self, Ws};
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// A client that lags twice within this window is dropped.
 const LAG_WINDOW: Duration = Duration::from_secs(30);
-/// Most messages written to a WebSocket before a flush.
-const BATCH: usize = 256;
 
 /// Interval of SSE keep-alive comments.
 const SSE_KEEPALIVE: Duration = Duration::from_secs(15);
@@ -71,10 +72,10 @@ fn stream_params(
     Ok((since, q.board.clone()))
 }
 
-/// What a stream client does when it lags behind the hub (its receiver overflowed): the first
-/// time, or once [`LAG_WINDOW`] has passed since the last time, it resubscribes and starts again
-/// from a snapshot; a second lag within the window drops it. The one policy of both the
-/// WebSocket and the SSE stream.
+/// What a stream client does when it lags behind the fan-out (its receiver overflowed): the
+/// first time, or once [`LAG_WINDOW`] has passed since the last time, it starts again from a
+/// snapshot; a second lag within the window drops it. The one policy of both the WebSocket and
+/// the SSE stream.
 #[derive(Debug, Default)]
 struct LagPolicy {
     /// When the client last lagged.
@@ -82,22 +83,122 @@ struct LagPolicy {
 }
 
 impl LagPolicy {
-    /// The client lagged: the start (snapshot) to send next, with `rx` replaced by the new
+    /// The client lagged: the start (snapshot) to send next, with `rx` replaced by a new
     /// subscription; `None` when the client lagged twice within [`LAG_WINDOW`] and is to be
     /// dropped.
-    fn lagged(&mut self, hub: &Hub, rx: &mut Receiver<Arc<Msg>>) -> Option<Start> {
+    fn lagged(&mut self, hub: &Hub, rx: &mut Receiver<Arc<Batch>>) -> Option<Start> {
         if self.last_lag.is_some_and(|t| t.elapsed() < LAG_WINDOW) {
             return None;
         }
         self.last_lag = Some(Instant::now());
-        let (start, new_rx) = hub.resync();
+        let (start, new_rx) = subscribe(hub, None);
         *rx = new_rx;
         Some(start)
     }
 }
 
-fn wanted(msg: &Msg, board: &Option<String>) -> bool {
-    board.as_deref().is_none_or(|b| &*msg.board == b)
+/// A client's start and its batches: the batches first, so that every message after the start
+/// is in a batch it receives (the [`Cursor`] skips those the start already had).
+fn subscribe(hub: &Hub, since: Option<u64>) -> (Start, Receiver<Arc<Batch>>) {
+    let rx = hub.fanout().subscribe();
+    let (start, _) = hub.subscribe(since);
+    (start, rx)
+}
+
+/// Which encoding a client reads.
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    /// WebSocket text frames.
+    Ws,
+    /// SSE events.
+    Sse,
+}
+
+impl Transport {
+    fn push(self, out: &mut BytesMut, seq: u64, json: &[u8]) {
+        match self {
+            Transport::Ws => fanout::push_ws_text(out, json),
+            Transport::Sse => fanout::push_sse_event(out, seq, json),
+        }
+    }
+}
+
+/// Where a client is in the stream: the last `seq` its start or a batch covered, the board it
+/// follows, and its encoding.
+struct Cursor {
+    last: u64,
+    board: Option<String>,
+    transport: Transport,
+}
+
+/// Start messages are written in pieces of about this many bytes.
+const START_PIECE: usize = 64 * 1024;
+
+impl Cursor {
+    fn wanted(&self, msg: &Msg) -> bool {
+        msg.seq > self.last && self.board.as_deref().is_none_or(|b| &*msg.board == b)
+    }
+
+    /// The bytes of a (re)start, in pieces: the snapshot (shared, not copied), then the
+    /// messages after it. Moves the cursor to the end of the start.
+    fn start(&mut self, start: Start, since: Option<u64>) -> Vec<Bytes> {
+        let mut pieces = Vec::new();
+        let msgs = match start {
+            Start::Backlog(msgs) => {
+                self.last = since.unwrap_or(0);
+                msgs
+            }
+            Start::Snapshot { json, seq, then } => {
+                let json = Bytes::from(json);
+                match self.transport {
+                    Transport::Ws => pieces.push(fanout::ws_text_header(json.len())),
+                    Transport::Sse => pieces.push(Bytes::from(format!("id: {seq}\ndata: "))),
+                }
+                pieces.push(json);
+                if let Transport::Sse = self.transport {
+                    pieces.push(Bytes::from_static(b"\n\n"));
+                }
+                self.last = seq;
+                then
+            }
+        };
+        let mut out = BytesMut::new();
+        for m in &msgs {
+            if self.wanted(m) {
+                self.transport.push(&mut out, m.seq, m.json.as_bytes());
+                if out.len() >= START_PIECE {
+                    pieces.push(out.split().freeze());
+                }
+            }
+            self.last = self.last.max(m.seq);
+        }
+        if !out.is_empty() {
+            pieces.push(out.freeze());
+        }
+        pieces
+    }
+
+    /// The bytes of `batch` this client is to be sent (empty: none): the batch's shared
+    /// encoding when the client wants all of it, else its own.
+    fn batch(&mut self, batch: &Batch) -> Bytes {
+        let whole = self.board.is_none() && batch.first_seq().is_some_and(|s| s > self.last);
+        let out = if whole {
+            match self.transport {
+                Transport::Ws => batch.ws.clone(),
+                Transport::Sse => batch.sse.clone(),
+            }
+        } else {
+            let mut out = BytesMut::new();
+            for m in batch.msgs.iter().filter(|m| self.wanted(m)) {
+                self.transport.push(&mut out, m.seq, m.json.as_bytes());
+            }
+            out.freeze()
+        };
+        if let Some(s) = batch.last_seq() {
+            self.last = self.last.max(s);
+        }
+        out
+    }
 }
 
 pub(super) async fn ws_events(
@@ -130,52 +231,20 @@ pub(super) async fn ws_events(
     resp
 }
 
-/// Write `msgs` (shared JSON texts) and flush, within [`SEND_TIMEOUT`].
-async fn send_batch(socket: &mut Ws, msgs: Vec<Bytes>) -> bool {
-    let write = async {
-        for m in msgs {
-            ws::feed_text(socket, m).await?;
+/// Write `pieces` (frames already made) to the socket, each within [`SEND_TIMEOUT`].
+async fn send(socket: &mut Ws, pieces: impl IntoIterator<Item = Bytes>) -> bool {
+    for piece in pieces {
+        if piece.is_empty() {
+            continue;
         }
-        socket.flush().await
-    };
-    matches!(tokio::time::timeout(SEND_TIMEOUT, write).await, Ok(Ok(())))
-}
-
-fn text(m: &Arc<Msg>) -> Bytes {
-    Bytes::from(m.json.clone())
-}
-
-/// The first frames of a (re)subscription.
-fn ws_start(start: Start, board: &Option<String>) -> Vec<Bytes> {
-    match start {
-        Start::Backlog(msgs) => msgs.iter().filter(|m| wanted(m, board)).map(text).collect(),
-        Start::Snapshot { json, then, .. } => std::iter::once(Bytes::from(json))
-            .chain(then.iter().filter(|m| wanted(m, board)).map(text))
-            .collect(),
+        if !matches!(
+            tokio::time::timeout(SEND_TIMEOUT, ws::write_frames(socket, &piece)).await,
+            Ok(Ok(()))
+        ) {
+            return false;
+        }
     }
-}
-
-/// One SSE event: `id`, then the JSON (one line) as `data`; the JSON is the shared copy.
-fn sse_chunks(seq: u64, json: Bytes, out: &mut std::collections::VecDeque<Bytes>) {
-    out.push_back(Bytes::from(format!("id: {seq}\ndata: ")));
-    out.push_back(json);
-    out.push_back(Bytes::from_static(b"\n\n"));
-}
-
-/// The first SSE chunks of a (re)subscription.
-fn sse_start(start: Start, board: &Option<String>) -> std::collections::VecDeque<Bytes> {
-    let mut out = std::collections::VecDeque::new();
-    let (then, snapshot) = match start {
-        Start::Backlog(msgs) => (msgs, None),
-        Start::Snapshot { json, seq, then } => (then, Some((seq, json))),
-    };
-    if let Some((seq, json)) = snapshot {
-        sse_chunks(seq, Bytes::from(json), &mut out);
-    }
-    for m in then.iter().filter(|m| wanted(m, board)) {
-        sse_chunks(m.seq, text(m), &mut out);
-    }
-    out
+    true
 }
 
 async fn close(socket: &mut Ws, code: CloseCode, reason: &'static str) {
@@ -193,53 +262,40 @@ async fn ws_client(
     board: Option<String>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let (start, mut rx) = hub.subscribe(since);
-    let first = ws_start(start, &board);
-    // Send the backlog in bounded batches.
-    let mut first = first.into_iter().peekable();
-    while first.peek().is_some() {
-        let chunk: Vec<Bytes> = first.by_ref().take(BATCH).collect();
-        if !send_batch(&mut socket, chunk).await {
-            return;
-        }
+    let mut cursor = Cursor {
+        last: 0,
+        board,
+        transport: Transport::Ws,
+    };
+    let (start, mut rx) = subscribe(&hub, since);
+    if !send(&mut socket, cursor.start(start, since)).await {
+        return;
     }
-    drop(first);
     let mut lag = LagPolicy::default();
     loop {
         tokio::select! {
             r = rx.recv() => {
-                let mut batch = Vec::new();
-                let mut lagged = false;
-                match r {
-                    Ok(m) => {
-                        if wanted(&m, &board) {
-                            batch.push(text(&m));
-                        }
-                        while batch.len() < BATCH {
-                            match rx.try_recv() {
-                                Ok(m) => if wanted(&m, &board) {
-                                    batch.push(text(&m));
-                                },
-                                Err(TryRecvError::Lagged(_)) => { lagged = true; break; }
-                                Err(_) => break,
-                            }
-                        }
+                let pieces = match r {
+                    // Messages were dropped before they reached the fan-out: a snapshot, not
+                    // the client's fault.
+                    Ok(b) if b.gap => {
+                        let (start, new_rx) = subscribe(&hub, None);
+                        rx = new_rx;
+                        cursor.start(start, None)
                     }
-                    Err(RecvError::Lagged(_)) => lagged = true,
-                    Err(RecvError::Closed) => break,
-                }
-                if lagged {
+                    Ok(b) => vec![cursor.batch(&b)],
                     // Too slow: a snapshot replaces what was missed; a second lag soon after
                     // drops the client.
-                    match lag.lagged(&hub, &mut rx) {
-                        Some(start) => batch = ws_start(start, &board),
+                    Err(RecvError::Lagged(_)) => match lag.lagged(&hub, &mut rx) {
+                        Some(start) => cursor.start(start, None),
                         None => {
                             close(&mut socket, CloseCode::Policy, "client too slow; reconnect with ?since=").await;
                             break;
                         }
-                    }
-                }
-                if !batch.is_empty() && !send_batch(&mut socket, batch).await {
+                    },
+                    Err(RecvError::Closed) => break,
+                };
+                if !send(&mut socket, pieces).await {
                     break;
                 }
             }
@@ -257,9 +313,9 @@ async fn ws_client(
 
 struct SseState {
     hub: Hub,
-    board: Option<String>,
+    cursor: Cursor,
     pending: std::collections::VecDeque<Bytes>,
-    rx: tokio::sync::broadcast::Receiver<Arc<Msg>>,
+    rx: Receiver<Arc<Batch>>,
     lag: LagPolicy,
     done: bool,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -285,11 +341,16 @@ pub(super) async fn sse_events(
         Err(r) => return *r,
     };
     let hub = app.view(&headers, q.token.as_deref()).clone();
-    let (start, rx) = hub.subscribe(since);
-    let pending = sse_start(start, &board);
+    let mut cursor = Cursor {
+        last: 0,
+        board,
+        transport: Transport::Sse,
+    };
+    let (start, rx) = subscribe(&hub, since);
+    let pending = cursor.start(start, since).into();
     let state = SseState {
         hub,
-        board,
+        cursor,
         pending,
         rx,
         lag: LagPolicy::default(),
@@ -315,6 +376,9 @@ pub(super) async fn sse_events(
 async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseState)> {
     loop {
         if let Some(e) = st.pending.pop_front() {
+            if e.is_empty() {
+                continue;
+            }
             return Some((Ok(e), st));
         }
         if st.done {
@@ -328,13 +392,16 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseSta
             _ = crate::output::stopped(&mut st.stop) => return None,
         };
         match r {
-            Ok(m) => {
-                if wanted(&m, &st.board) {
-                    sse_chunks(m.seq, text(&m), &mut st.pending);
-                }
+            // Messages were dropped before they reached the fan-out: a snapshot, not the
+            // client's fault.
+            Ok(b) if b.gap => {
+                let (start, rx) = subscribe(&st.hub, None);
+                st.rx = rx;
+                st.pending = st.cursor.start(start, None).into();
             }
+            Ok(b) => st.pending.push_back(st.cursor.batch(&b)),
             Err(RecvError::Lagged(_)) => match st.lag.lagged(&st.hub, &mut st.rx) {
-                Some(start) => st.pending = sse_start(start, &st.board),
+                Some(start) => st.pending = st.cursor.start(start, None).into(),
                 None => {
                     st.done = true;
                     let bye = Bytes::from_static(

@@ -1,0 +1,330 @@
+//! The event stream's fan-out: the hub's messages gathered into [`Batch`]es, each encoded once
+//! for every WebSocket and SSE client.
+//!
+//! Serving a message to a thousand clients one write each costs a system call, a TCP segment
+//! and a task wake-up per message per client; a profile of 200 boards at 20× pace and 1,000
+//! WebSocket clients spent most of the server's core there (see `docs/operations.md`). So the
+//! hub hands every message to one task (no channel in between: the task cannot fall behind
+//! it), which sends the first message after a quiet spell at once and gathers what follows for
+//! [`COALESCE`] before sending it as one batch. A client then writes one buffer per batch, the
+//! frames already made (shared, not copied, by every client that wants the whole stream).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::broadcast;
+
+use super::hub::Msg;
+
+/// How long messages that follow a batch are gathered before the next one goes out. The first
+/// message after a quiet spell of this long goes out at once.
+pub const COALESCE: Duration = Duration::from_millis(25);
+
+/// Most messages in one batch.
+const MOST: usize = 1024;
+
+/// Messages of the hub that go out together, in `seq` order, with their encodings.
+#[derive(Debug)]
+pub struct Batch {
+    /// The messages (empty only in a gap).
+    pub msgs: Vec<Arc<Msg>>,
+    /// Messages were dropped before this batch (the gathering task was starved for longer than
+    /// [`WAITING_MOST`] messages): every client starts again from a snapshot.
+    pub gap: bool,
+    /// Every message as a WebSocket text frame (server frames are not masked), back to back.
+    pub ws: Bytes,
+    /// Every message as an SSE event (`id:` and `data:`), back to back.
+    pub sse: Bytes,
+}
+
+impl Batch {
+    fn new(msgs: Vec<Arc<Msg>>, gap: bool) -> Batch {
+        let size: usize = msgs.iter().map(|m| m.json.len() + 32).sum();
+        let (mut ws, mut sse) = (BytesMut::with_capacity(size), BytesMut::with_capacity(size));
+        for m in &msgs {
+            push_ws_text(&mut ws, m.json.as_bytes());
+            push_sse_event(&mut sse, m.seq, m.json.as_bytes());
+        }
+        Batch {
+            msgs,
+            gap,
+            ws: ws.freeze(),
+            sse: sse.freeze(),
+        }
+    }
+
+    /// The `seq` of its first message.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.msgs.first().map(|m| m.seq)
+    }
+
+    /// The `seq` of its last message.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.msgs.last().map(|m| m.seq)
+    }
+}
+
+/// The header of an unmasked final WebSocket text frame of `len` bytes (RFC 6455 §5.2).
+pub fn ws_text_header(len: usize) -> Bytes {
+    let mut h = BytesMut::with_capacity(10);
+    h.put_u8(0x81);
+    match len {
+        0..=125 => h.put_u8(len as u8),
+        126..=0xFFFF => {
+            h.put_u8(126);
+            h.put_u16(len as u16);
+        }
+        _ => {
+            h.put_u8(127);
+            h.put_u64(len as u64);
+        }
+    }
+    h.freeze()
+}
+
+/// Append `text` (valid UTF-8) as one WebSocket text frame.
+pub fn push_ws_text(out: &mut BytesMut, text: &[u8]) {
+    out.put(ws_text_header(text.len()));
+    out.put_slice(text);
+}
+
+/// Append one SSE event: `id`, then the JSON (one line) as `data`.
+pub fn push_sse_event(out: &mut BytesMut, seq: u64, json: &[u8]) {
+    out.put_slice(format!("id: {seq}\ndata: ").as_bytes());
+    out.put_slice(json);
+    out.put_slice(b"\n\n");
+}
+
+/// Most messages waiting for the next batch: past this (the gathering task starved) they are
+/// dropped and a gap is sent in their place.
+const WAITING_MOST: usize = 65_536;
+
+/// What the hub hands over and the gathering task takes.
+#[derive(Debug, Default)]
+struct Waiting {
+    msgs: Vec<Arc<Msg>>,
+    gap: bool,
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    waiting: std::sync::Mutex<Waiting>,
+    wake: tokio::sync::Notify,
+    tx: broadcast::Sender<Arc<Batch>>,
+}
+
+impl Shared {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The batches of one hub.
+#[derive(Debug)]
+pub struct Fanout {
+    shared: Arc<Shared>,
+}
+
+impl Fanout {
+    /// Start gathering the messages handed to [`Fanout::hand`] into batches, keeping the last
+    /// `capacity` batches for slow clients. Must be called inside the Tokio runtime; the task
+    /// ends when the fan-out is dropped.
+    pub fn start(capacity: usize) -> Fanout {
+        let (tx, _) = broadcast::channel(capacity.max(16));
+        let shared = Arc::new(Shared {
+            waiting: Default::default(),
+            wake: tokio::sync::Notify::new(),
+            tx,
+        });
+        tokio::spawn(gather(shared.clone()));
+        Fanout { shared }
+    }
+
+    /// Hand over the hub's next message (in `seq` order: the hub calls it under its lock).
+    /// Never waits.
+    pub fn hand(&self, msg: Arc<Msg>) {
+        let mut w = self.shared.waiting();
+        if w.msgs.len() >= WAITING_MOST {
+            w.msgs.clear();
+            w.gap = true;
+        }
+        w.msgs.push(msg);
+        drop(w);
+        self.shared.wake.notify_one();
+    }
+
+    /// Number of clients receiving the batches.
+    pub fn receivers(&self) -> usize {
+        self.shared.tx.receiver_count()
+    }
+
+    /// Batches sent from now on: every message handed over after this call is in one of them.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Batch>> {
+        self.shared.tx.subscribe()
+    }
+}
+
+impl Drop for Fanout {
+    fn drop(&mut self) {
+        self.shared.waiting().closed = true;
+        self.shared.wake.notify_one();
+    }
+}
+
+async fn gather(shared: Arc<Shared>) {
+    loop {
+        shared.wake.notified().await;
+        // The first message after a quiet spell goes out at once; what follows within
+        // COALESCE of a batch waits for the next.
+        loop {
+            let (msgs, gap, closed) = {
+                let mut w = shared.waiting();
+                (
+                    std::mem::take(&mut w.msgs),
+                    std::mem::take(&mut w.gap),
+                    w.closed,
+                )
+            };
+            if closed {
+                return;
+            }
+            if msgs.is_empty() && !gap {
+                break;
+            }
+            // No receivers is fine: nobody is watching.
+            if gap {
+                // Messages were dropped: the gap goes first, what came after it follows.
+                let _ = shared.tx.send(Arc::new(Batch::new(Vec::new(), true)));
+            }
+            let mut msgs = msgs.into_iter().peekable();
+            while msgs.peek().is_some() {
+                let part: Vec<Arc<Msg>> = msgs.by_ref().take(MOST).collect();
+                let _ = shared.tx.send(Arc::new(Batch::new(part, false)));
+            }
+            tokio::time::sleep(COALESCE).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event::{CoreEvent, EventKind};
+    use crate::output::hub::{Hub, HubConfig};
+    use crate::output::model::RoundInfo;
+
+    fn publish(hub: &Hub, n: usize) {
+        for i in 0..n {
+            let event = CoreEvent {
+                t: i as i64,
+                game: 0,
+                kind: EventKind::BoardConnected {
+                    driver: format!("d{i}"),
+                    serial: None,
+                },
+            };
+            hub.publish("b1", &event);
+        }
+    }
+
+    /// The frames of a batch's WebSocket bytes, read back as a client reads them.
+    fn frames(mut ws: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        while !ws.is_empty() {
+            assert_eq!(ws[0], 0x81, "a final text frame");
+            let (head, len) = match ws[1] {
+                126 => (4, u16::from_be_bytes([ws[2], ws[3]]) as usize),
+                127 => (
+                    10,
+                    u64::from_be_bytes(ws[2..10].try_into().unwrap()) as usize,
+                ),
+                n => (2, n as usize),
+            };
+            out.push(String::from_utf8(ws[head..head + len].to_vec()).unwrap());
+            ws = &ws[head + len..];
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_message_goes_at_once_and_a_burst_after_it_together() {
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut rx = hub.fanout().subscribe();
+        publish(&hub, 1);
+        let first = rx.recv().await.unwrap();
+        assert_eq!((first.first_seq(), first.last_seq()), (Some(1), Some(1)));
+        let t0 = tokio::time::Instant::now();
+        publish(&hub, 5);
+        let burst = rx.recv().await.unwrap();
+        assert_eq!(t0.elapsed(), COALESCE, "the burst waited for the window");
+        assert_eq!((burst.first_seq(), burst.last_seq()), (Some(2), Some(6)));
+        assert!(!burst.gap);
+        let jsons: Vec<String> = burst.msgs.iter().map(|m| m.json.to_string()).collect();
+        assert_eq!(frames(&burst.ws), jsons);
+        let sse = String::from_utf8(burst.sse.to_vec()).unwrap();
+        let want: String = burst
+            .msgs
+            .iter()
+            .map(|m| format!("id: {}\ndata: {}\n\n", m.seq, m.json))
+            .collect();
+        assert_eq!(sse, want);
+        // Quiet for a window: the next message goes at once again.
+        tokio::time::sleep(COALESCE * 2).await;
+        let t1 = tokio::time::Instant::now();
+        publish(&hub, 1);
+        let alone = rx.recv().await.unwrap();
+        assert_eq!(t1.elapsed(), Duration::ZERO);
+        assert_eq!(alone.first_seq(), Some(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_starved_fanout_sends_a_gap_then_what_came_after() {
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut rx = hub.fanout().subscribe();
+        // The gathering task cannot run while this thread publishes.
+        publish(&hub, WAITING_MOST + 10);
+        let gap = rx.recv().await.unwrap();
+        assert!(gap.gap && gap.msgs.is_empty());
+        let rest = rx.recv().await.unwrap();
+        let last = (WAITING_MOST + 10) as u64;
+        assert_eq!(
+            (rest.first_seq(), rest.last_seq()),
+            (Some(last - 9), Some(last))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_burst_is_cut_into_batches_of_at_most_most() {
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut rx = hub.fanout().subscribe();
+        publish(&hub, MOST + 1);
+        let a = rx.recv().await.unwrap();
+        let b = rx.recv().await.unwrap();
+        assert_eq!(a.msgs.len(), MOST);
+        assert_eq!(
+            (b.first_seq(), b.last_seq()),
+            (Some(MOST as u64 + 1), Some(MOST as u64 + 1))
+        );
+    }
+
+    #[test]
+    fn frame_headers_follow_rfc_6455() {
+        assert_eq!(&ws_text_header(5)[..], [0x81, 5]);
+        assert_eq!(&ws_text_header(125)[..], [0x81, 125]);
+        assert_eq!(&ws_text_header(126)[..], [0x81, 126, 0, 126]);
+        assert_eq!(&ws_text_header(65_535)[..], [0x81, 126, 0xFF, 0xFF]);
+        assert_eq!(
+            &ws_text_header(65_536)[..],
+            [0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0]
+        );
+    }
+
+    #[test]
+    fn sse_events_carry_their_seq() {
+        let mut out = BytesMut::new();
+        push_sse_event(&mut out, 7, br#"{"seq":7}"#);
+        assert_eq!(&out[..], b"id: 7\ndata: {\"seq\":7}\n\n");
+    }
+}
