@@ -126,6 +126,12 @@ async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64
 /// lag (`replay`: arrival less the event's scaled capture time, less the smallest of those).
 fn report_lags(arrivals: &[(u64, f64)], replay: &mut [f64]) {
     let base = replay.iter().copied().fold(f64::INFINITY, f64::min);
+    report_lags_as("", arrivals, replay, base);
+}
+
+/// [`report_lags`] of a part of a run, each line starting with `label`; `base` is the smallest
+/// replay difference of the whole run.
+fn report_lags_as(label: &str, arrivals: &[(u64, f64)], replay: &mut [f64], base: f64) {
     for x in replay.iter_mut() {
         *x = (*x - base) * 1000.0;
     }
@@ -141,14 +147,14 @@ fn report_lags(arrivals: &[(u64, f64)], replay: &mut [f64]) {
         .collect();
     fan.sort_by(f64::total_cmp);
     println!(
-        "fan-out lag ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
+        "{label}fan-out lag ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
         percentile(&fan, 0.5),
         percentile(&fan, 0.99),
         fan.last().copied().unwrap_or(f64::NAN),
         fan.len()
     );
     println!(
-        "replay lag ms p50 {:.1} p99 {:.1} max {:.1}",
+        "{label}replay lag ms p50 {:.1} p99 {:.1} max {:.1}",
         percentile(replay, 0.5),
         percentile(replay, 0.99),
         replay.last().copied().unwrap_or(f64::NAN)
@@ -172,12 +178,17 @@ fn seq_and_t(json: &[u8]) -> Option<(u64, f64)> {
 fn take_events(buf: &mut Vec<u8>, sse: bool, mut each: impl FnMut(&[u8])) {
     let mut at = 0;
     if sse {
-        while let Some(end) = buf[at..].windows(2).position(|w| w == b"\n\n") {
-            let event = &buf[at..at + end];
-            if let Some(i) = event.windows(6).position(|w| w == b"data: ") {
-                each(&event[i + 6..]);
+        // `id: N\ndata: JSON\n\n` (the JSON is one line); comments are `:\n\n`.
+        while let Some(nl) = memchr::memchr(b'\n', &buf[at..]) {
+            let line = &buf[at..at + nl];
+            if line.is_empty() {
+                at += 1;
+                continue;
             }
-            at += end + 2;
+            if let Some(json) = line.strip_prefix(b"data: ") {
+                each(json);
+            }
+            at += nl + 1;
         }
     } else {
         while buf.len() >= at + 2 {
@@ -222,7 +233,7 @@ async fn raw_clients(url: String, sse: bool, clients: usize, seconds: u64, speed
         )
     };
     let start = Instant::now();
-    let samples = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let samples = Arc::new(std::sync::Mutex::new(Vec::<(f64, f64)>::new()));
     let arrivals = Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let (connected, closed, delivered) = (
         Arc::new(AtomicU64::new(0)),
@@ -274,7 +285,7 @@ async fn raw_clients(url: String, sse: bool, clients: usize, seconds: u64, speed
                     if let Some((seq, t)) = seq_and_t(json) {
                         n += 1;
                         if seq.is_multiple_of(10) {
-                            mine.push(now - t / speed);
+                            mine.push((now, now - t / speed));
                             seen.push((seq, now));
                         }
                     }
@@ -288,12 +299,38 @@ async fn raw_clients(url: String, sse: bool, clients: usize, seconds: u64, speed
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+    // Steady state: from 2 s after the last client connected (each was sent a snapshot of the
+    // whole round as it came; that storm is in the first figures only).
+    while connected.load(Ordering::Relaxed) + closed.load(Ordering::Relaxed) < clients as u64
+        && start.elapsed() < Duration::from_secs(seconds)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let steady = start.elapsed().as_secs_f64() + 2.0;
     for t in tasks {
         let _ = t.await;
     }
     let arrivals = arrivals.lock().unwrap().clone();
-    let mut replay = samples.lock().unwrap().clone();
+    let samples = samples.lock().unwrap().clone();
+    let mut replay: Vec<f64> = samples.iter().map(|(_, lag)| *lag).collect();
+    let base = replay.iter().copied().fold(f64::INFINITY, f64::min);
     report_lags(&arrivals, &mut replay);
+    let late: Vec<(u64, f64)> = arrivals
+        .iter()
+        .filter(|(_, at)| *at >= steady)
+        .copied()
+        .collect();
+    let mut late_replay: Vec<f64> = samples
+        .iter()
+        .filter(|(at, _)| *at >= steady)
+        .map(|(_, lag)| *lag)
+        .collect();
+    report_lags_as(
+        &format!("steady (from {steady:.1} s): "),
+        &late,
+        &mut late_replay,
+        base,
+    );
     println!(
         "clients {} connected, {} closed early; events delivered {}",
         connected.load(Ordering::Relaxed),

@@ -3,7 +3,7 @@
 # `eboardd serve-replay` process pinned to core 0 (taskset), the clients
 # (examples/broadcast_probe.rs) pinned to core 1. Prints the server's RSS before/after each
 # probe and its CPU use. Loopback only; everything stops by itself.
-# Usage: scripts/probe_broadcast.sh [load|uploads|slowloris|idle|livechess|all]
+# Usage: scripts/probe_broadcast.sh [load|fanout|uploads|slowloris|idle|livechess|all]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-all}
@@ -58,6 +58,21 @@ if [[ $what == livechess || $what == all ]]; then
   lcp=$!
   taskset -c 1 $probe ws "ws://127.0.0.1:$port/api/v1/events" 20 30 5
   wait $lcp; report x "$r0" "$c0" 30; stop
+fi
+if [[ $what == fanout || $what == all ]]; then
+  # Issue 22: 1,000 clients on 200 boards at 20x pace. `frames` and `sse` clients read the
+  # socket without a WebSocket library (the `ws` clients of the load probe saturate their core,
+  # and the lag they see is their own queue); `ws` is there for comparison.
+  for mode in frames sse ws; do
+    echo "== fan-out: 200 boards at 20x pace, 1000 $mode clients, 40 s"
+    url="ws://127.0.0.1:$port/api/v1/events"
+    [[ $mode == sse ]] && url="http://127.0.0.1:$port/api/v1/events/sse"
+    serve 200 20; sleep 2; r0=$(rss $server); c0=$(cpu $server)
+    taskset -c 1 $probe $mode "$url" 1000 40 20 &
+    cl=$!; sleep 20; r1=$(rss $server)
+    echo "  server RSS with the clients connected: +$(((r1 - r0) / 1000)) KB per client"
+    wait $cl; report x "$r0" "$c0" 40; stop
+  done
 fi
 if [[ $what == load || $what == all ]]; then
   echo "== load: 200 boards at 5x pace, 1000 WebSocket clients, 40 s"

@@ -19,7 +19,7 @@ use super::hub::Msg;
 
 /// How long messages that follow a batch are gathered before the next one goes out. The first
 /// message after a quiet spell of this long goes out at once.
-pub const COALESCE: Duration = Duration::from_millis(25);
+pub const COALESCE: Duration = Duration::from_millis(50);
 
 /// Most messages in one batch.
 const MOST: usize = 1024;
