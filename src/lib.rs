@@ -15,6 +15,7 @@ pub mod device;
 pub mod driver;
 pub mod family;
 pub mod output;
+pub mod parallel;
 pub mod pgn;
 pub mod replay;
 pub mod round;

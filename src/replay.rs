@@ -577,45 +577,33 @@ impl Session {
             Vec<(usize, CoreEvent)>,
             Vec<(usize, String)>,
         );
-        let results: Vec<std::sync::Mutex<Option<Played>>> =
-            (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..workers.min(n) {
-                scope.spawn(|| {
-                    loop {
-                        let d = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if d >= n {
-                            break;
-                        }
-                        let mut device = plan.devices[d].device();
-                        let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
-                        let mut buf = Vec::new();
-                        for &i in &per_device[d] {
-                            let step = &plan.steps[i];
-                            match apply_record(&mut device, step.t, &step.kind, &mut buf) {
-                                Applied::Ignored { value, error } => warnings
-                                    .push((i, format!("ignored operator action {value}: {error}"))),
-                                Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
-                                    white = Some(w);
-                                }
-                                Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
-                            }
-                            if keep {
-                                events.extend(buf.drain(..).map(|e| (i, e)));
-                            } else {
-                                buf.clear();
-                            }
-                        }
-                        device.engine.finish(end_t, &mut buf);
-                        if keep {
-                            events.extend(buf.drain(..).map(|e| (steps + d, e)));
-                        }
-                        let played = (device, white, events, warnings);
-                        *results[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(played);
+        let devices: Vec<usize> = (0..n).collect();
+        let results: Vec<Played> = crate::parallel::map_in_order(&devices, workers, |&d| {
+            let mut device = plan.devices[d].device();
+            let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
+            let mut buf = Vec::new();
+            for &i in &per_device[d] {
+                let step = &plan.steps[i];
+                match apply_record(&mut device, step.t, &step.kind, &mut buf) {
+                    Applied::Ignored { value, error } => {
+                        warnings.push((i, format!("ignored operator action {value}: {error}")))
                     }
-                });
+                    Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
+                        white = Some(w);
+                    }
+                    Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
+                }
+                if keep {
+                    events.extend(buf.drain(..).map(|e| (i, e)));
+                } else {
+                    buf.clear();
+                }
             }
+            device.engine.finish(end_t, &mut buf);
+            if keep {
+                events.extend(buf.drain(..).map(|e| (steps + d, e)));
+            }
+            (device, white, events, warnings)
         });
         let mut session = Session {
             warnings: plan.warnings.clone(),
@@ -628,11 +616,7 @@ impl Session {
         };
         let mut events: Vec<(usize, usize, CoreEvent)> = Vec::new();
         let mut warnings: Vec<(usize, String)> = Vec::new();
-        for (d, r) in results.into_iter().enumerate() {
-            let played = r.into_inner().unwrap_or_else(|e| e.into_inner());
-            let Some((device, white, evs, warns)) = played else {
-                return Err(io::Error::other("a replay worker stopped"));
-            };
+        for (d, (device, white, evs, warns)) in results.into_iter().enumerate() {
             session.devices.push(device);
             session.white_clock.push(white);
             events.extend(evs.into_iter().map(|(i, e)| (i, d, e)));
@@ -775,41 +759,9 @@ impl Session {
 
 /// Reads `files` as captures on every core, in file order.
 fn read_all(files: &[PathBuf]) -> Vec<Result<Capture, CaptureError>> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files.len());
-    if workers <= 1 {
-        return files.iter().map(|f| capture::read_capture(f)).collect();
-    }
-    let slots: Vec<std::sync::Mutex<Option<Result<Capture, CaptureError>>>> =
-        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(file) = files.get(i) else { break };
-                    let cap = capture::read_capture(file);
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(cap);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .zip(files)
-        .map(|(s, file)| {
-            s.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| {
-                    Err(CaptureError::Io {
-                        file: file.display().to_string(),
-                        source: io::Error::other("not read"),
-                    })
-                })
-        })
-        .collect()
+    crate::parallel::map_in_order(files, crate::parallel::cores(), |f| {
+        capture::read_capture(f)
+    })
 }
 
 /// `eboardd replay`: replays the captures under `paths` (files, or directories searched for
@@ -827,8 +779,8 @@ pub fn replay_paths(
         seq += 1;
         writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())
     };
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let session = Session::play_parallel(plan, events.then_some(&mut sink), workers)?;
+    let session =
+        Session::play_parallel(plan, events.then_some(&mut sink), crate::parallel::cores())?;
     for w in session.warnings() {
         warn(w);
     }

@@ -186,36 +186,46 @@ impl Ctx {
             .contains(canonical)
     }
 
-    /// Rebuilds the boards of the current round from their captures.
+    /// Rebuilds the boards of the current round from their captures: every board's capture
+    /// replayed on every core (boards are independent), then numbered, restored into the hub
+    /// and kept in file order, as one thread would.
     pub(super) fn recover(&self) {
         let today = captures::today();
         let files = self.store.current_files(today);
         let total = files.len();
         self.hub.set_recovering(Some((0, total)));
-        for (done, (id, path)) in files.into_iter().enumerate() {
-            self.hub.set_recovering(Some((done, total)));
-            let meta = self.meta_for_id(&id);
-            let earlier = path != self.store.path_for(today, &id);
-            // A board of an earlier day is taken only with a game in progress; it keeps the
-            // number its capture recorded, when no other board has it.
-            let board = match LiveBoard::open_with(
-                &self.store,
-                &id,
-                &meta.clone(),
-                Some(&path),
-                crate::session::link::LinkKind::Wired,
-                |b| {
-                    (!earlier || b.game_in_progress())
-                        .then(|| self.numbered(&id, meta, b.recorded_number()))
-                },
-            ) {
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let replayed =
+            crate::parallel::map_in_order(&files, crate::parallel::cores(), |(id, path)| {
+                let board = LiveBoard::open_with(
+                    &self.store,
+                    id,
+                    &self.meta_for_id(id),
+                    Some(path),
+                    crate::session::link::LinkKind::Wired,
+                    |_| None,
+                );
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                self.hub.set_recovering(Some((n, total)));
+                board
+            });
+        for ((id, path), board) in files.into_iter().zip(replayed) {
+            let mut board = match board {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("{}: cannot read back: {e}", path.display());
                     continue;
                 }
             };
+            // A board of an earlier day is taken only with a game in progress; it keeps the
+            // number its capture recorded, when no other board has it.
+            let earlier = path != self.store.path_for(today, &id);
             if earlier && !board.game_in_progress() {
+                continue;
+            }
+            let meta = self.numbered(&id, self.meta_for_id(&id), board.recorded_number());
+            if let Err(e) = board.set_meta(meta) {
+                tracing::error!("{}: cannot read back: {e}", path.display());
                 continue;
             }
             board.restore_into(&self.hub);
