@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Restart time with many finished games kept (issue 22): writes today's capture folder with
+# BOARDS boards of GAMES games each (the clean sample captures one after another on every board,
+# times shifted), starts `eboardd run` on it and measures until health answers and until it
+# says ready (200), and the RSS then. Usage: scripts/restart_time.sh BOARDS GAMES [DIR]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+boards=${1:-50}; games=${2:-40}; dir=${3:-}
+made=""; [[ -z $dir ]] && { dir=$(mktemp -d /tmp/eboardd-restart-XXXX); made=1; }
+bin=${EBOARDD:-target/release/eboardd}
+port=18091
+[[ -x $bin ]] || cargo build --release --quiet --bin eboardd
+python3 - "$boards" "$games" "$dir" <<'PY'
+import datetime, glob, json, os, sys
+boards, games, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+day = datetime.date.today().isoformat()
+caps = [[json.loads(l) for l in open(c).read().splitlines()[1:]]
+        for c in sorted(glob.glob('tests/data/captures/clean/*.jsonl'))]
+os.makedirs(f'{out}/{day}', exist_ok=True)
+k = 0
+for b in range(1, boards + 1):
+    dev = f'board-{b}'
+    with open(f'{out}/{day}/{dev}.jsonl', 'w') as f:
+        f.write(json.dumps({"format": "eboard-capture", "version": 1,
+                            "created": f"{day}T08:00:00Z", "board": dev}) + "\n")
+        off = 0.0
+        for _ in range(games):
+            recs = caps[k % len(caps)]; k += 1
+            for r in recs:
+                f.write(json.dumps(dict(r, t=round(r['t'] + off, 6), dev=dev)) + "\n")
+            off += recs[-1]['t'] + 30.0
+PY
+echo "$boards boards x $games games in $dir ($(du -sh "$dir" | cut -f1))"
+t0=$(date +%s.%N)
+"$bin" run --capture-dir "$dir" --no-discovery --http "127.0.0.1:$port" >/dev/null 2>"$dir/log" &
+pid=$!
+first=""
+for _ in $(seq 12000); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/v1/health" || true)
+  [[ -z $first && $code != 000 ]] && first=$(date +%s.%N)
+  [[ $code == 200 ]] && break
+  sleep 0.01
+done
+t1=$(date +%s.%N)
+printf 'health answers after %.2f s, ready after %.2f s; RSS %d MB\n' \
+  "$(echo "$first - $t0" | bc)" "$(echo "$t1 - $t0" | bc)" $(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024))
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+[[ -n $made ]] && rm -rf "$dir"
