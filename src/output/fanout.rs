@@ -32,26 +32,52 @@ pub struct Batch {
     /// Messages were dropped before this batch (the gathering task was starved for longer than
     /// [`WAITING_MOST`] messages): every client starts again from a snapshot.
     pub gap: bool,
-    /// Every message as a WebSocket text frame (server frames are not masked), back to back.
-    pub ws: Bytes,
-    /// Every message as an SSE event (`id:` and `data:`), back to back.
-    pub sse: Bytes,
+    /// The messages as WebSocket frames and as SSE events, each made by the first client of
+    /// that transport that takes the whole batch.
+    encoded: [std::sync::OnceLock<Bytes>; 2],
+}
+
+/// How a stream client reads its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// WebSocket text frames (server frames are not masked).
+    Ws,
+    /// SSE events (`id:` and `data:`).
+    Sse,
+}
+
+impl Transport {
+    /// Append one message in this transport's encoding.
+    pub fn push(self, out: &mut BytesMut, seq: u64, json: &[u8]) {
+        match self {
+            Transport::Ws => push_ws_text(out, json),
+            Transport::Sse => push_sse_event(out, seq, json),
+        }
+    }
 }
 
 impl Batch {
     fn new(msgs: Vec<Arc<Msg>>, gap: bool) -> Batch {
-        let size: usize = msgs.iter().map(|m| m.json.len() + 32).sum();
-        let (mut ws, mut sse) = (BytesMut::with_capacity(size), BytesMut::with_capacity(size));
-        for m in &msgs {
-            push_ws_text(&mut ws, m.json.as_bytes());
-            push_sse_event(&mut sse, m.seq, m.json.as_bytes());
-        }
         Batch {
             msgs,
             gap,
-            ws: ws.freeze(),
-            sse: sse.freeze(),
+            encoded: Default::default(),
         }
+    }
+
+    /// Every message of the batch in `transport`'s encoding, back to back (made once, shared
+    /// by every client of that transport).
+    pub fn encoded(&self, transport: Transport) -> Bytes {
+        self.encoded[transport as usize]
+            .get_or_init(|| {
+                let size: usize = self.msgs.iter().map(|m| m.json.len() + 32).sum();
+                let mut out = BytesMut::with_capacity(size);
+                for m in &self.msgs {
+                    transport.push(&mut out, m.seq, m.json.as_bytes());
+                }
+                out.freeze()
+            })
+            .clone()
     }
 
     /// The `seq` of its first message.
@@ -262,8 +288,8 @@ mod tests {
         assert_eq!((burst.first_seq(), burst.last_seq()), (Some(2), Some(6)));
         assert!(!burst.gap);
         let jsons: Vec<String> = burst.msgs.iter().map(|m| m.json.to_string()).collect();
-        assert_eq!(frames(&burst.ws), jsons);
-        let sse = String::from_utf8(burst.sse.to_vec()).unwrap();
+        assert_eq!(frames(&burst.encoded(Transport::Ws)), jsons);
+        let sse = String::from_utf8(burst.encoded(Transport::Sse).to_vec()).unwrap();
         let want: String = burst
             .msgs
             .iter()

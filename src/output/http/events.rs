@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::boards::valid_board_id;
 use super::{App, Reject, error, reject};
-use crate::output::fanout::{self, Batch};
+use crate::output::fanout::{self, Batch, Transport};
 use crate::output::hub::{Hub, Msg, Start};
 use crate::output::metrics::{ClientGuard, ClientKind};
 use crate::output::ws::{self, Ws};
@@ -105,24 +105,6 @@ fn subscribe(hub: &Hub, since: Option<u64>) -> (Start, Receiver<Arc<Batch>>) {
     (start, rx)
 }
 
-/// Which encoding a client reads.
-#[derive(Debug, Clone, Copy)]
-enum Transport {
-    /// WebSocket text frames.
-    Ws,
-    /// SSE events.
-    Sse,
-}
-
-impl Transport {
-    fn push(self, out: &mut BytesMut, seq: u64, json: &[u8]) {
-        match self {
-            Transport::Ws => fanout::push_ws_text(out, json),
-            Transport::Sse => fanout::push_sse_event(out, seq, json),
-        }
-    }
-}
-
 /// Where a client is in the stream: the last `seq` its start or a batch covered, the board it
 /// follows, and its encoding.
 struct Cursor {
@@ -183,10 +165,7 @@ impl Cursor {
     fn batch(&mut self, batch: &Batch) -> Bytes {
         let whole = self.board.is_none() && batch.first_seq().is_some_and(|s| s > self.last);
         let out = if whole {
-            match self.transport {
-                Transport::Ws => batch.ws.clone(),
-                Transport::Sse => batch.sse.clone(),
-            }
+            batch.encoded(self.transport)
         } else {
             let mut out = BytesMut::new();
             for m in batch.msgs.iter().filter(|m| self.wanted(m)) {
