@@ -561,6 +561,7 @@ async fn slow_client_gets_a_snapshot_then_is_dropped() {
         HubConfig {
             backlog: 100,
             channel: 16,
+            ..HubConfig::default()
         },
     );
     let (start, mut rx) = hub.subscribe(None);

@@ -317,6 +317,12 @@ impl LiveBoard {
             self.observe(e);
             hub.publish(&self.id, e);
         }
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, crate::core::event::EventKind::GameStarted { .. }))
+        {
+            self.device.engine.forget_finished();
+        }
         hub.set_status(&self.id, self.status());
         Ok(events)
     }
@@ -457,10 +463,14 @@ impl LiveBoard {
         crate::session::link::game_explains(&self.device.engine, fields)
     }
 
-    /// The number of games and the moves of the last, for logs and tests.
+    /// The number of games (the last one's number) and the moves of the last, for logs and
+    /// tests.
     pub fn summary(&self) -> (usize, u32) {
-        let games = self.device.engine.games();
-        (games.len(), games.last().map_or(0, |g| g.ply()))
+        let last = self.device.engine.games().last();
+        (
+            last.map_or(0, |g| g.number as usize),
+            last.map_or(0, |g| g.ply()),
+        )
     }
 
     /// Whether the current game is still being played (moves made, no result).
@@ -500,8 +510,9 @@ impl LiveBoard {
 
     /// Shows the board as rebuilt from its capture in the hub (its games and health), without
     /// publishing: those events went out in an earlier run.
-    pub fn restore_into(&self, hub: &Hub) {
+    pub fn restore_into(&mut self, hub: &Hub) {
         hub.restore(&self.id, self.games(), self.status());
+        self.device.engine.forget_finished();
     }
 }
 

@@ -158,7 +158,13 @@ impl Options {
             .as_ref()
             .map(|o| o.round.clone())
             .unwrap_or_default();
-        Hub::new(round, crate::output::HubConfig::default())
+        // Finished games leave the model for a file next to the captures (issue 22).
+        let archive_dir = self.config.load().ok().map(|c| c.capture_dir());
+        let cfg = crate::output::HubConfig {
+            archive_dir,
+            ..Default::default()
+        };
+        Hub::new(round, cfg)
     }
 }
 

@@ -73,6 +73,9 @@ pub struct HubConfig {
     pub backlog: usize,
     /// How far a live subscriber may fall behind before it lags.
     pub channel: usize,
+    /// Where the finished games' file is made ([`super::archive`]): the temporary directory
+    /// when `None`.
+    pub archive_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for HubConfig {
@@ -80,6 +83,7 @@ impl Default for HubConfig {
         HubConfig {
             backlog: 50_000,
             channel: 4096,
+            archive_dir: None,
         }
     }
 }
@@ -233,7 +237,10 @@ impl Hub {
         Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
-                    round: RoundState::new(info),
+                    round: RoundState::with_archive(
+                        info,
+                        super::archive::Archive::new(cfg.archive_dir.clone()),
+                    ),
                     backlog: VecDeque::new(),
                     next_seq: 1,
                     snapshot: None,
@@ -401,9 +408,8 @@ impl Hub {
                 status,
             } => {
                 st.rev += 1;
-                let b = st.round.board_mut(&board);
-                b.restore_games(&games);
-                b.status = status.clone();
+                st.round.restore(&board, &games);
+                st.round.board_mut(&board).status = status.clone();
                 Ok(Some(Change::Restore {
                     board,
                     games,

@@ -90,6 +90,7 @@ pub fn round(state: &RoundState, id: &str, nr: u32) -> Option<Value> {
         .map(|b| {
             let p = state.pairing_in(nr, &b.id);
             let g = render::game_for(state, b, nr);
+            let g = g.as_deref();
             json!({
                 "nr": b.number,
                 "uuid": format!("{nr}.{}", b.number),
@@ -208,15 +209,11 @@ mod tests {
                 .collect::<Vec<_>>()
         });
         assert_eq!(eboards, vec![json!("41002"), json!("board-2")]);
-        assert!(
-            call(
-                &hub.with_round(|r| r.clone()),
-                "round",
-                &json!({"uuid": id, "nr": 1})
-            )
-            .unwrap()
-            .is_ok()
-        );
-        assert!(call(&hub.with_round(|r| r.clone()), "eboards", &Value::Null).is_none());
+        assert!(hub.with_round(|r| {
+            call(r, "round", &json!({"uuid": id, "nr": 1}))
+                .unwrap()
+                .is_ok()
+        }));
+        assert!(hub.with_round(|r| call(r, "eboards", &Value::Null).is_none()));
     }
 }

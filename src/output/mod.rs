@@ -9,6 +9,7 @@
 //! - [`Hub::set_control`] once, with the handler of game-changing operator actions;
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
+pub mod archive;
 pub mod change;
 pub mod corrections;
 pub mod delay;

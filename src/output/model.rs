@@ -6,6 +6,7 @@
 //! Games are rebuilt as [`GameRecord`]s by replaying the SAN of `move_made` events on the start
 //! position of `game_started`, so PGN export goes through the same writer as `eboardd replay`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::str::FromStr;
 
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shakmaty::{CastlingMode, Chess, Color, Position, Square, fen::Fen, san::SanPlus};
 
+use super::archive::Archive;
 use crate::core::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
@@ -166,8 +168,11 @@ pub struct BoardState {
     /// Board number (PGN `Round "R.B"`, the page's "Board B", relay `game-B`): a configured
     /// board's (`board-B`), else the one given it when it first appeared.
     pub number: u32,
-    /// Games in the order they started (rebuilt from events).
+    /// The board's latest game (rebuilt from events); the earlier ones are in the round's
+    /// [`Archive`] (see [`RoundState::game_in`]).
     pub games: Vec<GameRecord>,
+    /// How many of its games went to the archive.
+    pub archived: u32,
     extras: Vec<GameExtra>,
     /// Last clock reading.
     pub clock: Option<ClockState>,
@@ -198,6 +203,7 @@ impl BoardState {
             id: id.to_string(),
             number,
             games: Vec::new(),
+            archived: 0,
             extras: Vec::new(),
             clock: None,
             connected: None,
@@ -221,7 +227,8 @@ impl BoardState {
         (this_round || !g.ended()).then_some(g)
     }
 
-    /// The last game started in round `round`.
+    /// The last game started in round `round` that the board still holds (see
+    /// [`RoundState::game_in`] for the archived ones too).
     pub fn game_in(&self, round: u32) -> Option<&GameRecord> {
         self.games
             .iter()
@@ -288,17 +295,6 @@ impl BoardState {
                         | IrregularityCode::PawnNotPromoted
                 )
         })
-    }
-
-    /// Replace the games (rebuilt elsewhere, e.g. from a capture) without any event.
-    pub fn restore_games(&mut self, games: &[GameRecord]) {
-        self.games = games.to_vec();
-        // They are games of the round in force (an earlier run played them in it).
-        let extra = GameExtra {
-            round: self.round,
-            ..GameExtra::default()
-        };
-        self.extras = vec![extra; games.len()];
     }
 
     fn apply(&mut self, seq: u64, ev: &CoreEvent) {
@@ -482,8 +478,24 @@ fn start_game(ev: &CoreEvent, fen: &str, chess960: Option<u16>) -> Result<GameRe
     Ok(GameRecord::new(ev.game, pos, mode, number, ev.t))
 }
 
+/// A game of a board as shown: its live record, or one read back from the archive.
+#[derive(Debug)]
+pub struct Shown<'a> {
+    /// The game.
+    pub game: Cow<'a, GameRecord>,
+    /// The round it was started in.
+    pub round: u32,
+}
+
+impl std::ops::Deref for Shown<'_> {
+    type Target = GameRecord;
+    fn deref(&self) -> &GameRecord {
+        &self.game
+    }
+}
+
 /// The round: every board, in board order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct RoundState {
     /// Names and numbers from configuration.
     pub info: RoundInfo,
@@ -496,13 +508,21 @@ pub struct RoundState {
     pub last_seq: u64,
     /// Largest event time seen.
     pub last_t: Micros,
+    /// The boards' finished games that left them.
+    archive: Archive,
 }
 
 impl RoundState {
     /// An empty round; the configured boards are listed at once.
     pub fn new(info: RoundInfo) -> Self {
+        RoundState::with_archive(info, Archive::default())
+    }
+
+    /// An empty round whose finished games go to `archive`.
+    pub fn with_archive(info: RoundInfo, archive: Archive) -> Self {
         let mut state = RoundState {
             info,
+            archive,
             ..Default::default()
         };
         for id in state.info.boards.clone() {
@@ -603,6 +623,75 @@ impl RoundState {
         self.last_seq = self.last_seq.max(seq);
         self.last_t = self.last_t.max(ev.t);
         self.board_mut(board).apply(seq, ev);
+        if matches!(ev.kind, EventKind::GameStarted { .. }) {
+            self.archive_finished(board);
+        }
+    }
+
+    /// Replace board `board`'s games (rebuilt elsewhere, e.g. from a capture) without any
+    /// event: they are games of the round in force (an earlier run played them in it).
+    pub fn restore(&mut self, board: &str, games: &[GameRecord]) {
+        let b = self.board_mut(board);
+        b.games = games.to_vec();
+        b.archived = 0;
+        let extra = GameExtra {
+            round: b.round,
+            ..GameExtra::default()
+        };
+        b.extras = vec![extra; games.len()];
+        self.archive_finished(board);
+    }
+
+    /// Every game of `board` but its latest goes to the archive.
+    fn archive_finished(&mut self, board: &str) {
+        let Some(&i) = self.index.get(board) else {
+            return;
+        };
+        let b = &mut self.boards[i];
+        let n = b.games.len().saturating_sub(1);
+        if n == 0 {
+            return;
+        }
+        let rounds: Vec<u32> = b
+            .extras
+            .drain(..n.min(b.extras.len()))
+            .map(|x| x.round)
+            .collect();
+        b.archived += n as u32;
+        for (k, g) in b.games.drain(..n).enumerate() {
+            let round = rounds.get(k).copied().unwrap_or(b.round);
+            self.archive.put(board, round, &g);
+        }
+    }
+
+    /// The finished games that left the boards.
+    pub fn archive(&self) -> &Archive {
+        &self.archive
+    }
+
+    /// The last game of board `b` started in round `round`: the board's own, else the
+    /// archive's (read back).
+    pub fn game_in<'a>(&'a self, b: &'a BoardState, round: u32) -> Option<Shown<'a>> {
+        if let Some(g) = b.game_in(round) {
+            return Some(Shown {
+                game: Cow::Borrowed(g),
+                round,
+            });
+        }
+        let a = self.archive.last_in(&b.id, round)?;
+        Some(Shown {
+            game: Cow::Owned(self.archive.game(a)?),
+            round,
+        })
+    }
+
+    /// Whether board `b` has a game started in round `round`, and whether it ended (without
+    /// reading an archived game back).
+    pub fn ended_in(&self, b: &BoardState, round: u32) -> Option<bool> {
+        match b.game_in(round) {
+            Some(g) => Some(g.ended()),
+            None => self.archive.last_in(&b.id, round).map(|a| a.ended),
+        }
     }
 
     /// The players of a board.
@@ -757,7 +846,7 @@ pub fn board_json(round: &RoundState, b: &BoardState) -> Value {
         "white": pairing.white,
         "black": pairing.black,
         "game": b.game().map(game_json),
-        "games": b.games.len(),
+        "games": b.games.len() + b.archived as usize,
         "clock": b.clock.as_ref().map(clock_json),
         "irregularities": irregularities,
         "claims": b.claims(),

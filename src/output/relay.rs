@@ -60,7 +60,7 @@ fn game_files(round: &RoundState, g: u32, r: u32) -> (String, Value) {
     };
     let pgn = render::game_for(round, b, r).map_or_else(String::new, |game| {
         let mut s = String::new();
-        render::write_game_pgn(round, b, game, &mut s);
+        render::write_game_pgn(round, b, &game, &mut s);
         s
     });
     (pgn, render::lcc_game_of(round, b, r))

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use shakmaty::Color;
 
-use super::model::{BoardState, ClockState, Player, RoundInfo, RoundState};
+use super::model::{BoardState, ClockState, Player, RoundInfo, RoundState, Shown};
 use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::pgn::{self, GameTags};
@@ -15,20 +15,37 @@ pub fn round_tag(round: &RoundState, board: &BoardState) -> String {
 }
 
 /// The game of board `b` shown for round `r`: the current game for the current round, else
-/// the last game started in round `r`.
-pub fn game_for<'a>(round: &RoundState, b: &'a BoardState, r: u32) -> Option<&'a GameRecord> {
+/// the last game started in round `r` (read back from the archive when it left the board).
+pub fn game_for<'a>(round: &'a RoundState, b: &'a BoardState, r: u32) -> Option<Shown<'a>> {
     if r == round.info.round {
-        b.game()
+        current(b)
     } else {
-        b.game_in(r)
+        round.game_in(b, r)
     }
+}
+
+/// Whether board `b` shows a game for round `r` (as [`game_for`]), and whether it ended.
+pub fn ended_for(round: &RoundState, b: &BoardState, r: u32) -> Option<bool> {
+    if r == round.info.round {
+        b.game().map(GameRecord::ended)
+    } else {
+        round.ended_in(b, r)
+    }
+}
+
+/// The board's current game with the round it was started in.
+fn current(b: &BoardState) -> Option<Shown<'_>> {
+    b.game().map(|g| Shown {
+        game: std::borrow::Cow::Borrowed(g),
+        round: b.round_of(g),
+    })
 }
 
 /// Append one game as PGN: the same writer as `eboardd replay`, with the stable tags of the
 /// round the game was played in (Event, Site, Round `R.B`, players) and extra tags (FIDE ids,
 /// titles, ratings, TimeControl).
-pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord, out: &mut String) {
-    let r = board.round_of(game);
+pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out: &mut String) {
+    let r = game.round;
     let info = round.info_of(r);
     let pairing = round.pairing_in(r, &board.id);
     let number = board.number;
@@ -78,8 +95,8 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &GameRecord,
 /// PGN of the current game of one board (empty when no game started).
 pub fn board_pgn(round: &RoundState, board: &BoardState) -> String {
     let mut out = String::new();
-    if let Some(g) = board.game() {
-        write_game_pgn(round, board, g, &mut out);
+    if let Some(g) = current(board) {
+        write_game_pgn(round, board, &g, &mut out);
     }
     out
 }
@@ -94,24 +111,52 @@ pub fn round_pgn_of(round: &RoundState, r: u32) -> String {
     let mut out = String::new();
     for b in round.boards() {
         if let Some(g) = game_for(round, b, r) {
-            write_game_pgn(round, b, g, &mut out);
+            write_game_pgn(round, b, &g, &mut out);
         }
     }
     out
 }
 
-/// Every game of every board, in the order they started (as `eboardd replay` prints them).
+/// Every game of every board, in the order they started (as `eboardd replay` prints them):
+/// the archived ones read back, then the boards' own.
 pub fn all_games_pgn(round: &RoundState) -> String {
-    let mut games: Vec<_> = round
-        .boards()
+    let place = |id: &str| round.boards().iter().position(|b| b.id == id);
+    let mut games: Vec<(
+        Micros,
+        usize,
+        u32,
+        Option<&crate::output::archive::Archived>,
+    )> = round
+        .archive()
+        .games()
         .iter()
-        .enumerate()
-        .flat_map(|(i, b)| b.games.iter().map(move |g| (g.started_at, i, b, g)))
+        .filter_map(|a| Some((a.started_at, place(&a.board)?, a.number, Some(a))))
         .collect();
-    games.sort_by_key(|(t, i, _, g)| (*t, *i, g.number));
+    for (i, b) in round.boards().iter().enumerate() {
+        games.extend(b.games.iter().map(|g| (g.started_at, i, g.number, None)));
+    }
+    games.sort_by_key(|(t, i, n, _)| (*t, *i, *n));
     let mut out = String::new();
-    for (_, _, b, g) in games {
-        write_game_pgn(round, b, g, &mut out);
+    let mut own = vec![0usize; round.boards().len()];
+    for (_, i, _, archived) in games {
+        let b = &round.boards()[i];
+        let shown = match archived {
+            Some(a) => round.archive().game(a).map(|g| Shown {
+                game: std::borrow::Cow::Owned(g),
+                round: a.round,
+            }),
+            None => {
+                let g = &b.games[own[i]];
+                own[i] += 1;
+                Some(Shown {
+                    game: std::borrow::Cow::Borrowed(g),
+                    round: b.round_of(g),
+                })
+            }
+        };
+        if let Some(g) = shown {
+            write_game_pgn(round, b, &g, &mut out);
+        }
     }
     out
 }
@@ -161,8 +206,8 @@ pub fn lcc_tournament(round: &RoundState) -> Value {
             if r == round.info.round {
                 json!({"count": count, "live": live})
             } else {
-                let games = round.boards().iter().filter_map(|b| b.game_in(r));
-                let (n, l) = games.fold((0, 0), |(n, l), g| (n + 1, l + usize::from(!g.ended())));
+                let games = round.boards().iter().filter_map(|b| round.ended_in(b, r));
+                let (n, l) = games.fold((0, 0), |(n, l), e| (n + 1, l + usize::from(!e)));
                 json!({"count": n, "live": l})
             }
         })
@@ -218,6 +263,7 @@ pub fn lcc_index_of(round: &RoundState, r: u32) -> Value {
             };
             let p = round.pairing_in(r, &b.id);
             let g = game_for(round, b, r);
+            let g = g.as_deref();
             json!({
                 "white": lcc_player(&p.white),
                 "black": lcc_player(&p.black),
@@ -305,9 +351,10 @@ pub fn lcc_game(round: &RoundState, b: &BoardState) -> Value {
 
 /// LCC `round-R/game-G.json` of one board's game in round `r`.
 pub fn lcc_game_of(round: &RoundState, b: &BoardState, r: u32) -> Value {
-    let Some(g) = game_for(round, b, r) else {
+    let Some(shown) = game_for(round, b, r) else {
         return lcc_no_game(Some(b.serial().unwrap_or(&b.id)));
     };
+    let g: &GameRecord = &shown;
     let chess960 = match g.mode {
         shakmaty::CastlingMode::Chess960 => g.chess960.map_or(Value::Null, Into::into),
         shakmaty::CastlingMode::Standard => 518.into(),

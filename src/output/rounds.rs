@@ -82,7 +82,7 @@ pub fn rounds_json(r: &RoundState) -> Value {
             let games = r
                 .boards()
                 .iter()
-                .filter(|b| render::game_for(r, b, n).is_some())
+                .filter(|b| render::ended_for(r, b, n).is_some())
                 .count();
             json!({ "round": n, "current": n == r.info.round, "games": games })
         })
@@ -105,7 +105,7 @@ pub fn round_json(r: &RoundState, n: u32) -> Option<Value> {
                 m.insert("number".into(), r.board_number(&b.id).into());
                 m.insert(
                     "game".into(),
-                    render::game_for(r, b, n).map_or(Value::Null, super::model::game_json),
+                    render::game_for(r, b, n).map_or(Value::Null, |g| super::model::game_json(&g)),
                 );
             }
             v

@@ -161,9 +161,21 @@ impl BoardEngine {
         }
     }
 
-    /// Every game seen so far, in the order they started.
+    /// Every game seen so far, in the order they started (the last two only, once
+    /// [`BoardEngine::forget_finished`] was called).
     pub fn games(&self) -> &[GameRecord] {
         &self.games
+    }
+
+    /// Forget every game but the last two: no rule, correction or recovery reaches them (they
+    /// all act on the latest game, a recovery also looks at the one before), so nothing the
+    /// engine decides changes. The live daemon calls it as games start, for memory that does
+    /// not grow with the games of an event; their record stays in the capture and in the
+    /// hub's archive. Returns how many were forgotten.
+    pub fn forget_finished(&mut self) -> usize {
+        let n = self.games.len().saturating_sub(2);
+        self.games.drain(..n);
+        n
     }
 
     /// The board's orientation (of the current game).

@@ -1,0 +1,331 @@
+//! Finished games that left the live model, so that memory does not grow with the games of an
+//! event (`docs/broadcast.md` §7, issue 22).
+//!
+//! A board's game leaves its [`super::model::BoardState`] when the board starts its next game:
+//! from then on no event, correction or recovery can change it (they all act on a board's
+//! latest game). Its record is written, as one JSON line, to a file that is unlinked as soon as
+//! it is opened (it lives as long as the daemon, under the capture directory or the temporary
+//! one); memory keeps a few numbers per game to find it (board, round, number, start time,
+//! where its line is). An earlier round's PGN, LiveChessCloud files and API objects read the
+//! game back from there and render it exactly as before. The file is rebuilt by every run (the
+//! captures are the truth; the rebuild at start archives the finished games again).
+//!
+//! Should the file fail (a full disk), the records are kept in memory instead and that is
+//! logged once: never a lost game.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::FileExt as _;
+use std::path::PathBuf;
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen, uci::UciMove};
+
+use crate::core::event::{ClockTimes, CompletedBy, EndReason};
+use crate::core::game::{GameRecord, fen_of};
+use crate::core::observation::Micros;
+use crate::core::vocab::{de_outcome, ser_outcome};
+
+/// One archived game: what finding it takes, and where its record is.
+#[derive(Debug, Clone)]
+pub struct Archived {
+    /// The board's device id.
+    pub board: Arc<str>,
+    /// The round the game was started in.
+    pub round: u32,
+    /// Game number on the board.
+    pub number: u32,
+    /// When it started (board time).
+    pub started_at: Micros,
+    /// Whether it has a result.
+    pub ended: bool,
+    at: u64,
+    len: u32,
+}
+
+/// Where the records are.
+#[derive(Debug)]
+enum Store {
+    /// An unlinked file and its length.
+    File(File, u64),
+    /// In memory (no file could be made).
+    Memory(Vec<u8>),
+}
+
+/// The finished games of a round model, oldest first.
+#[derive(Debug, Default)]
+pub struct Archive {
+    dir: Option<PathBuf>,
+    games: Vec<Archived>,
+    store: Option<Store>,
+}
+
+/// Tells the archive files of one process apart.
+static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
+
+impl Archive {
+    /// An empty archive whose file is made in `dir` (the temporary directory when `None`) when
+    /// the first game comes.
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        Archive {
+            dir,
+            ..Archive::default()
+        }
+    }
+
+    /// Every archived game, in the order they left the live model.
+    pub fn games(&self) -> &[Archived] {
+        &self.games
+    }
+
+    /// The last archived game of `board` started in round `round`.
+    pub fn last_in(&self, board: &str, round: u32) -> Option<&Archived> {
+        self.games
+            .iter()
+            .rev()
+            .find(|a| a.round == round && &*a.board == board)
+    }
+
+    /// Keep `game` of `board`, started in round `round`.
+    pub fn put(&mut self, board: &str, round: u32, game: &GameRecord) {
+        let mut line = serde_json::to_vec(&StoredGame::of(game)).unwrap_or_default();
+        line.push(b'\n');
+        let store = self.store.get_or_insert_with(|| open(self.dir.as_ref()));
+        let at = match store {
+            Store::File(file, len) => match file.write_all(&line) {
+                Ok(()) => {
+                    let at = *len;
+                    *len += line.len() as u64;
+                    at
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot write the finished games' file: keeping them in memory");
+                    *store = Store::Memory(Vec::new());
+                    return self.put(board, round, game);
+                }
+            },
+            Store::Memory(bytes) => {
+                let at = bytes.len() as u64;
+                bytes.extend_from_slice(&line);
+                at
+            }
+        };
+        let board = match self.games.iter().rev().find(|a| &*a.board == board) {
+            Some(a) => a.board.clone(),
+            None => Arc::from(board),
+        };
+        self.games.push(Archived {
+            board,
+            round,
+            number: game.number,
+            started_at: game.started_at,
+            ended: game.ended(),
+            at,
+            len: line.len() as u32,
+        });
+    }
+
+    /// The record of an archived game, read back. `None` (logged) when it cannot be read.
+    pub fn game(&self, a: &Archived) -> Option<GameRecord> {
+        let line: Cow<[u8]> = match self.store.as_ref()? {
+            Store::File(file, _) => {
+                let mut buf = vec![0; a.len as usize];
+                if let Err(e) = file.read_exact_at(&mut buf, a.at) {
+                    tracing::error!(error = %e, "cannot read the finished games' file");
+                    return None;
+                }
+                Cow::Owned(buf)
+            }
+            Store::Memory(bytes) => {
+                Cow::Borrowed(bytes.get(a.at as usize..a.at as usize + a.len as usize)?)
+            }
+        };
+        let rebuilt = serde_json::from_slice::<StoredGame>(&line)
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.game(a.number, a.started_at));
+        match rebuilt {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::error!(board = %a.board, game = a.number, error = %e, "cannot read back a finished game");
+                None
+            }
+        }
+    }
+}
+
+/// The archive's file in `dir`, unlinked at once; memory when it cannot be made.
+fn open(dir: Option<&PathBuf>) -> Store {
+    let dir = dir.cloned().unwrap_or_else(std::env::temp_dir);
+    let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!(".eboardd-finished-{}-{n}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create_new(true)
+        .open(&path);
+    match made {
+        Ok(file) => {
+            // Nothing outside this process reads it: gone with the process, even after kill -9.
+            let _ = std::fs::remove_file(&path);
+            Store::File(file, 0)
+        }
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "cannot make the finished games' file: keeping them in memory");
+            Store::Memory(Vec::new())
+        }
+    }
+}
+
+/// A game's record as archived: its start and moves, the rest is derived again.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredGame {
+    start: String,
+    chess960: Option<u16>,
+    mode960: bool,
+    reversed: bool,
+    result: Option<StoredResult>,
+    moves: Vec<StoredMove>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredResult {
+    #[serde(serialize_with = "ser_outcome", deserialize_with = "de_outcome")]
+    result: Outcome,
+    reason: EndReason,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredMove {
+    uci: String,
+    t: Micros,
+    by: Option<CompletedBy>,
+    clock: Option<ClockTimes>,
+    recovered: bool,
+}
+
+impl StoredGame {
+    fn of(g: &GameRecord) -> Self {
+        StoredGame {
+            start: fen_of(g.start()),
+            chess960: g.chess960,
+            mode960: g.mode == CastlingMode::Chess960,
+            reversed: g.reversed,
+            result: g
+                .result
+                .map(|(result, reason)| StoredResult { result, reason }),
+            moves: g
+                .moves
+                .iter()
+                .map(|m| StoredMove {
+                    uci: m.uci.clone(),
+                    t: m.made_at,
+                    by: m.completed,
+                    clock: m.clock,
+                    recovered: m.recovered,
+                })
+                .collect(),
+        }
+    }
+
+    fn game(self, number: u32, started_at: Micros) -> Result<GameRecord, String> {
+        let mode = if self.mode960 {
+            CastlingMode::Chess960
+        } else {
+            CastlingMode::Standard
+        };
+        let fen = Fen::from_str(&self.start).map_err(|e| format!("{:?}: {e}", self.start))?;
+        let start: Chess = fen
+            .into_position(mode)
+            .map_err(|e| format!("{:?}: {e}", self.start))?;
+        let mut g = GameRecord::new(number, start, mode, self.chess960, started_at);
+        g.reversed = self.reversed;
+        for m in self.moves {
+            let mv = UciMove::from_ascii(m.uci.as_bytes())
+                .ok()
+                .and_then(|u| u.to_move(g.position()).ok())
+                .ok_or_else(|| format!("move {:?} after ply {}", m.uci, g.ply()))?;
+            g.push(mv, m.t);
+            if let Some(last) = g.moves.last_mut() {
+                last.completed = m.by;
+                last.clock = m.clock;
+                last.recovered = m.recovered;
+            }
+        }
+        g.result = self.result.map(|r| (r.result, r.reason));
+        Ok(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::Position as _;
+
+    fn game_of(number: u32, ucis: &[&str]) -> GameRecord {
+        let mut g = GameRecord::new(number, Chess::default(), CastlingMode::Standard, None, 5);
+        for (i, u) in ucis.iter().enumerate() {
+            let mv = UciMove::from_ascii(u.as_bytes())
+                .unwrap()
+                .to_move(g.position())
+                .unwrap();
+            g.push(mv, 10 * i as i64);
+            let last = g.moves.last_mut().unwrap();
+            last.completed = Some(CompletedBy::Clock);
+            last.clock = Some(ClockTimes {
+                white: 1000 + i as u32,
+                black: 2000,
+            });
+        }
+        g
+    }
+
+    fn same(a: &GameRecord, b: &GameRecord) {
+        assert_eq!(a.number, b.number);
+        assert_eq!(a.started_at, b.started_at);
+        assert_eq!(a.start_fen(), b.start_fen());
+        assert_eq!(a.moves, b.moves);
+        assert_eq!(a.result, b.result);
+        assert_eq!(a.position().board(), b.position().board());
+    }
+
+    #[test]
+    fn games_read_back_as_they_were_put() {
+        let dir = std::env::temp_dir().join(format!("eboardd-archive-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut archive = Archive::new(Some(dir.clone()));
+        let mut first = game_of(1, &["e2e4", "e7e5", "g1f3"]);
+        first.result = Some((
+            Outcome::Known(shakmaty::KnownOutcome::Draw),
+            EndReason::Arbiter,
+        ));
+        let second = game_of(2, &["d2d4"]);
+        archive.put("board-1", 1, &first);
+        archive.put("board-2", 1, &second);
+        archive.put("board-1", 2, &second);
+        // The file is unlinked at once: nothing is left in the directory.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let a = archive.last_in("board-1", 1).unwrap();
+        same(&archive.game(a).unwrap(), &first);
+        assert!(a.ended);
+        same(
+            &archive
+                .game(archive.last_in("board-1", 2).unwrap())
+                .unwrap(),
+            &second,
+        );
+        assert!(archive.last_in("board-2", 2).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn without_a_file_the_games_stay_in_memory() {
+        let mut archive = Archive::new(Some(PathBuf::from("/nonexistent/eboardd")));
+        let g = game_of(1, &["e2e4", "c7c5"]);
+        archive.put("b", 3, &g);
+        same(&archive.game(&archive.games()[0]).unwrap(), &g);
+    }
+}
