@@ -536,6 +536,11 @@ impl RoundState {
         &self.boards
     }
 
+    /// Where board `id` is in [`RoundState::boards`].
+    pub fn place_of(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
     /// One board by id.
     pub fn board(&self, id: &str) -> Option<&BoardState> {
         self.index.get(id).map(|&i| &self.boards[i])
@@ -652,15 +657,9 @@ impl RoundState {
         if n == 0 {
             return;
         }
-        let rounds: Vec<u32> = b
-            .extras
-            .drain(..n.min(b.extras.len()))
-            .map(|x| x.round)
-            .collect();
         b.archived += n as u32;
-        for (k, g) in b.games.drain(..n).enumerate() {
-            let round = rounds.get(k).copied().unwrap_or(b.round);
-            self.archive.put(board, round, &g);
+        for (g, x) in b.games.drain(..n).zip(b.extras.drain(..n)) {
+            self.archive.put(board, x.round, &g);
         }
     }
 

@@ -120,7 +120,6 @@ pub fn round_pgn_of(round: &RoundState, r: u32) -> String {
 /// Every game of every board, in the order they started (as `eboardd replay` prints them):
 /// the archived ones read back, then the boards' own.
 pub fn all_games_pgn(round: &RoundState) -> String {
-    let place = |id: &str| round.boards().iter().position(|b| b.id == id);
     let mut games: Vec<(
         Micros,
         usize,
@@ -130,7 +129,7 @@ pub fn all_games_pgn(round: &RoundState) -> String {
         .archive()
         .games()
         .iter()
-        .filter_map(|a| Some((a.started_at, place(&a.board)?, a.number, Some(a))))
+        .filter_map(|a| Some((a.started_at, round.place_of(&a.board)?, a.number, Some(a))))
         .collect();
     for (i, b) in round.boards().iter().enumerate() {
         games.extend(b.games.iter().map(|g| (g.started_at, i, g.number, None)));
