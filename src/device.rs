@@ -65,6 +65,11 @@ impl Device {
         (self.decoder.dropped_bytes(), self.decoder.bad_frames())
     }
 
+    /// Whether its decoder holds nothing between frames ([`Decoder::at_rest`]).
+    pub fn at_rest(&self) -> bool {
+        self.decoder.at_rest()
+    }
+
     /// The device's driver.
     pub fn driver(&self) -> &'static dyn BoardDriver {
         self.driver

@@ -703,6 +703,13 @@ impl Session {
         Ok(true)
     }
 
+    /// Board `board`'s device, to seed it before the first record is played (a restart that
+    /// resumes from a saved point, `crate::core::engine::seed`); `None`: no such board.
+    pub fn device_mut(&mut self, board: &str) -> Option<&mut Device> {
+        let d = self.plan.devices.iter().position(|s| s.name == board)?;
+        self.devices.get_mut(d)
+    }
+
     /// The devices, in the plan's order.
     pub fn devices(&self) -> impl Iterator<Item = &Device> {
         self.devices.iter()

@@ -29,7 +29,7 @@ pub const DECIDE_EVIDENCE: i64 = 3_000_000;
 pub const EVIDENCE_HALF_LIFE: i64 = 300_000_000;
 
 /// Where the current idea of White's side came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum SideSource {
     /// Nothing known.
     #[default]
@@ -50,7 +50,7 @@ pub enum SideSource {
 /// this face is that colour's. Votes fade with [`EVIDENCE_HALF_LIFE`]; the side follows the
 /// votes once they lead by [`DECIDE_EVIDENCE`]. Before that, the face running at the start and
 /// the first press give a guess. A configured side always wins.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClockTracker {
     last: Option<ClockReading>,
     /// The physical side White uses, once known.
@@ -59,7 +59,9 @@ pub struct ClockTracker {
     pub fixed: bool,
     /// Where `white_side` came from.
     source: SideSource,
-    /// Net evidence in µs: positive = White is on the left, negative = on the right.
+    /// Net evidence in µs: positive = White is on the left, negative = on the right. Kept
+    /// as its bits when saved (a resume point): read back exactly.
+    #[serde(with = "f64_bits")]
     evidence: f64,
     /// How often the evidence turned a decided side round (for tests and logs).
     relearned: u32,
@@ -411,5 +413,18 @@ mod tests {
         c.update(r);
         assert_eq!(c.disagreements(), 1);
         assert_eq!(turn_side(&r), ClockSide::Left, "the lever decides");
+    }
+}
+
+/// An `f64` saved as its bits, so that it reads back exactly (decimal text may not).
+mod f64_bits {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.to_bits())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
     }
 }

@@ -10,4 +10,5 @@ pub mod ledger;
 pub mod observation;
 pub mod sensed;
 pub mod start;
+pub mod stored;
 pub mod vocab;

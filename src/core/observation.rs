@@ -46,7 +46,7 @@ impl SquareReading {
 pub type FieldArray = [SquareReading; 64];
 
 /// One face of a clock: remaining time and flag state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClockFace {
     /// Remaining time in milliseconds.
     pub millis: u32,
@@ -59,7 +59,7 @@ pub struct ClockFace {
 }
 
 /// A reading of a two-faced clock, by physical side as seen from the front.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClockReading {
     /// The left face.
     pub left: ClockFace,

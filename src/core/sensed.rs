@@ -3,10 +3,10 @@
 
 use shakmaty::{Board, File, Rank, Square};
 
-use super::observation::{FieldArray, SquareReading};
+use super::observation::{FieldArray, SpecialPiece, SquareReading};
 
 /// How the board lies: the connector on White's left (normal) or turned round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Orientation {
     /// Field 0 is a8.
     #[default]
@@ -103,6 +103,58 @@ impl SensedBoard {
             .iter()
             .filter(|r| **r != SquareReading::Empty)
             .count()
+    }
+}
+
+/// A field's reading as one character (for a saved board): a piece's FEN letter, `.` for an
+/// empty field, `1`/`2`/`3` for the draw, White-wins and Black-wins pieces.
+fn reading_char(r: SquareReading) -> char {
+    match r {
+        SquareReading::Empty => '.',
+        SquareReading::Piece(p) => p.char(),
+        SquareReading::Special(SpecialPiece::Draw) => '1',
+        SquareReading::Special(SpecialPiece::WhiteWins) => '2',
+        SquareReading::Special(SpecialPiece::BlackWins) => '3',
+    }
+}
+
+/// The reading [`reading_char`] gives `c`.
+fn char_reading(c: char) -> Option<SquareReading> {
+    Some(match c {
+        '.' => SquareReading::Empty,
+        '1' => SquareReading::Special(SpecialPiece::Draw),
+        '2' => SquareReading::Special(SpecialPiece::WhiteWins),
+        '3' => SquareReading::Special(SpecialPiece::BlackWins),
+        c => SquareReading::Piece(shakmaty::Piece::from_char(c)?),
+    })
+}
+
+/// Saved as 64 characters, field 0 first ([`reading_char`]).
+impl serde::Serialize for SensedBoard {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text: String = self.fields.iter().map(|r| reading_char(*r)).collect();
+        s.serialize_str(&text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SensedBoard {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let mut board = SensedBoard::default();
+        let mut n = 0;
+        for (i, c) in text.chars().enumerate() {
+            let r = (i < 64).then(|| char_reading(c)).flatten().ok_or_else(|| {
+                serde::de::Error::custom(format!("not a board of 64 fields: {text:?}"))
+            })?;
+            board.fields[i] = r;
+            n += 1;
+        }
+        if n != 64 {
+            return Err(serde::de::Error::custom(format!(
+                "not a board of 64 fields: {text:?}"
+            )));
+        }
+        Ok(board)
     }
 }
 

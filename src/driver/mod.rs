@@ -121,6 +121,13 @@ pub trait Decoder: Send + std::fmt::Debug {
     fn dropped_bytes(&self) -> u64;
     /// Frames found bad (wrong length, bad checksum...).
     fn bad_frames(&self) -> u64;
+    /// Whether the decoder holds nothing between frames (no partial frame, no message waiting,
+    /// no earlier state a later frame is read against), so that a new decoder reads the bytes
+    /// that follow alike: a restart may resume from here (`crate::core::engine::seed`).
+    /// `false` unless the driver says so (then every restart replays the whole capture).
+    fn at_rest(&self) -> bool {
+        false
+    }
 }
 
 /// A clock on a board's cable, driven through the board (family-neutral; each family that

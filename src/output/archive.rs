@@ -18,17 +18,12 @@ use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
-use std::str::FromStr as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::{Deserialize, Serialize};
-use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen, uci::UciMove};
-
-use crate::core::event::{ClockTimes, CompletedBy, EndReason};
-use crate::core::game::{GameRecord, fen_of};
+use crate::core::game::GameRecord;
 use crate::core::observation::Micros;
-use crate::core::vocab::{de_outcome, ser_outcome};
+use crate::core::stored::StoredGame;
 
 /// One archived game: what finding it takes, and where its record is.
 #[derive(Debug, Clone)]
@@ -180,90 +175,11 @@ fn open(dir: Option<&PathBuf>) -> Store {
     }
 }
 
-/// A game's record as archived: its start and moves, the rest is derived again.
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredGame {
-    start: String,
-    chess960: Option<u16>,
-    mode960: bool,
-    reversed: bool,
-    result: Option<StoredResult>,
-    moves: Vec<StoredMove>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredResult {
-    #[serde(serialize_with = "ser_outcome", deserialize_with = "de_outcome")]
-    result: Outcome,
-    reason: EndReason,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredMove {
-    uci: String,
-    t: Micros,
-    by: Option<CompletedBy>,
-    clock: Option<ClockTimes>,
-    recovered: bool,
-}
-
-impl StoredGame {
-    fn of(g: &GameRecord) -> Self {
-        StoredGame {
-            start: fen_of(g.start()),
-            chess960: g.chess960,
-            mode960: g.mode == CastlingMode::Chess960,
-            reversed: g.reversed,
-            result: g
-                .result
-                .map(|(result, reason)| StoredResult { result, reason }),
-            moves: g
-                .moves
-                .iter()
-                .map(|m| StoredMove {
-                    uci: m.uci.clone(),
-                    t: m.made_at,
-                    by: m.completed,
-                    clock: m.clock,
-                    recovered: m.recovered,
-                })
-                .collect(),
-        }
-    }
-
-    fn game(self, number: u32, started_at: Micros) -> Result<GameRecord, String> {
-        let mode = if self.mode960 {
-            CastlingMode::Chess960
-        } else {
-            CastlingMode::Standard
-        };
-        let fen = Fen::from_str(&self.start).map_err(|e| format!("{:?}: {e}", self.start))?;
-        let start: Chess = fen
-            .into_position(mode)
-            .map_err(|e| format!("{:?}: {e}", self.start))?;
-        let mut g = GameRecord::new(number, start, mode, self.chess960, started_at);
-        g.reversed = self.reversed;
-        for m in self.moves {
-            let mv = UciMove::from_ascii(m.uci.as_bytes())
-                .ok()
-                .and_then(|u| u.to_move(g.position()).ok())
-                .ok_or_else(|| format!("move {:?} after ply {}", m.uci, g.ply()))?;
-            g.push(mv, m.t);
-            if let Some(last) = g.moves.last_mut() {
-                last.completed = m.by;
-                last.clock = m.clock;
-                last.recovered = m.recovered;
-            }
-        }
-        g.result = self.result.map(|r| (r.result, r.reason));
-        Ok(g)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::Position as _;
+    use crate::core::event::{ClockTimes, CompletedBy, EndReason};
+    use shakmaty::{CastlingMode, Chess, Outcome, Position as _, uci::UciMove};
 
     fn game_of(number: u32, ucis: &[&str]) -> GameRecord {
         let mut g = GameRecord::new(number, Chess::default(), CastlingMode::Standard, None, 5);

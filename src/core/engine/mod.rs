@@ -14,6 +14,7 @@ pub mod gap;
 mod lifecycle;
 mod memory;
 mod recovery;
+pub mod seed;
 
 use shakmaty::{Board, Chess, Color, Move, Position, Square};
 
@@ -52,7 +53,7 @@ impl Default for EngineConfig {
 }
 
 /// A press waiting for the board to settle.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct PendingPress {
     side: ClockSide,
     deadline: Micros,
@@ -70,10 +71,18 @@ struct Displaced {
 }
 
 /// Boards after each legal move of one position.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Candidates {
     key: Option<(u32, u64)>,
     moves: Vec<(Move, Board)>,
+}
+
+/// A cache, derived from the game and keyed by it: left out of the engine's `Debug`, which
+/// tells two engines' states apart ([`seed::EngineSeed::of`]).
+impl std::fmt::Debug for Candidates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Candidates")
+    }
 }
 
 impl Candidates {
@@ -159,6 +168,11 @@ impl BoardEngine {
             clock,
             ..Default::default()
         }
+    }
+
+    /// The tunables it runs with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
     }
 
     /// Every game seen so far, in the order they started (the last two only, once

@@ -94,6 +94,12 @@ impl DgtDecoder {
         self.ready.clear();
     }
 
+    /// Whether no frame is being collected and no message waits: the bytes that follow read
+    /// as a new decoder would read them (only the counters differ).
+    pub fn at_rest(&self) -> bool {
+        self.frame.is_empty() && self.ready.is_empty()
+    }
+
     /// Number of bytes thrown away so far (garbage, aborted and rejected frames).
     pub fn dropped_bytes(&self) -> u64 {
         self.dropped

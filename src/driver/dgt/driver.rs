@@ -132,6 +132,10 @@ impl Decoder for DgtStream {
     fn bad_frames(&self) -> u64 {
         self.decoder.bad_frames()
     }
+
+    fn at_rest(&self) -> bool {
+        self.decoder.at_rest() && self.messages.is_empty()
+    }
 }
 
 #[cfg(test)]
