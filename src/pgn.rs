@@ -32,6 +32,18 @@ pub struct TagUpdate {
 }
 
 impl TagUpdate {
+    /// Every tag a capture records, as `tags` has them: applied to no tags, gives `tags` again.
+    pub fn of(tags: &GameTags) -> TagUpdate {
+        TagUpdate {
+            event: Some(tags.event.clone()),
+            site: Some(tags.site.clone()),
+            round: Some(tags.round.clone()),
+            white: Some(tags.white.clone()),
+            black: Some(tags.black.clone()),
+            number: Some(tags.number),
+        }
+    }
+
     /// Read from the JSON object of a header's `tags` or a `set_tags` record (its other keys,
     /// such as `action`, ignored).
     pub fn read(value: &serde_json::Value) -> TagUpdate {

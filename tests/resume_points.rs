@@ -135,15 +135,17 @@ fn check(kind: &str) -> (usize, usize) {
         let device = session.device_mut("board-1").unwrap();
         device.engine = seed.engine(device.engine.config().clone()).unwrap();
         let (tail, session) = events_of(session);
-        let tail: Vec<(usize, CoreEvent)> =
-            tail.into_iter().map(|(n, e)| (n + at, e)).collect();
-        let want: Vec<(usize, CoreEvent)> =
-            full.iter().filter(|(n, _)| n > at).cloned().collect();
+        let tail: Vec<(usize, CoreEvent)> = tail.into_iter().map(|(n, e)| (n + at, e)).collect();
+        let want: Vec<(usize, CoreEvent)> = full.iter().filter(|(n, _)| n > at).cloned().collect();
         assert_eq!(tail.len(), want.len(), "{kind}: events after record {at}");
         for (got, want) in tail.iter().zip(&want) {
             assert_eq!(got, want, "{kind}: resumed after record {at}");
         }
-        assert_eq!(last_games(&session), want_games, "{kind}: games after record {at}");
+        assert_eq!(
+            last_games(&session),
+            want_games,
+            "{kind}: games after record {at}"
+        );
     }
     (points.len(), starts)
 }
@@ -151,11 +153,21 @@ fn check(kind: &str) -> (usize, usize) {
 #[test]
 fn every_resume_point_goes_on_as_the_full_replay() {
     let mut report = Vec::new();
-    for kind in ["clean", "blitz", "human", "chess960", "irregular", "irregular-promotion"] {
+    for kind in [
+        "clean",
+        "blitz",
+        "human",
+        "chess960",
+        "irregular",
+        "irregular-promotion",
+    ] {
         let (points, starts) = check(kind);
         report.push(format!("{kind}: {points} of {starts} game starts"));
         // Most game starts are at rest: a restart resumes within a game or two.
-        assert!(points * 2 >= starts, "{kind}: {points} resume points of {starts} game starts");
+        assert!(
+            points * 2 >= starts,
+            "{kind}: {points} resume points of {starts} game starts"
+        );
     }
     eprintln!("resume points: {}", report.join(", "));
 }

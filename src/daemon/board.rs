@@ -11,8 +11,10 @@ use std::path::Path;
 
 use serde_json::{Map, json};
 
+use super::captures::resume::{self, ResumePoint};
 use super::captures::{CaptureFile, CaptureStore};
 use crate::capture::{Capture, Header, RecordKind};
+use crate::core::engine::seed::EngineSeed;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
@@ -96,7 +98,17 @@ pub struct LiveBoard {
     away_since: Option<crate::core::observation::Micros>,
     /// The decoder's counters when the current session took the board.
     counters_at_claim: (u64, u64),
+    /// White's clock side as the last `set_clock_side` record fixed it (for a resume point).
+    side_recorded: Option<ClockSide>,
+    /// Records left in which to try taking a resume point (set when a game starts).
+    resume_tries: u8,
+    /// Where the board's rebuild went on from a resume point: its offset in the capture and
+    /// the first game it kept (the games before it are only in the capture before the offset).
+    resumed_from: Option<(u64, Option<u32>)>,
 }
+
+/// How many records after a game starts a resume point is tried for (the board at rest).
+const RESUME_TRIES: u8 = 8;
 
 /// What bytes received did.
 #[derive(Debug, Default)]
@@ -148,6 +160,28 @@ impl LiveBoard {
         link: LinkKind,
         finish: impl FnOnce(&LiveBoard) -> Option<BoardMeta>,
     ) -> io::Result<LiveBoard> {
+        let mut board = match Self::read_back(store, id, meta, continue_file, link, true)? {
+            Some(b) => b,
+            None => Self::read_back(store, id, meta, continue_file, link, false)?
+                .ok_or_else(|| io::Error::other("capture not read back"))?,
+        };
+        if let Some(meta) = finish(&board) {
+            board.set_meta(meta)?;
+        }
+        Ok(board)
+    }
+
+    /// The board as its capture leaves it: going on from the capture's resume point when
+    /// `resume` and it holds, else replaying every record. `None`: the resume point's seed
+    /// did not read back (the caller replays every record).
+    fn read_back(
+        store: &CaptureStore,
+        id: &str,
+        meta: &BoardMeta,
+        continue_file: Option<&Path>,
+        link: LinkKind,
+        resume: bool,
+    ) -> io::Result<Option<LiveBoard>> {
         let path = match continue_file {
             Some(p) => p.to_path_buf(),
             None => store.path_for(super::captures::today(), id),
@@ -165,16 +199,47 @@ impl LiveBoard {
             device["address"] = unit.into();
         }
         header.insert("devices".into(), json!([device]));
-        let opened = store.open(&path, header.clone())?;
+        let opened = if resume {
+            store.open_resuming(&path, header.clone())?
+        } else {
+            store.open(&path, header.clone())?
+        };
         let rebuilt = opened.existing.is_some();
-        let cap = opened.existing.unwrap_or_else(|| Capture {
+        let mut cap = opened.existing.unwrap_or_else(|| Capture {
             header: Header::new(header),
             records: Vec::new(),
             warnings: Vec::new(),
         });
+        let point = opened.resumed;
+        if let Some(p) = &point {
+            // The tags in force at the point are the tail's start.
+            cap.header.extra.insert("tags".into(), p.tags.clone());
+        }
         let records = cap.records.len();
         let mut session = Session::new(Plan::from_capture(cap));
-        let mut clock_seen = false;
+        if let Some(p) = &point {
+            let seeded = session.device_mut(id).map(|device| {
+                p.engine
+                    .engine(device.engine.config().clone())
+                    .map(|engine| device.engine = engine)
+            });
+            match seeded {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    tracing::warn!(
+                        "{id}: its resume point does not read back ({e}): replaying the whole capture"
+                    );
+                    return Ok(None);
+                }
+                None => {
+                    tracing::warn!(
+                        "{id}: its resume point is not of this board: replaying the whole capture"
+                    );
+                    return Ok(None);
+                }
+            }
+        }
+        let mut clock_seen = point.as_ref().is_some_and(|p| p.clock_seen);
         session.run(&mut |board, e| {
             clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
             Ok(())
@@ -183,7 +248,10 @@ impl LiveBoard {
             tracing::warn!("{id}: {w}");
         }
         let replayed = session.into_board(id);
-        let mut board = LiveBoard {
+        let white_clock = replayed
+            .white_clock
+            .or_else(|| point.as_ref().and_then(|p| p.white_clock));
+        let board = LiveBoard {
             id: id.to_string(),
             device: replayed.device,
             capture: opened.file,
@@ -191,14 +259,28 @@ impl LiveBoard {
             connection: LinkState::Unknown,
             port: None,
             tags_written: replayed.tags.unwrap_or_else(|| meta.tags()),
-            side_written: replayed.white_clock,
+            side_written: white_clock,
             meta: BoardMeta::default(),
             events: Vec::new(),
             owner: None,
             away_since: None,
             counters_at_claim: (0, 0),
+            side_recorded: white_clock,
+            resume_tries: 0,
+            resumed_from: point.as_ref().map(|p| (p.offset, p.engine.first_game())),
         };
-        if rebuilt {
+        if let Some(p) = &point {
+            let games = board.device.engine.games();
+            tracing::info!(
+                "{}: went on from its resume point at byte {} of {} ({} records after it, game {} with {} move(s))",
+                board.id,
+                p.offset,
+                board.capture.path().display(),
+                records,
+                games.last().map_or(0, |g| g.number),
+                games.last().map_or(0, |g| g.ply())
+            );
+        } else if rebuilt {
             let games = board.device.engine.games();
             tracing::info!(
                 "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
@@ -209,10 +291,7 @@ impl LiveBoard {
                 games.last().map_or(0, |g| g.ply())
             );
         }
-        if let Some(meta) = finish(&board) {
-            board.set_meta(meta)?;
-        }
-        Ok(board)
+        Ok(Some(board))
     }
 
     /// The board number its capture recorded last (`None`: a new file, or one written before
@@ -322,9 +401,57 @@ impl LiveBoard {
             .any(|e| matches!(e.kind, crate::core::event::EventKind::GameStarted { .. }))
         {
             self.device.engine.forget_finished();
+            self.resume_tries = RESUME_TRIES;
         }
         hub.set_status(&self.id, self.status());
         Ok(events)
+    }
+
+    /// Where the rebuild went on from a resume point: the capture's offset and the first game
+    /// the point kept (`None`: every record was replayed, every game is here).
+    pub fn resumed_from(&self) -> Option<(u64, Option<u32>)> {
+        self.resumed_from
+    }
+
+    /// Takes a resume point now, when the board is at rest ([`resume`]): the decoder holds
+    /// nothing and the core's seed checks itself; `true` when one was written.
+    pub fn take_resume_point(&mut self) -> bool {
+        if !self.device.at_rest() || self.capture.lost() > 0 {
+            return false;
+        }
+        let Some(engine) = EngineSeed::of(&self.device.engine) else {
+            return false;
+        };
+        let written = self.capture.resume_at().and_then(|(offset, before)| {
+            let point = ResumePoint {
+                offset,
+                before,
+                created: self.capture.created().timestamp_micros(),
+                last_t: self.capture.last_t(),
+                clock_seen: self.clock_seen,
+                tags: TagUpdate::of(&self.tags_written).to_json(),
+                white_clock: self.side_recorded,
+                engine,
+            };
+            resume::save(self.capture.path(), &point, self.capture.fsync())
+        });
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{}: cannot write its resume point: {e}", self.id);
+                false
+            }
+        }
+    }
+
+    /// After the records of a game start: tries a resume point while tries are left.
+    fn maybe_resume_point(&mut self) {
+        if self.resume_tries > 0 {
+            self.resume_tries -= 1;
+            if self.take_resume_point() {
+                self.resume_tries = 0;
+            }
+        }
     }
 
     /// Bytes received at `t` (taken with [`LiveBoard::now`] when they arrived): captured,
@@ -336,8 +463,10 @@ impl LiveBoard {
         let bad = self.device.line_counters().1;
         self.device.receive(t, bytes, &mut self.events);
         let bad_frames = self.device.line_counters().1 - bad;
+        let events = self.flush(hub)?;
+        self.maybe_resume_point();
         Ok(Received {
-            events: self.flush(hub)?,
+            events,
             messages: self.device.messages().to_vec(),
             bad_frames,
         })
@@ -394,6 +523,9 @@ impl LiveBoard {
             .capture
             .write(t, &self.id, RecordKind::Op(value))
             .map_err(|e| ControlError::Unavailable(format!("capture: {e}")))?;
+        if let OperatorAction::SetClockSide { white } = action {
+            self.side_recorded = Some(white);
+        }
         self.device
             .engine
             .handle(t, &Observation::Operator(action), &mut self.events);

@@ -209,6 +209,7 @@ impl Ctx {
                 self.hub.set_recovering(Some((n, total)));
                 board
             });
+        let mut earlier = Vec::new();
         for ((id, path), board) in files.into_iter().zip(replayed) {
             let mut board = match board {
                 Ok(b) => b,
@@ -219,8 +220,8 @@ impl Ctx {
             };
             // A board of an earlier day is taken only with a game in progress; it keeps the
             // number its capture recorded, when no other board has it.
-            let earlier = path != self.store.path_for(today, &id);
-            if earlier && !board.game_in_progress() {
+            let of_earlier_day = path != self.store.path_for(today, &id);
+            if of_earlier_day && !board.game_in_progress() {
                 continue;
             }
             let meta = self.numbered(&id, self.meta_for_id(&id), board.recorded_number());
@@ -229,12 +230,34 @@ impl Ctx {
                 continue;
             }
             board.restore_into(&self.hub);
+            match board.resumed_from() {
+                Some((offset, Some(first))) if first > 1 => {
+                    earlier.push((id.clone(), path.clone(), offset, first));
+                }
+                Some(_) => {}
+                // Every record replayed: a resume point at the end (when the board is at
+                // rest there) makes the next restart short.
+                None => {
+                    board.take_resume_point();
+                }
+            }
             self.boards
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(id, Arc::new(Mutex::new(board)));
         }
         self.hub.set_recovering(None);
+        if !earlier.is_empty() {
+            let hub = self.hub.clone();
+            let spawned = std::thread::Builder::new()
+                .name("earlier-games".into())
+                .spawn(move || read_back_earlier(&hub, earlier));
+            if let Err(e) = spawned {
+                tracing::error!(
+                    "cannot read back the finished games before the resume points: {e}"
+                );
+            }
+        }
     }
 
     /// Every board in memory.
@@ -272,4 +295,61 @@ impl Ctx {
             (up, r.boards().len())
         })
     }
+}
+
+/// Reads back, one board after the other on one thread (the other cores serve the live
+/// boards), the finished games of boards rebuilt from a resume point: each board's capture up to
+/// the point is replayed, and its games numbered below the first the point kept go to the hub
+/// ([`Hub::restore_earlier`]). The daemon serves meanwhile; health shows the progress.
+fn read_back_earlier(hub: &Hub, boards: Vec<(String, PathBuf, u64, u32)>) {
+    let started = std::time::Instant::now();
+    let total = boards.len();
+    hub.set_backfill(Some((0, total)));
+    let mut games = 0;
+    for (n, (id, path, offset, first)) in boards.into_iter().enumerate() {
+        match earlier_games(&id, &path, offset, first) {
+            Ok(found) => {
+                games += found.len();
+                hub.restore_earlier(&id, &found);
+            }
+            Err(e) => tracing::error!(
+                "{}: cannot read back its earlier games: {e}",
+                path.display()
+            ),
+        }
+        hub.set_backfill(Some((n + 1, total)));
+    }
+    hub.set_backfill(None);
+    tracing::info!(
+        "{games} finished game(s) of {total} board(s) read back in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Board `id`'s games numbered below `first` in its capture at `path` up to byte `offset`.
+fn earlier_games(
+    id: &str,
+    path: &Path,
+    offset: u64,
+    first: u32,
+) -> std::io::Result<Vec<crate::core::game::GameRecord>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(offset)
+        .read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let cap = crate::capture::parse_capture(&path.display().to_string(), &text)
+        .map_err(std::io::Error::other)?;
+    let mut session = crate::replay::Session::new(crate::replay::Plan::from_capture(cap));
+    session.run(&mut |_, _| Ok(()))?;
+    let replayed = session.into_board(id);
+    Ok(replayed
+        .device
+        .engine
+        .games()
+        .iter()
+        .filter(|g| g.number < first)
+        .cloned()
+        .collect())
 }

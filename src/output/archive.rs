@@ -85,6 +85,22 @@ impl Archive {
             .find(|a| a.round == round && &*a.board == board)
     }
 
+    /// Keep `games` of `board`, started in round `round`, as finished before every game of
+    /// the board kept so far (games read back late, from a capture before its resume point):
+    /// [`Archive::last_in`] still finds the board's latest.
+    pub fn put_earlier(&mut self, board: &str, round: u32, games: &[GameRecord]) {
+        let before = self.games.len();
+        for g in games {
+            self.put(board, round, g);
+        }
+        let added = self.games.len() - before;
+        if let Some(first) = self.games.iter().position(|a| &*a.board == board)
+            && first < before
+        {
+            self.games[first..].rotate_right(added);
+        }
+    }
+
     /// Keep `game` of `board`, started in round `round`.
     pub fn put(&mut self, board: &str, round: u32, game: &GameRecord) {
         let mut line = serde_json::to_vec(&StoredGame::of(game)).unwrap_or_default();

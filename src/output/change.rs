@@ -46,6 +46,13 @@ pub enum Change {
         /// Its health.
         status: BoardStatus,
     },
+    /// Finished games read back late, before every game the board has.
+    RestoreEarlier {
+        /// Board id.
+        board: String,
+        /// The games, oldest first.
+        games: Vec<GameRecord>,
+    },
     /// A board's number, given before its first event.
     Number {
         /// Board id.

@@ -78,6 +78,7 @@ fn apply(public: &Hub, change: Change) {
             games,
             status,
         } => public.restore(&board, &games, status),
+        Change::RestoreEarlier { board, games } => public.restore_earlier(&board, &games),
         Change::Number { board, wanted } => {
             public.number_board(&board, wanted);
         }

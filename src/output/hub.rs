@@ -201,6 +201,8 @@ struct Inner {
     /// While the daemon rebuilds its boards from their captures at start: boards rebuilt, and
     /// boards to rebuild (`None`: ready).
     recovering: Mutex<Option<(usize, usize)>>,
+    /// Boards whose earlier games are read back, and how many (`None`: none left).
+    backfill: Mutex<Option<(usize, usize)>>,
     /// The daemon's metrics, once set, and whether this hub counts its events into them (the
     /// live hub does; the delayed public hub only lends them to its clients).
     metrics: OnceLock<(Arc<Metrics>, bool)>,
@@ -253,6 +255,7 @@ impl Hub {
                 cfg,
                 delay_line: Mutex::new(None),
                 recovering: Mutex::new(None),
+                backfill: Mutex::new(None),
                 metrics: OnceLock::new(),
                 fanout: OnceLock::new(),
             }),
@@ -276,6 +279,26 @@ impl Hub {
         {
             public.set_recovering(progress);
         }
+    }
+
+    /// Boards whose finished games before their resume points are read back, of how many,
+    /// while that goes on in the background after a restart (`None`: done). Health shows it;
+    /// the daemon is ready meanwhile (every live board is back).
+    pub fn set_backfill(&self, progress: Option<(usize, usize)>) {
+        *self
+            .inner
+            .backfill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = progress;
+    }
+
+    /// See [`Hub::set_backfill`].
+    pub fn backfill(&self) -> Option<(usize, usize)> {
+        *self
+            .inner
+            .backfill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Boards rebuilt and to rebuild while the daemon recovers at start; `None` when ready.
@@ -415,6 +438,11 @@ impl Hub {
                     games,
                     status,
                 }))
+            }
+            Change::RestoreEarlier { board, games } => {
+                st.rev += 1;
+                st.round.restore_earlier(&board, &games);
+                Ok(Some(Change::RestoreEarlier { board, games }))
             }
             Change::Number { board, wanted } => {
                 let had = st.round.board_number(&board);
@@ -572,6 +600,21 @@ impl Hub {
             board: board.to_string(),
             games: games.to_vec(),
             status,
+        };
+        let _ = self.apply(&mut self.lock(), change);
+        self.inner.changed.send_replace(self.last_seq());
+    }
+
+    /// Finished games of `board` read back after its restore ([`Hub::restore`]), all before
+    /// its games there: archived, publishing nothing (snapshots and the rounds' files carry
+    /// them).
+    pub fn restore_earlier(&self, board: &str, games: &[crate::core::game::GameRecord]) {
+        if games.is_empty() {
+            return;
+        }
+        let change = Change::RestoreEarlier {
+            board: board.to_string(),
+            games: games.to_vec(),
         };
         let _ = self.apply(&mut self.lock(), change);
         self.inner.changed.send_replace(self.last_seq());

@@ -647,6 +647,16 @@ impl RoundState {
         self.archive_finished(board);
     }
 
+    /// Finished games of board `board` that came before every game it has (read back late,
+    /// from the part of a capture before its resume point), archived in the round in force
+    /// as [`RoundState::restore`] archives them.
+    pub fn restore_earlier(&mut self, board: &str, games: &[GameRecord]) {
+        let b = self.board_mut(board);
+        b.archived += games.len() as u32;
+        let round = b.round;
+        self.archive.put_earlier(board, round, games);
+    }
+
     /// Every game of `board` but its latest goes to the archive.
     fn archive_finished(&mut self, board: &str) {
         let Some(&i) = self.index.get(board) else {

@@ -85,13 +85,7 @@ impl EngineSeed {
         let text = serde_json::to_string(&seed).ok()?;
         let back: EngineSeed = serde_json::from_str(&text).ok()?;
         let rebuilt = back.engine(engine.cfg.clone()).ok()?;
-        let (a, b) = (format!("{rebuilt:?}"), format!("{engine:?}"));
-        if a != b && std::env::var("SEED_DEBUG").is_ok() {
-            let i = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(0);
-            let lo = i.saturating_sub(300);
-            eprintln!("REBUILT ...{}\nLIVE    ...{}", &a[lo..(i + 200).min(a.len())], &b[lo..(i + 200).min(b.len())]);
-        }
-        (a == b).then_some(seed)
+        (format!("{rebuilt:?}") == format!("{engine:?}")).then_some(seed)
     }
 
     /// The engine saved, with the tunables `cfg` (the board's, as its capture sets them up);

@@ -16,6 +16,7 @@
 //! appending after a restart) and `store` ([`CaptureStore`]: the folder of captures by day and
 //! board).
 
+pub mod resume;
 mod store;
 mod writer;
 

@@ -32,6 +32,15 @@ impl CaptureStore {
         CaptureFile::open_counting(path, header_extra, self.fsync, self.bytes.clone())
     }
 
+    /// [`CaptureFile::open_resuming`] with this store's `fsync`, its bytes counted in `bytes`.
+    pub fn open_resuming(
+        &self,
+        path: &Path,
+        header_extra: Map<String, Value>,
+    ) -> io::Result<Opened> {
+        CaptureFile::open_resuming(path, header_extra, self.fsync, self.bytes.clone())
+    }
+
     /// The directory of one day's captures.
     pub fn day_dir(&self, day: NaiveDate) -> PathBuf {
         self.dir.join(day.format("%Y-%m-%d").to_string())

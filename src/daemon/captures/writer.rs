@@ -72,8 +72,54 @@ pub struct CaptureFile {
 pub struct Opened {
     /// The file, ready for new records.
     pub file: CaptureFile,
-    /// The records already there (none for a new file).
+    /// The records already there (none for a new file); when resumed, the header and the
+    /// records after the resume point only.
     pub existing: Option<Capture>,
+    /// The resume point the records go on from (`None`: all of them were read).
+    pub resumed: Option<super::resume::ResumePoint>,
+}
+
+/// The header and the records after `point` of the capture at `path`, checked against the
+/// point; with the length of its whole lines and the file's length. The error says why the
+/// point does not hold.
+fn read_after(
+    path: &Path,
+    point: &super::resume::ResumePoint,
+) -> Result<(Capture, u64, u64), String> {
+    use std::io::{BufRead as _, Read as _, Seek as _};
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if len < point.offset {
+        return Err(format!(
+            "the capture is {len} bytes, the point at {}",
+            point.offset
+        ));
+    }
+    if super::resume::fingerprint(&file, point.offset).map_err(|e| e.to_string())? != point.before {
+        return Err("the bytes before the point differ".into());
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut text = Vec::new();
+    reader
+        .read_until(b'\n', &mut text)
+        .map_err(|e| e.to_string())?;
+    let header_len = text.len() as u64;
+    if !text.ends_with(b"\n") || header_len > point.offset {
+        return Err("no header line before the point".into());
+    }
+    reader
+        .seek(io::SeekFrom::Start(point.offset))
+        .map_err(|e| e.to_string())?;
+    reader.read_to_end(&mut text).map_err(|e| e.to_string())?;
+    let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let body = std::str::from_utf8(&text[..complete]).map_err(|e| e.to_string())?;
+    let cap =
+        capture::parse_capture(&path.display().to_string(), body).map_err(|e| e.to_string())?;
+    let created = cap.header.created().map(|d| d.timestamp_micros());
+    if created != Some(point.created) {
+        return Err("the capture's header is not the one of the point".into());
+    }
+    Ok((cap, point.offset + (complete as u64 - header_len), len))
 }
 
 impl CaptureFile {
@@ -179,25 +225,88 @@ impl CaptureFile {
             return Ok(Opened {
                 file,
                 existing: None,
+                resumed: None,
             });
         };
+        let file = CaptureFile::appending(
+            path,
+            &cap,
+            (complete as u64, bytes.len() as u64),
+            0,
+            fsync,
+            counter,
+        )?;
+        Ok(Opened {
+            file,
+            existing: Some(cap),
+            resumed: None,
+        })
+    }
+
+    /// [`CaptureFile::open_counting`], going on from the capture's resume point when it holds
+    /// ([`super::resume`]): only the header and the records after the point are read, and
+    /// `resumed` is the point. When there is none, or it does not match the capture (cut off,
+    /// damaged, of another file), the whole capture is read, as ever.
+    pub fn open_resuming(
+        path: &Path,
+        header_extra: Map<String, Value>,
+        fsync: bool,
+        counter: Option<Counter>,
+    ) -> io::Result<Opened> {
+        if let Some(point) = super::resume::load(path) {
+            match read_after(path, &point) {
+                Ok((cap, complete, len)) => {
+                    let file = CaptureFile::appending(
+                        path,
+                        &cap,
+                        (complete, len),
+                        point.last_t,
+                        fsync,
+                        counter,
+                    )?;
+                    return Ok(Opened {
+                        file,
+                        existing: Some(cap),
+                        resumed: Some(point),
+                    });
+                }
+                Err(why) => tracing::warn!(
+                    "{}: its resume point does not hold ({why}): replaying the whole capture",
+                    path.display()
+                ),
+            }
+        }
+        CaptureFile::open_counting(path, header_extra, fsync, counter)
+    }
+
+    /// The file opened to append after `cap` (its records read): `complete` bytes of its `len`
+    /// are whole lines (a line cut off after them is dropped); `t` goes on from `last_t` or
+    /// the last record's.
+    fn appending(
+        path: &Path,
+        cap: &Capture,
+        (complete, len): (u64, u64),
+        last_t: Micros,
+        fsync: bool,
+        counter: Option<Counter>,
+    ) -> io::Result<CaptureFile> {
         let file = File::options()
             .append(true)
             .custom_flags(nix::libc::O_NOFOLLOW)
             .open(path)?;
-        if complete < bytes.len() {
-            file.set_len(complete as u64)?;
+        if complete < len {
+            file.set_len(complete)?;
             tracing::warn!(
                 "{}: dropped a last line cut off by a crash ({} bytes)",
                 path.display(),
-                bytes.len() - complete
+                len - complete
             );
         }
         let created = cap
             .header
             .created()
             .map_or_else(Utc::now, |d| d.with_timezone(&Utc));
-        let last_t = cap.records.last().map_or(0, |r| r.t);
+        let last_t = cap.records.last().map_or(0, |r| r.t).max(last_t);
         let since = SystemTime::now()
             .duration_since(SystemTime::from(created))
             .map_or(0, |d| d.as_micros() as Micros);
@@ -209,19 +318,34 @@ impl CaptureFile {
             },
             Map::new(),
         )?;
-        Ok(Opened {
-            file: CaptureFile {
-                path: path.to_path_buf(),
-                writer,
-                created,
-                origin: Instant::now(),
-                origin_t: since.max(last_t),
-                last_t,
-                fsync,
-                lost: 0,
-            },
-            existing: Some(cap),
+        Ok(CaptureFile {
+            path: path.to_path_buf(),
+            writer,
+            created,
+            origin: Instant::now(),
+            origin_t: since.max(last_t),
+            last_t,
+            fsync,
+            lost: 0,
         })
+    }
+
+    /// Where a resume point taken now is: the file's length, and the fingerprint of the bytes
+    /// before it ([`super::resume::fingerprint`]).
+    pub fn resume_at(&self) -> io::Result<(u64, u64)> {
+        let file = &self.writer.get_ref().file;
+        let len = file.metadata()?.len();
+        Ok((len, super::resume::fingerprint(file, len)?))
+    }
+
+    /// Whether records are synced to disk before their events go out.
+    pub fn fsync(&self) -> bool {
+        self.fsync
+    }
+
+    /// The last record's `t`.
+    pub fn last_t(&self) -> Micros {
+        self.last_t
     }
 
     /// The file's path.

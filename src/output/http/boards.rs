@@ -32,6 +32,7 @@ pub(super) async fn health(State(app): State<App>, headers: HeaderMap) -> Respon
         "ok": recovering.is_none(),
         "state": if recovering.is_some() { "recovering" } else { "ready" },
         "recovery": recovering.map(|(done, total)| json!({"done": done, "total": total})),
+        "earlier_games": app.hub.backfill().map(|(done, total)| json!({"boards_done": done, "boards": total})),
         "seq": hub.last_seq(),
         "subscribers": hub.subscribers(),
         "control": app.token.is_some(),
