@@ -75,3 +75,85 @@ async fn kill_9_and_restart_loses_no_completed_move() {
     assert_replay_exact(&one.caps, &[(id, g)]);
     let _ = std::fs::remove_dir_all(&one.dir);
 }
+
+/// The events of `board` after its `n`th `game_started` (from 1).
+fn after_start<'a>(events: &'a [serde_json::Value], board: &str, n: usize) -> &'a [serde_json::Value] {
+    let at = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["board"] == board && e["kind"] == "game_started")
+        .nth(n - 1)
+        .map_or(events.len(), |(i, _)| i);
+    &events[at..]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_goes_on_from_the_resume_point_and_reads_the_earlier_games_back() {
+    let dir = scratch("kill9-resume");
+    let games: Vec<_> = demo_games().into_iter().skip(2).take(3).collect();
+    let link = dir.join("board");
+    let board = board(
+        &games,
+        eboardd::sim::Style::Human,
+        11,
+        "33100",
+        &link,
+        SPEED,
+        None,
+    );
+    let (id, caps) = ("dgt-33100", dir.join("captures"));
+    let port = support::http::free_port();
+    let http = format!("127.0.0.1:{port}");
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--http", &http]);
+    d.wait_for("ply 6 of the third game", WAIT, |ev| {
+        completed(after_start(ev, id, 3), id, 6)
+    })
+    .await;
+    board.send(Control::Hold { plies: 1 });
+    d.kill9();
+    let capture = std::fs::read_dir(&caps)
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("{id}.jsonl")))
+        .expect("the board's capture");
+    let point = std::fs::read_to_string(format!("{}.resume", capture.display()))
+        .expect("a resume point next to the capture");
+    let point: serde_json::Value = serde_json::from_str(&point).unwrap();
+    assert_eq!(point["engine"]["games"][0]["number"], 3, "{point}");
+
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--http", &http]);
+    let third = &games[2];
+    d.wait_for("the third game to be completed", WAIT, |ev| {
+        completed(ev, id, third.moves.len())
+    })
+    .await;
+    {
+        let ev = d.events.lock().unwrap();
+        assert!(of(&ev, id, "game_started").is_empty(), "a restart is not a new game");
+    }
+    let log = std::fs::read_to_string(&d.log).unwrap();
+    assert!(log.contains("went on from its resume point"), "{log}");
+    // The earlier games come back from the capture in the background, then the API has all.
+    let mut all = String::new();
+    for _ in 0..600 {
+        let health = support::http::get(&http, "/api/v1/health");
+        all = support::http::get(&http, "/api/v1/games.pgn?all=1").body;
+        if !health.body.contains("earlier_games") && all.matches("[Event ").count() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let by_board = games_by_board(&all);
+    let sans: Vec<Vec<String>> = by_board.iter().map(|(_, g)| san(g)).collect();
+    let want: Vec<Vec<String>> = games.iter().map(san).collect();
+    assert_eq!(sans, want, "games.pgn?all=1:\n{all}");
+    d.terminate();
+    stop_strict(board, id).await;
+    let replayed: Vec<Vec<String>> = games_by_board(&replay(&caps))
+        .iter()
+        .map(|(_, g)| san(g))
+        .collect();
+    assert_eq!(replayed, want, "the replay of the captures");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -652,6 +652,111 @@ impl LiveBoard {
 mod tests {
     use super::*;
     use crate::sim::{SimConfig, pgn::parse_games, synthesize};
+    use serde_json::Value;
+    use std::path::PathBuf;
+
+    /// Three games played through a board: its capture, with a resume point at the last game's
+    /// start.
+    fn three_games(store: &CaptureStore, id: &str, meta: &BoardMeta) -> PathBuf {
+        let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
+        let mut b = LiveBoard::open(store, id, meta.clone(), None, LinkKind::Wired).unwrap();
+        b.set_connection(LinkState::Active, Some("/dev/ttyACM0"), &hub)
+            .unwrap();
+        let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1-0\n\n1. d4 d5 2. c4 e6 3. Nc3 Nf6 0-1\n\n1. c4 c5 2. Nc3 Nc6 3. g3 *";
+        let mut off = 0;
+        for (i, game) in parse_games(pgn).into_iter().enumerate() {
+            let records = synthesize(&game.unwrap(), &SimConfig::human(i as u64 + 7));
+            for r in &records {
+                match &r.kind {
+                    RecordKind::Rx(bytes) => {
+                        b.rx(off + r.t, bytes, &hub).unwrap();
+                    }
+                    RecordKind::Tx(bytes) => b.tx(off + r.t, bytes).unwrap(),
+                    _ => {}
+                }
+            }
+            off += records.last().unwrap().t + 30_000_000;
+        }
+        assert_eq!(b.summary(), (3, 5), "the third game is being played");
+        b.capture_path().to_path_buf()
+    }
+
+    /// What a board's rebuild kept, to compare: its last game, the first game it holds, and
+    /// whether it went on from a resume point.
+    fn kept(b: &LiveBoard) -> (String, u32, bool) {
+        let games = b.games();
+        (
+            format!("{:?}", games.last().unwrap()),
+            games.first().unwrap().number,
+            b.resumed_from().is_some(),
+        )
+    }
+
+    #[test]
+    fn a_resume_point_that_does_not_hold_means_the_whole_capture_is_replayed() {
+        let dir = std::env::temp_dir().join(format!("eboardd-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = CaptureStore {
+            dir: dir.clone(),
+            fsync: false,
+            bytes: None,
+        };
+        let meta = BoardMeta {
+            number: Some(2),
+            white_clock: Some(ClockSide::Left),
+            ..Default::default()
+        };
+        let path = three_games(&store, "board-2", &meta);
+        let sidecar = resume::path_of(&path);
+        let good = std::fs::read_to_string(&sidecar).expect("a resume point was written");
+        let point: ResumePoint = serde_json::from_str(&good).unwrap();
+        assert_eq!(point.engine.first_game(), Some(3), "taken when game 3 started");
+        let reopen = |resume: bool| {
+            LiveBoard::read_back(&store, "board-2", &meta, None, LinkKind::Wired, resume)
+                .unwrap()
+                .expect("read back")
+        };
+        let full = reopen(false);
+        assert_eq!(full.games().len(), 3);
+        let (last, _, _) = kept(&full);
+        // The point holds: the board goes on from it with the same last game.
+        let resumed = reopen(true);
+        assert_eq!(resumed.resumed_from(), Some((point.offset, Some(3))));
+        assert_eq!(kept(&resumed), (last.clone(), 3, true));
+        drop(resumed);
+
+        // Points that do not hold, each: the whole capture is replayed, every game is back.
+        let mut stale = point.clone();
+        stale.before ^= 1;
+        let mut other_file = point.clone();
+        other_file.created += 1;
+        let mut past_end = point.clone();
+        past_end.offset = std::fs::metadata(&path).unwrap().len() + 10;
+        let mut bad_seed: Value = serde_json::from_str(&good).unwrap();
+        bad_seed["engine"]["sensed"] = "not a board".into();
+        let damaged = [
+            ("garbage", "not json at all".to_string()),
+            ("cut off", good[..good.len() / 2].to_string()),
+            ("empty", String::new()),
+            ("stale fingerprint", serde_json::to_string(&stale).unwrap()),
+            ("another file's", serde_json::to_string(&other_file).unwrap()),
+            ("past the end", serde_json::to_string(&past_end).unwrap()),
+            ("a seed that does not read", bad_seed.to_string()),
+        ];
+        for (what, text) in damaged {
+            std::fs::write(&sidecar, text).unwrap();
+            let b = reopen(true);
+            assert_eq!(kept(&b), (last.clone(), 1, false), "{what}");
+            assert_eq!(b.games().len(), 3, "{what}");
+            for (a, z) in b.games().iter().zip(full.games()) {
+                assert_eq!(format!("{a:?}"), format!("{z:?}"), "{what}");
+            }
+        }
+        // No point at all: the same.
+        std::fs::remove_file(&sidecar).unwrap();
+        assert_eq!(kept(&reopen(true)), (last, 1, false));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn captures_then_rebuilds_the_same_board() {
