@@ -77,7 +77,11 @@ async fn kill_9_and_restart_loses_no_completed_move() {
 }
 
 /// The events of `board` after its `n`th `game_started` (from 1).
-fn after_start<'a>(events: &'a [serde_json::Value], board: &str, n: usize) -> &'a [serde_json::Value] {
+fn after_start<'a>(
+    events: &'a [serde_json::Value],
+    board: &str,
+    n: usize,
+) -> &'a [serde_json::Value] {
     let at = events
         .iter()
         .enumerate()
@@ -120,7 +124,8 @@ async fn kill_9_goes_on_from_the_resume_point_and_reads_the_earlier_games_back()
     let point = std::fs::read_to_string(format!("{}.resume", capture.display()))
         .expect("a resume point next to the capture");
     let point: serde_json::Value = serde_json::from_str(&point).unwrap();
-    assert_eq!(point["engine"]["games"][0]["number"], 3, "{point}");
+    // Taken when the third game started: the board keeps its last two games.
+    assert_eq!(point["engine"]["games"][0]["number"], 2, "{point}");
 
     let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--http", &http]);
     let third = &games[2];
@@ -130,7 +135,10 @@ async fn kill_9_goes_on_from_the_resume_point_and_reads_the_earlier_games_back()
     .await;
     {
         let ev = d.events.lock().unwrap();
-        assert!(of(&ev, id, "game_started").is_empty(), "a restart is not a new game");
+        assert!(
+            of(&ev, id, "game_started").is_empty(),
+            "a restart is not a new game"
+        );
     }
     let log = std::fs::read_to_string(&d.log).unwrap();
     assert!(log.contains("went on from its resume point"), "{log}");

@@ -1,6 +1,7 @@
 //! The touch ledger: every lift the sensors showed, with when the piece came back, per turn.
 //! It is the evidence for touch-move (FIDE 4.3/4.4) and for telling castling orders apart.
 
+use serde::{Deserialize, Serialize};
 use shakmaty::{Color, Piece, Square};
 
 use super::observation::Micros;
@@ -59,8 +60,10 @@ impl Touch {
     }
 }
 
-/// The lifts of the last few turns.
-#[derive(Debug, Clone, Default)]
+/// The lifts of the last few turns. Saved (a board's resume point) with squares as their
+/// numbers (a1 = 0) and pieces as FEN letters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(into = "SavedLedger", try_from = "SavedLedger")]
 pub struct Ledger {
     touches: Vec<Touch>,
     /// Recent placements (square, piece, when), to spot a piece reported on its new square
@@ -68,6 +71,107 @@ pub struct Ledger {
     placements: Vec<(Square, Piece, Micros)>,
     /// The last few placements of each colour's pieces, whenever (a hand letting go).
     recent_placed: Vec<(Color, Micros)>,
+}
+
+/// A [`Touch`] as saved.
+#[derive(Serialize, Deserialize)]
+struct SavedTouch {
+    square: u8,
+    piece: char,
+    lifted_at: Micros,
+    back_at: Option<Micros>,
+    turn: u32,
+    replaced: bool,
+    moved_on: bool,
+    knocked: bool,
+    carried: bool,
+    illegal: bool,
+}
+
+/// A [`Ledger`] as saved.
+#[derive(Serialize, Deserialize)]
+struct SavedLedger {
+    touches: Vec<SavedTouch>,
+    placements: Vec<(u8, char, Micros)>,
+    /// `true`: White.
+    recent_placed: Vec<(bool, Micros)>,
+}
+
+impl From<Ledger> for SavedLedger {
+    fn from(l: Ledger) -> SavedLedger {
+        SavedLedger {
+            touches: l
+                .touches
+                .iter()
+                .map(|t| SavedTouch {
+                    square: u8::from(t.square),
+                    piece: t.piece.char(),
+                    lifted_at: t.lifted_at,
+                    back_at: t.back_at,
+                    turn: t.turn,
+                    replaced: t.replaced,
+                    moved_on: t.moved_on,
+                    knocked: t.knocked,
+                    carried: t.carried,
+                    illegal: t.illegal,
+                })
+                .collect(),
+            placements: l
+                .placements
+                .iter()
+                .map(|&(sq, p, t)| (u8::from(sq), p.char(), t))
+                .collect(),
+            recent_placed: l
+                .recent_placed
+                .iter()
+                .map(|&(c, t)| (c.is_white(), t))
+                .collect(),
+        }
+    }
+}
+
+/// A saved square and piece read back.
+fn square_piece(square: u8, piece: char) -> Result<(Square, Piece), String> {
+    let sq = Square::try_from(square).map_err(|_| format!("no square {square}"))?;
+    let p = Piece::from_char(piece).ok_or_else(|| format!("no piece {piece:?}"))?;
+    Ok((sq, p))
+}
+
+impl TryFrom<SavedLedger> for Ledger {
+    type Error = String;
+
+    fn try_from(s: SavedLedger) -> Result<Ledger, String> {
+        let mut touches = Vec::with_capacity(s.touches.len());
+        for t in s.touches {
+            let (square, piece) = square_piece(t.square, t.piece)?;
+            touches.push(Touch {
+                square,
+                piece,
+                lifted_at: t.lifted_at,
+                back_at: t.back_at,
+                turn: t.turn,
+                replaced: t.replaced,
+                moved_on: t.moved_on,
+                knocked: t.knocked,
+                carried: t.carried,
+                illegal: t.illegal,
+            });
+        }
+        let mut placements = Vec::with_capacity(s.placements.len());
+        for (sq, p, t) in s.placements {
+            let (sq, p) = square_piece(sq, p)?;
+            placements.push((sq, p, t));
+        }
+        Ok(Ledger {
+            touches,
+            placements,
+            recent_placed: s
+                .recent_placed
+                .into_iter()
+                .map(|(w, t)| (Color::from_white(w), t))
+                .collect(),
+        })
+    }
 }
 
 impl Ledger {
@@ -227,5 +331,28 @@ impl Ledger {
     pub fn first_lift(&self, ply: u32, square: Square) -> Option<&Touch> {
         self.of_turn(ply)
             .find(|x| x.square == square && !x.is_glitch())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_reads_back_from_its_json() {
+        let mut l = Ledger::default();
+        let pawn = Piece::from_char('P').unwrap();
+        l.lift(Square::E2, pawn, 1_000_000, 1);
+        l.place(Square::E4, pawn, 1_500_000);
+        l.lift(Square::G8, Piece::from_char('n').unwrap(), 3_000_000, 2);
+        let text = serde_json::to_string(&l).unwrap();
+        assert!(text.contains("\"piece\":\"P\""), "{text}");
+        let back: Ledger = serde_json::from_str(&text).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{l:?}"));
+        // A square or piece that does not exist is an error, not a guess.
+        let bad = text.replace("\"piece\":\"P\"", "\"piece\":\"X\"");
+        assert!(serde_json::from_str::<Ledger>(&bad).is_err());
+        let bad = text.replacen("\"square\":12", "\"square\":64", 1);
+        assert!(serde_json::from_str::<Ledger>(&bad).is_err(), "{bad}");
     }
 }

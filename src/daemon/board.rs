@@ -655,8 +655,8 @@ mod tests {
     use serde_json::Value;
     use std::path::PathBuf;
 
-    /// Three games played through a board: its capture, with a resume point at the last game's
-    /// start.
+    /// Three games played through a board: its capture (with a resume point at the last game's
+    /// start).
     fn three_games(store: &CaptureStore, id: &str, meta: &BoardMeta) -> PathBuf {
         let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
         let mut b = LiveBoard::open(store, id, meta.clone(), None, LinkKind::Wired).unwrap();
@@ -710,7 +710,8 @@ mod tests {
         let sidecar = resume::path_of(&path);
         let good = std::fs::read_to_string(&sidecar).expect("a resume point was written");
         let point: ResumePoint = serde_json::from_str(&good).unwrap();
-        assert_eq!(point.engine.first_game(), Some(3), "taken when game 3 started");
+        // Taken when game 3 started: the board keeps its last two games.
+        assert_eq!(point.engine.first_game(), Some(2));
         let reopen = |resume: bool| {
             LiveBoard::read_back(&store, "board-2", &meta, None, LinkKind::Wired, resume)
                 .unwrap()
@@ -721,8 +722,8 @@ mod tests {
         let (last, _, _) = kept(&full);
         // The point holds: the board goes on from it with the same last game.
         let resumed = reopen(true);
-        assert_eq!(resumed.resumed_from(), Some((point.offset, Some(3))));
-        assert_eq!(kept(&resumed), (last.clone(), 3, true));
+        assert_eq!(resumed.resumed_from(), Some((point.offset, Some(2))));
+        assert_eq!(kept(&resumed), (last.clone(), 2, true));
         drop(resumed);
 
         // Points that do not hold, each: the whole capture is replayed, every game is back.
@@ -739,7 +740,10 @@ mod tests {
             ("cut off", good[..good.len() / 2].to_string()),
             ("empty", String::new()),
             ("stale fingerprint", serde_json::to_string(&stale).unwrap()),
-            ("another file's", serde_json::to_string(&other_file).unwrap()),
+            (
+                "another file's",
+                serde_json::to_string(&other_file).unwrap(),
+            ),
             ("past the end", serde_json::to_string(&past_end).unwrap()),
             ("a seed that does not read", bad_seed.to_string()),
         ];

@@ -3,7 +3,8 @@
 //! resume points, `crate::daemon::captures::resume`).
 //!
 //! A seed holds only what is not at rest's default: the sensed board, the orientation, the
-//! clock tracker, the games kept (the last two, as [`StoredGame`]s) and a few counters.
+//! clock tracker, the games kept (the last two, as [`StoredGame`]s), the touch ledger and a few
+//! counters.
 //! **It checks itself:** [`EngineSeed::of`] rebuilds an engine from the seed (through its JSON
 //! text) and gives a seed only when the rebuilt engine is the engine, every field alike (their
 //! `Debug` text, which prints every field but the candidate caches). So an engine in a state
@@ -16,6 +17,7 @@ use shakmaty::Color;
 use super::{BoardEngine, EngineConfig, PendingPress};
 use crate::core::clock::ClockTracker;
 use crate::core::event::ClockTimes;
+use crate::core::ledger::Ledger;
 use crate::core::observation::Micros;
 use crate::core::sensed::{Orientation, SensedBoard};
 use crate::core::stored::StoredGame;
@@ -51,6 +53,9 @@ pub struct EngineSeed {
     setup_ref: Option<SensedBoard>,
     /// A press seen before a game, kept for a set-up game whose first move it may complete.
     early_press: Option<PendingPress>,
+    /// The lifts of the last turns (touch-move evidence).
+    #[serde(default)]
+    ledger: Ledger,
 }
 
 impl EngineSeed {
@@ -81,6 +86,7 @@ impl EngineSeed {
             version: engine.version,
             setup_ref: engine.setup_ref.clone(),
             early_press: engine.early_press,
+            ledger: engine.ledger.clone(),
         };
         let text = serde_json::to_string(&seed).ok()?;
         let back: EngineSeed = serde_json::from_str(&text).ok()?;
@@ -119,6 +125,7 @@ impl EngineSeed {
         engine.version = self.version;
         engine.setup_ref = self.setup_ref.clone();
         engine.early_press = self.early_press;
+        engine.ledger = self.ledger.clone();
         Ok(engine)
     }
 

@@ -149,8 +149,10 @@ impl CaptureFile {
             format!("eboardd {}", env!("CARGO_PKG_VERSION")).into(),
         );
         extra.extend(header_extra);
+        // Read too: a resume point's fingerprint reads the bytes before it.
         let file = File::options()
             .create_new(true)
+            .read(true)
             .append(true)
             .mode(FILE_MODE)
             .custom_flags(nix::libc::O_NOFOLLOW)
@@ -291,6 +293,7 @@ impl CaptureFile {
         counter: Option<Counter>,
     ) -> io::Result<CaptureFile> {
         let file = File::options()
+            .read(true)
             .append(true)
             .custom_flags(nix::libc::O_NOFOLLOW)
             .open(path)?;
@@ -477,6 +480,10 @@ mod tests {
         let dir = tmp("append");
         let path = dir.join("2026-11-29/board-1.jsonl");
         let mut f = CaptureFile::create(&path, Map::new(), true).unwrap();
+        assert_eq!(
+            f.resume_at().unwrap().0,
+            std::fs::metadata(&path).unwrap().len()
+        );
         let t1 = f
             .write(f.now(), "board-1", RecordKind::Tx(vec![0x42]))
             .unwrap();
@@ -498,6 +505,16 @@ mod tests {
             .write(0, "board-1", RecordKind::Note("again".into()))
             .unwrap();
         assert_eq!(t, t1 + 5);
+        // A resume point can be taken on a file appended to (its bytes are read back).
+        let len = std::fs::metadata(&path).unwrap().len();
+        let (offset, before) = f.resume_at().unwrap();
+        assert_eq!(offset, len);
+        let text = std::fs::read(&path).unwrap();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in &text[text.len() - 64..] {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(before, h, "FNV-1a of the last 64 bytes");
         drop(f);
         let cap = capture::read_capture(&path).unwrap();
         assert_eq!(cap.records.len(), 3);
