@@ -48,7 +48,7 @@ start() {  # $1: what this start is
   t1=$(date +%s.%N)
   rss=$(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024))
   for _ in $(seq 60000); do
-    curl -s "http://127.0.0.1:$port/api/v1/health" | grep -q earlier_games || break
+    curl -s "http://127.0.0.1:$port/api/v1/health" | grep -q "\"earlier_games\":{" || break
     sleep 0.01
   done
   t2=$(date +%s.%N)

@@ -3,12 +3,12 @@
 //! resume points, `crate::daemon::captures::resume`).
 //!
 //! A seed holds only what is not at rest's default: the sensed board, the orientation, the
-//! clock tracker, the games kept (the last two, as [`StoredGame`]s), the touch ledger and a few
-//! counters.
+//! clock tracker, the games kept (the last two, as [`StoredGame`]s), the touch ledger, a press
+//! waiting for its deadline and a few counters.
 //! **It checks itself:** [`EngineSeed::of`] rebuilds an engine from the seed (through its JSON
 //! text) and gives a seed only when the rebuilt engine is the engine, every field alike (their
 //! `Debug` text, which prints every field but the candidate caches). So an engine in a state
-//! the seed does not hold (a press waiting, a displaced piece, a correction, or a field added
+//! the seed does not hold (a displaced piece, a correction, a move being made, or a field added
 //! later and not saved) gives no seed, never a wrong one.
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,9 @@ pub struct EngineSeed {
     setup_ref: Option<SensedBoard>,
     /// A press seen before a game, kept for a set-up game whose first move it may complete.
     early_press: Option<PendingPress>,
+    /// A press waiting for its deadline (whether a move is completed by it).
+    #[serde(default)]
+    pending_press: Option<PendingPress>,
     /// The lifts of the last turns (touch-move evidence).
     #[serde(default)]
     ledger: Ledger,
@@ -86,6 +89,7 @@ impl EngineSeed {
             version: engine.version,
             setup_ref: engine.setup_ref.clone(),
             early_press: engine.early_press,
+            pending_press: engine.pending_press,
             ledger: engine.ledger.clone(),
         };
         let text = serde_json::to_string(&seed).ok()?;
@@ -125,6 +129,7 @@ impl EngineSeed {
         engine.version = self.version;
         engine.setup_ref = self.setup_ref.clone();
         engine.early_press = self.early_press;
+        engine.pending_press = self.pending_press;
         engine.ledger = self.ledger.clone();
         Ok(engine)
     }
