@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 boards=${1:-50}; games=${2:-40}; dir=${3:-}
 made=""; [[ -z $dir ]] && { dir=$(mktemp -d /tmp/eboardd-restart-XXXX); made=1; }
 bin=${EBOARDD:-target/release/eboardd}
-port=18091
+port=${PORT:-18091}
 [[ -x $bin ]] || cargo build --release --quiet --bin eboardd
 python3 - "$boards" "$games" "$dir" <<'PY'
 import datetime, glob, json, os, sys

@@ -217,26 +217,24 @@ impl LiveBoard {
         }
         let records = cap.records.len();
         let mut session = Session::new(Plan::from_capture(cap));
+        let seed = |device: &mut Device, point: &ResumePoint| {
+            let engine = point.engine.engine(device.engine.config().clone());
+            engine.map(|engine| device.engine = engine).map_err(|e| {
+                tracing::warn!(
+                    "{id}: its resume point does not read back ({e}): replaying the whole capture"
+                );
+            })
+        };
+        // A board with no record after its point is not in the tail's plan: seeded after.
+        let mut seed_after = None;
         if let Some(p) = &point {
-            let seeded = session.device_mut(id).map(|device| {
-                p.engine
-                    .engine(device.engine.config().clone())
-                    .map(|engine| device.engine = engine)
-            });
-            match seeded {
-                Some(Ok(())) => {}
-                Some(Err(e)) => {
-                    tracing::warn!(
-                        "{id}: its resume point does not read back ({e}): replaying the whole capture"
-                    );
-                    return Ok(None);
+            match session.device_mut(id) {
+                Some(device) => {
+                    if seed(device, p).is_err() {
+                        return Ok(None);
+                    }
                 }
-                None => {
-                    tracing::warn!(
-                        "{id}: its resume point is not of this board: replaying the whole capture"
-                    );
-                    return Ok(None);
-                }
+                None => seed_after = Some(p),
             }
         }
         let mut clock_seen = point.as_ref().is_some_and(|p| p.clock_seen);
@@ -247,7 +245,12 @@ impl LiveBoard {
         for w in session.warnings() {
             tracing::warn!("{id}: {w}");
         }
-        let replayed = session.into_board(id);
+        let mut replayed = session.into_board(id);
+        if let Some(p) = seed_after
+            && seed(&mut replayed.device, p).is_err()
+        {
+            return Ok(None);
+        }
         let white_clock = replayed
             .white_clock
             .or_else(|| point.as_ref().and_then(|p| p.white_clock));
