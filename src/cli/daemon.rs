@@ -63,6 +63,10 @@ pub struct SimulateArgs {
     /// Number of boards (board i starts with game i).
     #[arg(long, default_value_t = 1)]
     pub count: usize,
+    /// Games each board plays (default: every game, one after another); 1 for a round, board
+    /// i playing game i only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub games_per_board: Option<u64>,
     /// Pace: 1 = real time, 10 = ten times faster.
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
@@ -268,6 +272,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
     };
     exit(crate::daemon::demo::simulate(SimulateOptions {
         games,
+        per_board: a.games_per_board.map(|n| n as usize),
         count: a.count,
         speed: a.speed,
         link: a.link,

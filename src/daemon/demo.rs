@@ -103,8 +103,11 @@ fn wire_name(value: &impl serde::Serialize, tag: Option<&str>) -> String {
 /// Options of `eboardd simulate`.
 #[derive(Debug, Clone)]
 pub struct SimulateOptions {
-    /// The games to play (all of them, one after another, on each board).
+    /// The games to play (one after another on each board: all of them, or `per_board`).
     pub games: Vec<ScriptGame>,
+    /// How many games each board plays (`None`: every game); board `i`'s are games `i`,
+    /// `i + 1`, ... (a round: 1, each board its own game).
+    pub per_board: Option<usize>,
     /// Number of boards; board `i` starts with game `i` (modulo the number of games). A family
     /// that chains boards ([`crate::family::Capabilities::boards_per_port`]) has them all on
     /// one port, every other family one port each.
@@ -144,7 +147,7 @@ impl SimulateOptions {
     /// Board `i`'s players and settings.
     fn board(&self, i: usize) -> BoardSpec {
         let n = self.games.len().max(1);
-        let games: Vec<ScriptGame> = (0..self.games.len())
+        let games: Vec<ScriptGame> = (0..self.per_board.unwrap_or(n).min(n))
             .map(|k| self.games[(i + k) % n].clone())
             .collect();
         let mut sim = SimConfig::new(self.style, self.seed.wrapping_add(i as u64 * 7919));
@@ -350,6 +353,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
                 games: (first..first + n)
                     .map(|i| games[i % games.len()].clone())
                     .collect(),
+                per_board: None,
                 count: n,
                 speed: o.speed,
                 link: None,
@@ -514,6 +518,7 @@ mod tests {
     fn simulate_chains_boards_on_one_port_and_gives_other_families_one_each() {
         let o = |family: &'static str| SimulateOptions {
             games: demo_games(),
+            per_board: None,
             count: 6,
             speed: 1.0,
             link: None,
