@@ -144,8 +144,14 @@ class Daemon:
         self.port = port
         self.proc = None
         self.starts = []
+        self.no_resume = False
 
     def start(self, why):
+        if self.no_resume:
+            for day, _, files in os.walk(os.path.join(self.work, "captures")):
+                for f in files:
+                    if f.endswith(".resume"):
+                        os.remove(os.path.join(day, f))
         t0 = time.monotonic()
         args = [self.binary, "run", "--config", os.path.join(self.work, "soak.toml"), "--no-discovery",
                 "--no-fsync", "--capture-dir", os.path.join(self.work, "captures"),
@@ -223,6 +229,8 @@ def main():
     ap.add_argument("--speed", type=float, default=300)
     ap.add_argument("--keep", help="work in this directory and keep it")
     ap.add_argument("--http-port", type=int, default=18097)
+    ap.add_argument("--no-resume-points", action="store_true",
+                    help="delete the boards' resume points before every restart (every capture replayed whole)")
     a = ap.parse_args()
     binary = os.environ.get("EBOARDD", os.path.join(ROOT, "target/release/eboardd"))
     if not os.access(binary, os.X_OK):
@@ -241,6 +249,7 @@ def main():
     ports_dir = os.path.join(work, "ports")
     ports = [os.path.join(ports_dir, f"board-{n}") for n in range(1, a.boards + 1)]
     d = Daemon(binary, work, ports, a.http_port)
+    d.no_resume = a.no_resume_points
     d.start("first start")
     scores = {p: 0 for p in range(1, nplayers + 1)}
     played = []  # per round: [(white, black, result)]

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::capture::{self, Capture, CaptureError, Header, Record, RecordKind};
 use crate::core::event::{CoreEvent, EventEnvelope};
+use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
 use crate::device::{Applied, apply_record, is_set_tags};
 use crate::driver::BoardDriver;
@@ -510,6 +511,14 @@ pub struct Replayed {
     pub tags: Option<GameTags>,
     /// White's clock side as the last `set_clock_side` record fixed it.
     pub white_clock: Option<ClockSide>,
+    /// The round of each of its games, as [`Session::pgn`] tags the game (`R` of the `Round`
+    /// `"R.B"` in force at its last move); `None` where the tags give no round.
+    pub rounds: Vec<Option<u32>>,
+}
+
+/// The round number of a PGN `Round` tag (`"3.12"` → 3, `"3"` → 3).
+pub fn round_number(tag: &str) -> Option<u32> {
+    tag.split('.').next()?.trim().parse().ok()
 }
 
 /// A [`Plan`] being played, one record at a time.
@@ -733,32 +742,48 @@ impl Session {
         games.sort_by_key(|(d, g)| (g.started_at, *d, g.number));
         let mut out = String::new();
         for (d, game) in games {
-            let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
             let tags = GameTags {
                 date: self.plan.date_at(game.started_at),
                 board: Some(self.plan.devices[d].name.clone()),
-                ..self.plan.tags_at(d, at)
+                ..self.game_tags(d, game)
             };
             pgn::write_game(game, &tags, &mut out);
         }
         out
     }
 
+    /// The tags in force for `game` of device `d`: at its last move (at its start when it has
+    /// none), so that a later `set_tags`, the next round's players, does not rename it.
+    fn game_tags(&self, d: usize, game: &GameRecord) -> GameTags {
+        let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
+        self.plan.tags_at(d, at)
+    }
+
     /// Board `id` as the replay left it (a fresh wired `dgt` board when the captures have
     /// no such device).
     pub fn into_board(mut self, id: &str) -> Replayed {
         match self.plan.devices.iter().position(|s| s.name == id) {
-            Some(d) => Replayed {
-                device: self.devices.swap_remove(d),
-                tags: self.plan.tags[d].last().map(|(_, tags)| tags.clone()),
-                white_clock: self.white_clock[d],
-            },
+            Some(d) => {
+                let rounds = self.devices[d]
+                    .engine
+                    .games()
+                    .iter()
+                    .map(|g| self.game_tags(d, g).round.as_deref().and_then(round_number))
+                    .collect();
+                Replayed {
+                    device: self.devices.swap_remove(d),
+                    tags: self.plan.tags[d].last().map(|(_, tags)| tags.clone()),
+                    white_clock: self.white_clock[d],
+                    rounds,
+                }
+            }
             None => Replayed {
                 device: Setup::of(&Header::new(Map::new()), id, id.to_string())
                     .0
                     .device(),
                 tags: None,
                 white_clock: None,
+                rounds: Vec::new(),
             },
         }
     }

@@ -105,6 +105,9 @@ pub struct LiveBoard {
     /// Where the board's rebuild went on from a resume point: its offset in the capture and
     /// the first game it kept (the games before it are only in the capture before the offset).
     resumed_from: Option<(u64, Option<u32>)>,
+    /// The round of each game the core keeps, by game number: the round its capture's tags
+    /// gave at the game's last move, as the replay tags it.
+    rounds: Vec<(u32, Option<u32>)>,
 }
 
 /// How many records after a game starts a resume point is tried for (the board at rest).
@@ -254,6 +257,22 @@ impl LiveBoard {
         let white_clock = replayed
             .white_clock
             .or_else(|| point.as_ref().and_then(|p| p.white_clock));
+        // A game's round is the tail's when it has a move there, else the point's.
+        let rounds = replayed
+            .device
+            .engine
+            .games()
+            .iter()
+            .zip(replayed.rounds.iter().chain(std::iter::repeat(&None)))
+            .map(|(g, &tail)| {
+                let saved = point.as_ref().and_then(|p| {
+                    let moved = g.moves.last().is_some_and(|m| m.made_at > p.last_t);
+                    let saved = p.rounds.iter().find(|(n, _)| *n == g.number);
+                    saved.filter(|_| !moved).map(|(_, r)| *r)
+                });
+                (g.number, saved.unwrap_or(tail))
+            })
+            .collect();
         let board = LiveBoard {
             id: id.to_string(),
             device: replayed.device,
@@ -271,6 +290,7 @@ impl LiveBoard {
             side_recorded: white_clock,
             resume_tries: 0,
             resumed_from: point.as_ref().map(|p| (p.offset, p.engine.first_game())),
+            rounds,
         };
         if let Some(p) = &point {
             let games = board.device.engine.games();
@@ -399,6 +419,7 @@ impl LiveBoard {
             self.observe(e);
             hub.publish(&self.id, e);
         }
+        self.note_round(&events);
         if events
             .iter()
             .any(|e| matches!(e.kind, crate::core::event::EventKind::GameStarted { .. }))
@@ -435,6 +456,7 @@ impl LiveBoard {
                 tags: TagUpdate::of(&self.tags_written).to_json(),
                 white_clock: self.side_recorded,
                 engine,
+                rounds: self.game_rounds(),
             };
             resume::save(self.capture.path(), &point, self.capture.fsync())
         });
@@ -646,8 +668,46 @@ impl LiveBoard {
     /// Shows the board as rebuilt from its capture in the hub (its games and health), without
     /// publishing: those events went out in an earlier run.
     pub fn restore_into(&mut self, hub: &Hub) {
-        hub.restore(&self.id, self.games(), self.status());
+        let rounds: Vec<Option<u32>> = self.game_rounds().into_iter().map(|(_, r)| r).collect();
+        hub.restore(&self.id, self.games(), &rounds, self.status());
         self.device.engine.forget_finished();
+    }
+
+    /// The round of each game the core keeps, in order, by game number.
+    fn game_rounds(&self) -> Vec<(u32, Option<u32>)> {
+        self.games()
+            .iter()
+            .map(|g| {
+                let r = self.rounds.iter().find(|(n, _)| *n == g.number);
+                (g.number, r.and_then(|(_, r)| *r))
+            })
+            .collect()
+    }
+
+    /// After events: a game started or a move made tags the latest game with the round in
+    /// force (the replay tags a game with the tags at its last move).
+    fn note_round(&mut self, events: &[CoreEvent]) {
+        let tags_game = events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::GameStarted { .. } | EventKind::MoveMade { .. }
+            )
+        });
+        let Some(latest) = self.device.engine.games().last().map(|g| g.number) else {
+            return;
+        };
+        if !tags_game {
+            return;
+        }
+        let round = self
+            .tags_written
+            .round
+            .as_deref()
+            .and_then(crate::replay::round_number);
+        let kept: Vec<u32> = self.games().iter().map(|g| g.number).collect();
+        self.rounds
+            .retain(|(n, _)| *n != latest && kept.contains(n));
+        self.rounds.push((latest, round));
     }
 }
 
@@ -658,8 +718,8 @@ mod tests {
     use serde_json::Value;
     use std::path::PathBuf;
 
-    /// Three games played through a board: its capture (with a resume point at the last game's
-    /// start).
+    /// Three games played through a board, game N in round N: its capture (with a resume
+    /// point at the last game's start).
     fn three_games(store: &CaptureStore, id: &str, meta: &BoardMeta) -> PathBuf {
         let hub = Hub::new(crate::output::RoundInfo::default(), Default::default());
         let mut b = LiveBoard::open(store, id, meta.clone(), None, LinkKind::Wired).unwrap();
@@ -668,6 +728,12 @@ mod tests {
         let pgn = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1-0\n\n1. d4 d5 2. c4 e6 3. Nc3 Nf6 0-1\n\n1. c4 c5 2. Nc3 Nc6 3. g3 *";
         let mut off = 0;
         for (i, game) in parse_games(pgn).into_iter().enumerate() {
+            // The arbiter loads the next round before the game.
+            b.set_meta(BoardMeta {
+                round: Some(format!("{}.2", i + 1)),
+                ..meta.clone()
+            })
+            .unwrap();
             let records = synthesize(&game.unwrap(), &SimConfig::human(i as u64 + 7));
             for r in &records {
                 match &r.kind {
@@ -720,13 +786,41 @@ mod tests {
                 .unwrap()
                 .expect("read back")
         };
-        let full = reopen(false);
+        // Each game goes back to its own round (the round in force at its last move).
+        let rounds_in = |b: &mut LiveBoard| {
+            let info = crate::output::RoundInfo {
+                round: 3,
+                ..Default::default()
+            };
+            let hub = Hub::new(info, Default::default());
+            b.restore_into(&hub);
+            hub.with_round(|r| {
+                (1..=3)
+                    .map(|n| {
+                        let pgn = crate::output::render::round_pgn_of(r, n);
+                        (
+                            pgn.matches("[Event ").count(),
+                            pgn.contains(&format!("[Round \"{n}.2\"]")),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        let mut full = reopen(false);
         assert_eq!(full.games().len(), 3);
         let (last, _, _) = kept(&full);
+        assert_eq!(rounds_in(&mut full), vec![(1, true), (1, true), (1, true)]);
+        let full = reopen(false);
         // The point holds: the board goes on from it with the same last game.
         let resumed = reopen(true);
         assert_eq!(resumed.resumed_from(), Some((point.offset, Some(2))));
         assert_eq!(kept(&resumed), (last.clone(), 2, true));
+        let mut resumed = resumed;
+        // Game 1 is read back later (the daemon's earlier games); 2 and 3 are in their rounds.
+        assert_eq!(
+            rounds_in(&mut resumed),
+            vec![(0, false), (1, true), (1, true)]
+        );
         drop(resumed);
 
         // Points that do not hold, each: the whole capture is replayed, every game is back.

@@ -308,9 +308,9 @@ fn read_back_earlier(hub: &Hub, boards: Vec<(String, PathBuf, u64, u32)>) {
     let mut games = 0;
     for (n, (id, path, offset, first)) in boards.into_iter().enumerate() {
         match earlier_games(&id, &path, offset, first) {
-            Ok(found) => {
+            Ok((found, rounds)) => {
                 games += found.len();
-                hub.restore_earlier(&id, &found);
+                hub.restore_earlier(&id, &found, &rounds);
             }
             Err(e) => tracing::error!(
                 "{}: cannot read back its earlier games: {e}",
@@ -326,13 +326,14 @@ fn read_back_earlier(hub: &Hub, boards: Vec<(String, PathBuf, u64, u32)>) {
     );
 }
 
-/// Board `id`'s games numbered below `first` in its capture at `path` up to byte `offset`.
+/// Board `id`'s games numbered below `first` in its capture at `path` up to byte `offset`,
+/// with their rounds.
 fn earlier_games(
     id: &str,
     path: &Path,
     offset: u64,
     first: u32,
-) -> std::io::Result<Vec<crate::core::game::GameRecord>> {
+) -> std::io::Result<(Vec<crate::core::game::GameRecord>, Vec<Option<u32>>)> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     std::fs::File::open(path)?
@@ -349,7 +350,8 @@ fn earlier_games(
         .engine
         .games()
         .iter()
-        .filter(|g| g.number < first)
-        .cloned()
-        .collect())
+        .zip(replayed.rounds.iter().chain(std::iter::repeat(&None)))
+        .filter(|(g, _)| g.number < first)
+        .map(|(g, r)| (g.clone(), *r))
+        .unzip())
 }

@@ -85,12 +85,12 @@ impl Archive {
             .find(|a| a.round == round && &*a.board == board)
     }
 
-    /// Keep `games` of `board`, started in round `round`, as finished before every game of
+    /// Keep `games` of `board`, each with the round it started in, as finished before every game of
     /// the board kept so far (games read back late, from a capture before its resume point):
     /// [`Archive::last_in`] still finds the board's latest.
-    pub fn put_earlier(&mut self, board: &str, round: u32, games: &[GameRecord]) {
+    pub fn put_earlier(&mut self, board: &str, games: &[(u32, &GameRecord)]) {
         let before = self.games.len();
-        for g in games {
+        for &(round, g) in games {
             self.put(board, round, g);
         }
         let added = self.games.len() - before;

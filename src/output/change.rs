@@ -43,6 +43,8 @@ pub enum Change {
         board: String,
         /// The games.
         games: Vec<GameRecord>,
+        /// The round of each game, as its capture tagged it (`None`: the board's round).
+        rounds: Vec<Option<u32>>,
         /// Its health.
         status: BoardStatus,
     },
@@ -52,6 +54,8 @@ pub enum Change {
         board: String,
         /// The games, oldest first.
         games: Vec<GameRecord>,
+        /// The round of each game, as its capture tagged it (`None`: the board's round).
+        rounds: Vec<Option<u32>>,
     },
     /// A board's number, given before its first event.
     Number {

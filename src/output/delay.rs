@@ -76,9 +76,14 @@ fn apply(public: &Hub, change: Change) {
         Change::Restore {
             board,
             games,
+            rounds,
             status,
-        } => public.restore(&board, &games, status),
-        Change::RestoreEarlier { board, games } => public.restore_earlier(&board, &games),
+        } => public.restore(&board, &games, &rounds, status),
+        Change::RestoreEarlier {
+            board,
+            games,
+            rounds,
+        } => public.restore_earlier(&board, &games, &rounds),
         Change::Number { board, wanted } => {
             public.number_board(&board, wanted);
         }

@@ -428,21 +428,31 @@ impl Hub {
             Change::Restore {
                 board,
                 games,
+                rounds,
                 status,
             } => {
                 st.rev += 1;
-                st.round.restore(&board, &games);
+                st.round.restore(&board, &games, &rounds);
                 st.round.board_mut(&board).status = status.clone();
                 Ok(Some(Change::Restore {
                     board,
                     games,
+                    rounds,
                     status,
                 }))
             }
-            Change::RestoreEarlier { board, games } => {
+            Change::RestoreEarlier {
+                board,
+                games,
+                rounds,
+            } => {
                 st.rev += 1;
-                st.round.restore_earlier(&board, &games);
-                Ok(Some(Change::RestoreEarlier { board, games }))
+                st.round.restore_earlier(&board, &games, &rounds);
+                Ok(Some(Change::RestoreEarlier {
+                    board,
+                    games,
+                    rounds,
+                }))
             }
             Change::Number { board, wanted } => {
                 let had = st.round.board_number(&board);
@@ -589,16 +599,20 @@ impl Hub {
 
     /// Restore a board's games rebuilt from its capture at daemon start (their events were
     /// published by an earlier run, not this one), with its health; publishes nothing:
-    /// snapshots carry it. The events that follow apply to the last of these games.
+    /// snapshots carry it. The events that follow apply to the last of these games. `rounds`
+    /// gives each game's round as its capture tagged it (`None`, or missing: the board's
+    /// round), so that the games of earlier rounds go back to their rounds.
     pub fn restore(
         &self,
         board: &str,
         games: &[crate::core::game::GameRecord],
+        rounds: &[Option<u32>],
         status: BoardStatus,
     ) {
         let change = Change::Restore {
             board: board.to_string(),
             games: games.to_vec(),
+            rounds: rounds.to_vec(),
             status,
         };
         let _ = self.apply(&mut self.lock(), change);
@@ -607,14 +621,20 @@ impl Hub {
 
     /// Finished games of `board` read back after its restore ([`Hub::restore`]), all before
     /// its games there: archived, publishing nothing (snapshots and the rounds' files carry
-    /// them).
-    pub fn restore_earlier(&self, board: &str, games: &[crate::core::game::GameRecord]) {
+    /// them). `rounds` as for [`Hub::restore`].
+    pub fn restore_earlier(
+        &self,
+        board: &str,
+        games: &[crate::core::game::GameRecord],
+        rounds: &[Option<u32>],
+    ) {
         if games.is_empty() {
             return;
         }
         let change = Change::RestoreEarlier {
             board: board.to_string(),
             games: games.to_vec(),
+            rounds: rounds.to_vec(),
         };
         let _ = self.apply(&mut self.lock(), change);
         self.inner.changed.send_replace(self.last_seq());

@@ -635,26 +635,33 @@ impl RoundState {
 
     /// Replace board `board`'s games (rebuilt elsewhere, e.g. from a capture) without any
     /// event: they are games of the round in force (an earlier run played them in it).
-    pub fn restore(&mut self, board: &str, games: &[GameRecord]) {
+    pub fn restore(&mut self, board: &str, games: &[GameRecord], rounds: &[Option<u32>]) {
         let b = self.board_mut(board);
         b.games = games.to_vec();
         b.archived = 0;
-        let extra = GameExtra {
-            round: b.round,
-            ..GameExtra::default()
-        };
-        b.extras = vec![extra; games.len()];
+        let round = b.round;
+        b.extras = (0..games.len())
+            .map(|i| GameExtra {
+                round: rounds.get(i).copied().flatten().unwrap_or(round),
+                ..GameExtra::default()
+            })
+            .collect();
         self.archive_finished(board);
     }
 
     /// Finished games of board `board` that came before every game it has (read back late,
     /// from the part of a capture before its resume point), archived in the round in force
-    /// as [`RoundState::restore`] archives them.
-    pub fn restore_earlier(&mut self, board: &str, games: &[GameRecord]) {
+    /// as [`RoundState::restore`] archives them (each in its own round, `rounds`).
+    pub fn restore_earlier(&mut self, board: &str, games: &[GameRecord], rounds: &[Option<u32>]) {
         let b = self.board_mut(board);
         b.archived += games.len() as u32;
         let round = b.round;
-        self.archive.put_earlier(board, round, games);
+        let games: Vec<(u32, &GameRecord)> = games
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (rounds.get(i).copied().flatten().unwrap_or(round), g))
+            .collect();
+        self.archive.put_earlier(board, &games);
     }
 
     /// Every game of `board` but its latest goes to the archive.

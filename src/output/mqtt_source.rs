@@ -210,7 +210,7 @@ impl Assembler {
 fn restore(hub: &Hub, id: &str, state: &Value) {
     let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
     let games: Vec<GameRecord> = game_from_json(&state["game"]).into_iter().collect();
-    hub.restore(id, &games, status);
+    hub.restore(id, &games, &[], status);
     let pairing = Pairing {
         white: serde_json::from_value(state["white"].clone()).unwrap_or_default(),
         black: serde_json::from_value(state["black"].clone()).unwrap_or_default(),

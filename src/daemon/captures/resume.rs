@@ -45,6 +45,10 @@ pub struct ResumePoint {
     pub white_clock: Option<ClockSide>,
     /// The board's state machine.
     pub engine: EngineSeed,
+    /// The round of each game the seed keeps, by game number (as the capture's tags gave it
+    /// at the game's last move; `None`: no round).
+    #[serde(default)]
+    pub rounds: Vec<(u32, Option<u32>)>,
 }
 
 /// The resume point's file of the capture at `capture`.
