@@ -289,7 +289,7 @@ def main():
         if sim.returncode != 0:
             sys.exit(f"soak: the emulated boards failed in round {r} ({sim.returncode}); see sim.log")
         # Every move in, then the arbiter enters the results.
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 20
         while True:
             _, text = d.http.get(f"/api/v1/rounds/{r}/games.pgn")
             have = {int(h["Round"].split(".")[1]): len(s) for h, s, _, _ in games_of(text) if "." in h.get("Round", "")}
