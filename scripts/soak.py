@@ -341,8 +341,13 @@ def main():
     log(f"soak: {a.rounds} rounds, {len(expected)} games, {kills} kills; RSS after each round (MB): {rss}; "
         f"ready after restart: max {max(starts):.2f} s, mean {sum(starts) / len(starts):.2f} s; "
         f"daemon warnings: {warnings}")
-    for p in problems[:40]:
-        log("  " + p)
+    by_check = {}
+    for p in problems:
+        by_check.setdefault(p.split(":")[0], []).append(p)
+    for label, ps in by_check.items():
+        log(f"  {label}: {len(ps)} problems")
+        for p in ps[:5]:
+            log("    " + p)
     log(f"soak: {len(problems)} problems, {'0 lost' if not problems else 'FAILED'}")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
