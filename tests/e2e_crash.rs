@@ -14,6 +14,16 @@ use support::daemon::*;
 const SPEED: f64 = 1000.0;
 const WAIT: Duration = Duration::from_secs(60);
 
+/// Board `id`'s capture file under the capture directory `caps`.
+fn capture_of(caps: &std::path::Path, id: &str) -> std::path::PathBuf {
+    std::fs::read_dir(caps)
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("{id}.jsonl")))
+        .expect("the board's capture")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_and_restart_loses_no_completed_move() {
     let one = single("kill9", 5, 33000, SPEED, None);
@@ -29,12 +39,7 @@ async fn kill_9_and_restart_loses_no_completed_move() {
     };
     d.kill9();
     // A power cut in the middle of writing a record.
-    let file = std::fs::read_dir(&one.caps)
-        .unwrap()
-        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(&format!("{id}.jsonl")))
-        .expect("the board's capture");
+    let file = capture_of(&one.caps, id);
     let lines_before = std::fs::read_to_string(&file).unwrap().lines().count();
     std::fs::OpenOptions::new()
         .append(true)
@@ -115,12 +120,7 @@ async fn kill_9_goes_on_from_the_resume_point_and_reads_the_earlier_games_back()
     .await;
     board.send(Control::Hold { plies: 1 });
     d.kill9();
-    let capture = std::fs::read_dir(&caps)
-        .unwrap()
-        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(&format!("{id}.jsonl")))
-        .expect("the board's capture");
+    let capture = capture_of(&caps, id);
     let point = std::fs::read_to_string(format!("{}.resume", capture.display()))
         .expect("a resume point next to the capture");
     let point: serde_json::Value = serde_json::from_str(&point).unwrap();

@@ -17,12 +17,14 @@ pub const SAME_SCAN: Micros = 60_000;
 /// reported after it in the same or the next scan.
 const SCAN_WINDOW: Micros = 300_000;
 
-/// One lift of a piece.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One lift of a piece (saved with its square as a number, its piece as a FEN letter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Touch {
     /// Where the piece was lifted.
+    #[serde(with = "square_number")]
     pub square: Square,
     /// The piece lifted.
+    #[serde(with = "fen_letter")]
     pub piece: Piece,
     /// When it was lifted.
     pub lifted_at: Micros,
@@ -63,7 +65,7 @@ impl Touch {
 /// The lifts of the last few turns. Saved (a board's resume point) with squares as their
 /// numbers (a1 = 0) and pieces as FEN letters.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(into = "SavedLedger", try_from = "SavedLedger")]
+#[serde(into = "SavedLedger", from = "SavedLedger")]
 pub struct Ledger {
     touches: Vec<Touch>,
     /// Recent placements (square, piece, when), to spot a piece reported on its new square
@@ -73,26 +75,49 @@ pub struct Ledger {
     recent_placed: Vec<(Color, Micros)>,
 }
 
-/// A [`Touch`] as saved.
-#[derive(Serialize, Deserialize)]
-struct SavedTouch {
-    square: u8,
-    piece: char,
-    lifted_at: Micros,
-    back_at: Option<Micros>,
-    turn: u32,
-    replaced: bool,
-    moved_on: bool,
-    knocked: bool,
-    carried: bool,
-    illegal: bool,
+/// A square saved as its number (a1 = 0), read back checked.
+mod square_number {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use shakmaty::Square;
+
+    pub fn serialize<S: Serializer>(sq: &Square, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(u8::from(*sq))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Square, D::Error> {
+        let n = u8::deserialize(d)?;
+        Square::try_from(n).map_err(|_| D::Error::custom(format!("no square {n}")))
+    }
 }
+
+/// A piece saved as its FEN letter, read back checked.
+mod fen_letter {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use shakmaty::Piece;
+
+    pub fn serialize<S: Serializer>(p: &Piece, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_char(p.char())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Piece, D::Error> {
+        let c = char::deserialize(d)?;
+        Piece::from_char(c).ok_or_else(|| D::Error::custom(format!("no piece {c:?}")))
+    }
+}
+
+/// A placement as saved.
+#[derive(Serialize, Deserialize)]
+struct SavedPlacement(
+    #[serde(with = "square_number")] Square,
+    #[serde(with = "fen_letter")] Piece,
+    Micros,
+);
 
 /// A [`Ledger`] as saved.
 #[derive(Serialize, Deserialize)]
 struct SavedLedger {
-    touches: Vec<SavedTouch>,
-    placements: Vec<(u8, char, Micros)>,
+    touches: Vec<Touch>,
+    placements: Vec<SavedPlacement>,
     /// `true`: White.
     recent_placed: Vec<(bool, Micros)>,
 }
@@ -100,77 +125,36 @@ struct SavedLedger {
 impl From<Ledger> for SavedLedger {
     fn from(l: Ledger) -> SavedLedger {
         SavedLedger {
-            touches: l
-                .touches
-                .iter()
-                .map(|t| SavedTouch {
-                    square: u8::from(t.square),
-                    piece: t.piece.char(),
-                    lifted_at: t.lifted_at,
-                    back_at: t.back_at,
-                    turn: t.turn,
-                    replaced: t.replaced,
-                    moved_on: t.moved_on,
-                    knocked: t.knocked,
-                    carried: t.carried,
-                    illegal: t.illegal,
-                })
-                .collect(),
+            touches: l.touches,
             placements: l
                 .placements
-                .iter()
-                .map(|&(sq, p, t)| (u8::from(sq), p.char(), t))
+                .into_iter()
+                .map(|(sq, p, t)| SavedPlacement(sq, p, t))
                 .collect(),
             recent_placed: l
                 .recent_placed
-                .iter()
-                .map(|&(c, t)| (c.is_white(), t))
+                .into_iter()
+                .map(|(c, t)| (c.is_white(), t))
                 .collect(),
         }
     }
 }
 
-/// A saved square and piece read back.
-fn square_piece(square: u8, piece: char) -> Result<(Square, Piece), String> {
-    let sq = Square::try_from(square).map_err(|_| format!("no square {square}"))?;
-    let p = Piece::from_char(piece).ok_or_else(|| format!("no piece {piece:?}"))?;
-    Ok((sq, p))
-}
-
-impl TryFrom<SavedLedger> for Ledger {
-    type Error = String;
-
-    fn try_from(s: SavedLedger) -> Result<Ledger, String> {
-        let mut touches = Vec::with_capacity(s.touches.len());
-        for t in s.touches {
-            let (square, piece) = square_piece(t.square, t.piece)?;
-            touches.push(Touch {
-                square,
-                piece,
-                lifted_at: t.lifted_at,
-                back_at: t.back_at,
-                turn: t.turn,
-                replaced: t.replaced,
-                moved_on: t.moved_on,
-                knocked: t.knocked,
-                carried: t.carried,
-                illegal: t.illegal,
-            });
-        }
-        let mut placements = Vec::with_capacity(s.placements.len());
-        for (sq, p, t) in s.placements {
-            let (sq, p) = square_piece(sq, p)?;
-            placements.push((sq, p, t));
-        }
-        Ok(Ledger {
-            touches,
-            placements,
+impl From<SavedLedger> for Ledger {
+    fn from(s: SavedLedger) -> Ledger {
+        Ledger {
+            touches: s.touches,
+            placements: s
+                .placements
+                .into_iter()
+                .map(|SavedPlacement(sq, p, t)| (sq, p, t))
+                .collect(),
             recent_placed: s
                 .recent_placed
                 .into_iter()
                 .map(|(w, t)| (Color::from_white(w), t))
                 .collect(),
-        })
+        }
     }
 }
 
