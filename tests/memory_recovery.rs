@@ -1184,3 +1184,46 @@ fn a_piece_lifted_between_the_memory_and_the_dump_still_recovers() {
         irregularities(&events)
     );
 }
+
+#[test]
+fn moves_made_while_the_memory_is_sent_are_followed_after_it() {
+    // A real board takes about 8 s to send its memory at 9,600 baud, and the players go on:
+    // the dump after it shows a move, or a move and the reply, made since the memory was read.
+    // The memory's moves are recorded; what follows is followed as live (the one move made),
+    // or recovered (two plies, the only sequence that leads there), nothing to report.
+    for (sample_no, k, since) in [(5, 6, 1), (5, 6, 2), (3, 4, 1), (3, 10, 2)] {
+        let (b, cfg, sb) = sample(sample_no, Style::Human);
+        let (mut dev, _) = live(
+            &sb.records,
+            Cut::AfterPress(k).time(&sb),
+            &EngineConfig::default(),
+        );
+        let n = b.moves.len() - since;
+        let sim = simulate(
+            &b.start,
+            &b.moves[..n],
+            &[],
+            None,
+            &SimConfig::new(Style::Human, 5),
+        );
+        let dump = final_fields(&b.start, &b.moves, cfg.reversed_board);
+        let t = sb.records.last().expect("records").t + 2 * SEC;
+        let events = reconnect(&mut dev.engine, t, Some(memory_of(&sim.records)), &dump);
+        let game = &dev.engine.games()[0];
+        let got: Vec<String> = game.moves.iter().map(|m| m.san.clone()).collect();
+        assert_eq!(
+            got,
+            sans(&b.start, &b.moves),
+            "sample {sample_no}, {since} since"
+        );
+        assert!(
+            game.moves[k..n].iter().all(|m| m.recovered),
+            "sample {sample_no}: the memory's moves are marked recovered"
+        );
+        assert!(
+            irregularities(&events).is_empty(),
+            "sample {sample_no}, {since} since: {:?}",
+            irregularities(&events)
+        );
+    }
+}

@@ -151,6 +151,13 @@ impl BoardEngine {
             // pieces are not judged.
             return;
         }
+        if self.gap_open.is_some() {
+            // The board is ahead of the record by moves the arbiter was told are missing: a
+            // press is no move of the record's position (a piece of that position moved, the
+            // rest "displaced"), only another chance for the gap to resolve.
+            self.reconcile(t, Trigger::Press, out);
+            return;
+        }
         let pos = game.position().clone();
         let to_move = pos.turn();
         if self

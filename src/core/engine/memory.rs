@@ -8,11 +8,12 @@
 //! of every handling order; nothing here infers a move. The sandbox's last game is then aligned
 //! with the live game when the board dump that follows the memory arrives
 //! ([`BoardEngine::recover_from_memory`]): the dump must show what the sandbox's game ends with,
-//! or a legal move of it in progress (the memory is the board's history up to the moment it
-//! was read, and a hand may have lifted a piece since, before the dump was taken), the sandbox
-//! game must start where the live game started, and the live moves must be a prefix of the
-//! sandbox's (the live game's made-but-uncompleted last move may have been changed). The moves beyond the live record are
-//! then recorded through the gap recovery's own path (`recover_with`), marked `recovered`, with
+//! a legal move of it in progress, or a position up to [`FOLLOW_PLIES`] legal plies after it
+//! (the memory is the board's history up to the moment it was read; the players go on while
+//! it is sent, and the live engine then follows what they did as it would have live), the
+//! sandbox game must start where the live game started, and the live moves must be a prefix of
+//! the sandbox's (the live game's made-but-uncompleted last move may have been changed). The
+//! moves beyond the live record are then recorded through the gap recovery's own path (`recover_with`), marked `recovered`, with
 //! the clock times the memory's presses give. Anything else recovers nothing, and the dump goes
 //! through the gap search as before.
 
@@ -24,6 +25,7 @@ use super::super::irregular::is_move_in_progress;
 use super::super::observation::{
     ClockSide, FieldArray, MemoryEntry, Micros, Observation, SquareReading,
 };
+use super::gap::{self, Gap};
 use super::recovery::Recovered;
 use super::{BoardEngine, EngineConfig};
 
@@ -50,6 +52,11 @@ pub const SLOW_STEP: Micros = 600_000;
 /// but the kings signal's, so that the decisions pending from before are taken first.
 pub const ANCHOR_STEP: Micros = 3_000_000;
 
+/// The most plies the board may be ahead of its memory's end in the dump that follows it (a
+/// move and the reply made while a real board sends its memory, which takes about 8 s at
+/// 9,600 baud).
+pub const FOLLOW_PLIES: u32 = 2;
+
 /// One clock press of the memory, where the sandbox stood when it was logged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PressMark {
@@ -73,8 +80,6 @@ struct PressMark {
 /// What replaying a memory through the sandbox found.
 #[derive(Debug, Clone)]
 pub(super) struct MemoryReplay {
-    /// What the board read when the memory ends, in device numbering.
-    fields: Box<FieldArray>,
     /// The sandbox's last game, if any.
     last: Option<GameRecord>,
     /// The sandbox game before it, if any.
@@ -239,12 +244,10 @@ pub(super) fn replay(cfg: &EngineConfig, entries: &[MemoryEntry]) -> Option<Memo
     if !sandbox.known {
         return None;
     }
-    let fields = Box::new(*sandbox.engine.sensed.fields());
     let mut games = std::mem::take(&mut sandbox.engine.games);
     let last = games.pop();
     let before_last = games.pop();
     Some(MemoryReplay {
-        fields,
         last,
         before_last,
         presses: sandbox.presses,
@@ -272,13 +275,12 @@ impl BoardEngine {
         self.memory = replay(&self.cfg, entries);
     }
 
-    /// The board dump after a memory (`fields`, already sensed): record the moves the memory
+    /// The board dump after a memory (already sensed): record the moves the memory
     /// shows were made beyond the live record. Returns whether the record changed.
     pub(super) fn recover_from_memory(
         &mut self,
         t: Micros,
         memory: MemoryReplay,
-        fields: &FieldArray,
         out: &mut Vec<CoreEvent>,
     ) -> bool {
         if self.correcting.is_some() {
@@ -287,14 +289,14 @@ impl BoardEngine {
         let Some(last) = memory.last.as_ref() else {
             return false;
         };
-        // The memory is the board's history up to this dump, or up to a moment before it: the
-        // dump shows the memory's end, or pieces lifted since (a race of the board's log and
-        // its snapshot with a player's hand), which the live engine then sees in progress.
-        // Anything else (a piece put down since, a memory that is not the board's whole
+        // The memory is the board's history up to the moment the board read it; the dump
+        // comes after it (a real board takes seconds to send its memory at 9,600 baud) and may
+        // show pieces lifted since, a move made since, or a reply to it: a position that the
+        // memory's game ends with, a legal move in progress from it, or up to
+        // [`FOLLOW_PLIES`] legal plies after it, which the live engine then follows or
+        // recovers as it would have live. Anything else (a memory that is not this board's
         // history) recovers nothing here; the dump goes through the gap search.
-        let lifted_since = (0..memory.fields.len())
-            .all(|i| memory.fields[i] == fields[i] || fields[i] == SquareReading::Empty);
-        if !lifted_since || !self.shows(last) {
+        if !self.follows(last) {
             return false;
         }
         // The game on the board now; or, when a start position was set up after it (a new game
@@ -356,11 +358,17 @@ impl BoardEngine {
         true
     }
 
-    /// Whether the sensed board (the dump) is what `game` ends with: its position, or a legal
-    /// move of it in progress (pieces in hand).
-    fn shows(&self, game: &GameRecord) -> bool {
+    /// Whether the sensed board (the dump) can follow what `game` ends with: its position, a
+    /// legal move of it in progress (pieces in hand, or the move wholly made), or a position
+    /// that [`FOLLOW_PLIES`] legal plies or fewer lead to.
+    fn follows(&self, game: &GameRecord) -> bool {
         let board = self.sensed.board(self.orientation);
-        board == *game.position().board() || is_move_in_progress(game.position(), &board)
+        board == *game.position().board()
+            || is_move_in_progress(game.position(), &board)
+            || matches!(
+                gap::search(game.position(), &board, FOLLOW_PLIES),
+                Gap::One(_) | Gap::Several(_)
+            )
     }
 
     /// How the sandbox `game` continues the live game, if it is the live game: same start

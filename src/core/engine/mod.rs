@@ -228,7 +228,7 @@ impl BoardEngine {
                 self.last_change = t;
                 // The moves made while the link was away, exactly, from the board's memory.
                 if let Some(memory) = memory {
-                    self.recover_from_memory(t, memory, fields, out);
+                    self.recover_from_memory(t, memory, out);
                 }
                 self.evaluate(t, out);
                 // A dump after a reconnection may be several plies ahead of the record.

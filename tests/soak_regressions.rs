@@ -1,0 +1,97 @@
+//! Captures from the tournament soak (`scripts/soak.py`) that once went wrong, replayed through
+//! the library's one replay path. The truth is the PGN game the soak's emulator played, written
+//! here from the soak's input file.
+//!
+//! `soak/board-26.jsonl`: 40 emulated DGT boards at 500× pace, the daemon killed with `kill -9`
+//! after 12. … a6. On reconnection the daemon asked for the board's memory (`49`); the memory
+//! held 13. Qd2 Nb4, and the players went on while it was sent: the board dump after it already
+//! showed 14. Bg5. The memory was dropped because the dump was not its end, the gap search found
+//! two orders (Qd2 Nb4 Bg5 | Bg5 Nb4 Qd2) and raised `moves_missing` — and then each clock press
+//! made a move of the record's position with the rest of the board "displaced" (Bg5, Bd7, Ng3 …
+//! against the real Nxd3 Qxd3 Bd7), 35 plies instead of 69.
+
+use std::path::PathBuf;
+
+use eboardd::capture::{Capture, Record, RecordKind, read_capture};
+use eboardd::core::event::{CoreEvent, EventKind};
+use eboardd::replay::{Plan, Session};
+
+/// The game board 26 played (Morphy–Anderssen, the soak's round-1 game 26), 69 plies.
+const BOARD_26: &str = "e4 e6 d4 g6 Bd3 Bg7 Be3 c5 c3 cxd4 cxd4 Nc6 Ne2 Nge7 O-O O-O Nbc3 d5 \
+    e5 f6 f4 fxe5 fxe5 a6 Qd2 Nb4 Bg5 Nxd3 Qxd3 Bd7 Qh3 Qe8 Ng3 Rc8 Rxf8+ Qxf8 Rf1 Qe8 Qh4 Nf5 \
+    Nxf5 gxf5 Rf3 Bb5 Rg3 Rc7 Bf6 f4 Qxf4 Qf8 Nxb5 axb5 Qh6 Kh8 Rxg7 Rxg7 Kf2 Kg8 Qxg7+ Qxg7 \
+    Bxg7 Kxg7 g4 b4 h4 b5 Ke3 b3 a3";
+
+fn capture(name: &str) -> Capture {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/soak")
+        .join(name);
+    read_capture(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every event of a replay of `cap` with `records` instead of its own.
+fn events(cap: &Capture, records: Vec<Record>) -> Vec<EventKind> {
+    let plan = Plan::from_capture(Capture {
+        header: cap.header.clone(),
+        records,
+        warnings: Vec::new(),
+    });
+    let mut got = Vec::new();
+    let mut sink = |_: &str, e: &CoreEvent| {
+        got.push(e.kind.clone());
+        Ok(())
+    };
+    Session::play(plan, &mut sink).expect("replay");
+    got
+}
+
+fn sans(events: &[EventKind]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::MoveMade { san, .. } => Some(san.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn codes(events: &[EventKind]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::Irregularity { code, .. } => Some(code.as_str().to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_memory_and_the_moves_made_while_it_was_sent_give_the_whole_game() {
+    let cap = capture("board-26.jsonl");
+    let got = events(&cap, cap.records.clone());
+    let want: Vec<&str> = BOARD_26.split_whitespace().collect();
+    assert_eq!(sans(&got), want);
+    assert!(codes(&got).is_empty(), "{:?}", codes(&got));
+}
+
+#[test]
+fn without_the_memory_the_gap_stays_open_and_no_move_is_made_of_the_record_position() {
+    // The same capture with the board's answer to `49` taken out: the dump alone is three
+    // plies ahead in two orders. The arbiter is told once; until the gap is resolved no press
+    // makes a move of the record's position, and nothing else is reported.
+    let cap = capture("board-26.jsonl");
+    let records: Vec<Record> = cap
+        .records
+        .iter()
+        .filter(|r| !matches!(&r.kind, RecordKind::Rx(bytes) if bytes.len() > 1000))
+        .cloned()
+        .collect();
+    assert!(
+        records.len() < cap.records.len(),
+        "the memory's frame is in the capture"
+    );
+    let got = events(&cap, records);
+    let want: Vec<&str> = BOARD_26.split_whitespace().take(24).collect();
+    assert_eq!(sans(&got), want);
+    assert_eq!(codes(&got), ["moves_missing"]);
+}
