@@ -256,6 +256,7 @@ def main():
     expected, names = {}, {}
     rss = []
     kills = 0
+    unknown_total = 0
     problems = []
     for r in range(1, a.rounds + 1):
         pairs = pair(nplayers, scores, r)
@@ -278,7 +279,8 @@ def main():
         sim = subprocess.Popen([binary, "simulate", "--pgn", pgn, "--count", str(a.boards), "--games-per-board", "1", "--speed",
                                 str(a.speed), "--style", "human", "--seed", str(r), "--serial", "20001",
                                 "--link", ports_dir, "--exit-when-done"],
-                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "sim.log"), "a"))
+                               stdout=open(os.path.join(work, f"sim-round{r}.out"), "w"),
+                               stderr=open(os.path.join(work, "sim.log"), "a"))
         # Killed in the middle of the round: when about a third of its moves are made.
         while d.moves_total() - before < plies / 3 and sim.poll() is None:
             time.sleep(0.2)
@@ -288,6 +290,14 @@ def main():
         sim.wait()
         if sim.returncode != 0:
             sys.exit(f"soak: the emulated boards failed in round {r} ({sim.returncode}); see sim.log")
+        # The emulators are strict: every host byte they did not take is a daemon fault.
+        with open(os.path.join(work, f"sim-round{r}.out")) as f:
+            stopped = [line for line in f if line.startswith("emulators stopped:")]
+        not_taken = int(stopped[-1].split()[2]) if stopped else None
+        if not_taken != 0:
+            problems.append(f"emulators: round {r}: host bytes not taken: "
+                            f"{not_taken if stopped else 'no count printed'} (see sim-round{r}.out)")
+        unknown_total += not_taken or 0
         # Every move in, then the arbiter enters the results.
         deadline = time.monotonic() + 20
         while True:
@@ -340,7 +350,7 @@ def main():
     starts = [t for _, t in d.starts[1:]]
     log(f"soak: {a.rounds} rounds, {len(expected)} games, {kills} kills; RSS after each round (MB): {rss}; "
         f"ready after restart: max {max(starts):.2f} s, mean {sum(starts) / len(starts):.2f} s; "
-        f"daemon warnings: {warnings}")
+        f"daemon warnings: {warnings}; host bytes the emulators did not take: {unknown_total}")
     by_check = {}
     for p in problems:
         by_check.setdefault(p.split(":")[0], []).append(p)

@@ -302,9 +302,24 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
         for h in &handles {
             h.send(runner::Control::Stop);
         }
-        for h in handles {
-            let _ = h.task.await;
+        // A strict emulator counts every host byte it did not take (a command the board does
+        // not know, a frame for another family): said per port and in total, so that whoever
+        // drives the boards (a load script, an operator) sees that the daemon spoke wrongly.
+        let mut not_taken = 0;
+        for (k, h) in handles.into_iter().enumerate() {
+            let st = h.stop().await;
+            if st.unknown_bytes > 0 {
+                println!(
+                    "port {}: the emulated board did not take {} host bytes; the first: {:02x?}",
+                    k + 1,
+                    st.unknown_bytes,
+                    st.unknown_sample
+                );
+            }
+            not_taken += st.unknown_bytes;
         }
+        println!("emulators stopped: {not_taken} host bytes not taken");
+        let _ = std::io::stdout().flush();
         Ok(())
     })
 }

@@ -52,10 +52,10 @@ pub const SLOW_STEP: Micros = 600_000;
 /// but the kings signal's, so that the decisions pending from before are taken first.
 pub const ANCHOR_STEP: Micros = 3_000_000;
 
-/// The most plies the board may be ahead of its memory's end in the dump that follows it (a
-/// move and the reply made while a real board sends its memory, which takes about 8 s at
-/// 9,600 baud).
-pub const FOLLOW_PLIES: u32 = 2;
+/// The most plies the board may be ahead of its memory's end in the dump that follows it: the
+/// gap search's own bound (a real board takes about 8 s to send a full memory at 9,600 baud, a
+/// move and a reply at blitz; a loaded host reads it later still).
+pub const FOLLOW_PLIES: u32 = gap::MAX_PLIES;
 
 /// One clock press of the memory, where the sandbox stood when it was logged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
