@@ -65,6 +65,19 @@ def games_of(text):
         out.append((g.headers, sans, g.headers.get("Result", "*"), g))
 
 
+def drawn_by_rule(game):
+    """Whether the game reaches a position the Laws end by themselves before its last move
+    (fivefold repetition, 75 moves, a dead position: 9.6, 5.2.2): old games played on there,
+    eboardd ends them as drawn (and records the moves played after), so their PGN result is not
+    the truth of a soak."""
+    board = game.board()
+    for m in game.mainline_moves():
+        board.push(m)
+        if board.is_fivefold_repetition() or board.is_seventyfive_moves() or board.is_insufficient_material():
+            return not board.is_checkmate()
+    return False
+
+
 def corpus():
     """Standard games from the start position, 20 to 160 plies, decisive or drawn."""
     picked = []
@@ -73,7 +86,7 @@ def corpus():
             for headers, sans, result, g in games_of(f.read()):
                 if "FEN" in headers or result not in ("1-0", "0-1", "1/2-1/2"):
                     continue
-                if 20 <= len(sans) <= 160:
+                if 20 <= len(sans) <= 160 and not drawn_by_rule(g):
                     picked.append((sans, result, g))
     return picked
 

@@ -10,7 +10,7 @@ use eboardd::core::event::EventKind;
 use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
 use eboardd::replay::Device;
 use eboardd::session::Note;
-use eboardd::session::link::{Link, LinkConfig, LinkKind, game_explains};
+use eboardd::session::link::{Core, Link, LinkConfig, LinkKind, game_explains};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};
@@ -83,10 +83,11 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         }
         dev.engine.tick(t, &mut events);
         let mut tx = Vec::new();
-        notes.extend(
-            link.poll(at(t), |f| game_explains(&dev.engine, f), &mut tx)
-                .unwrap(),
-        );
+        let core = Core {
+            explains: &|f| game_explains(&dev.engine, f),
+            moves_missing: &|| dev.engine.moves_missing_open(),
+        };
+        notes.extend(link.poll(at(t), core, &mut tx).unwrap());
         if !tx.is_empty() {
             dump_bytes += tx.iter().filter(|&&b| b == 0x42 || b == 0x4B).count() as u64;
             em.host_input(&tx, &mut out);

@@ -630,6 +630,12 @@ impl LiveBoard {
         )
     }
 
+    /// Whether the board is ahead of the record by moves no single sequence explains
+    /// ([`BoardEngine::moves_missing_open`]).
+    pub fn moves_missing(&self) -> bool {
+        self.device.engine.moves_missing_open()
+    }
+
     /// Whether the current game is still being played (moves made, no result).
     pub fn game_in_progress(&self) -> bool {
         self.device

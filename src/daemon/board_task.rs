@@ -230,6 +230,11 @@ impl Boards for View<'_> {
     fn away_for(&self, unit: Unit) -> Option<Duration> {
         self.0.get(&unit).and_then(|l| lock(&l.board).away_for())
     }
+    fn moves_missing(&self, unit: Unit) -> bool {
+        self.0
+            .get(&unit)
+            .is_some_and(|l| lock(&l.board).moves_missing())
+    }
 }
 
 /// One open port: its session, and the boards on it.

@@ -54,6 +54,18 @@ pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
     board == *shakmaty::Position::board(game.position())
 }
 
+/// How many times a link asks the board's memory again while moves are missing
+/// ([`Link::poll`]): each read of a DGT board's full memory takes about 8 s at 9,600 baud.
+pub const MEMORY_RECALLS: u32 = 2;
+
+/// What the link asks of the board's core when it polls.
+pub struct Core<'a> {
+    /// Whether the game explains a board (the current position, or no game to explain it).
+    pub explains: &'a dyn Fn(&FieldArray) -> bool,
+    /// Whether the board is ahead of the record by moves no single sequence explains.
+    pub moves_missing: &'a dyn Fn() -> bool,
+}
+
 /// The kind of link a board is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
@@ -185,6 +197,8 @@ pub struct Link {
     last_dump_ask: Instant,
     bad_at: Option<Instant>,
     battery_at: Option<Instant>,
+    /// Memory reads left for missing moves ([`MEMORY_RECALLS`]; 0 for a family without one).
+    recalls: u32,
     /// Counters.
     pub stats: LinkStats,
 }
@@ -208,6 +222,11 @@ impl Link {
             last_dump_ask: now,
             bad_at: None,
             battery_at: cfg.battery_every.map(|_| now),
+            recalls: if driver.memory_request().is_some() {
+                MEMORY_RECALLS
+            } else {
+                0
+            },
             stats: LinkStats::default(),
         }
     }
@@ -298,12 +317,18 @@ impl Link {
     }
 
     /// What to do at `now`: bytes to send (appended to `out`), a note, or the reason the link
-    /// is dead. `explains(fields)` says whether the game explains a board (the current position,
-    /// or no game to explain it).
+    /// is dead, asking `core` whether the game explains the board.
+    ///
+    /// Updates settled on a board the game does not explain ask for a dump; when moves are
+    /// missing besides (the board is ahead of the record and no single legal sequence leads
+    /// there) and the family keeps a memory, the memory is asked for first, then the dump: the
+    /// memory holds every change since the first read (the moves made while it was being sent,
+    /// which the first dump after it showed), so the core recovers them exactly. At most
+    /// [`MEMORY_RECALLS`] times per link.
     pub fn poll(
         &mut self,
         now: Instant,
-        explains: impl FnOnce(&FieldArray) -> bool,
+        core: Core<'_>,
         out: &mut Vec<u8>,
     ) -> Result<Option<Note>, String> {
         let silent = now.duration_since(self.last_rx);
@@ -340,9 +365,16 @@ impl Link {
             self.settled_checked = true;
             self.press_check_at = None;
             if let Some(s) = &self.shadow
-                && !explains(s)
+                && !(core.explains)(s)
             {
-                self.ask_dump(now, DumpWhy::Unexplained, out);
+                let recall = self.recalls > 0 && (core.moves_missing)();
+                let mut asked = Vec::new();
+                if self.ask_dump(now, DumpWhy::Unexplained, &mut asked) && recall {
+                    self.recalls -= 1;
+                    out.extend(self.driver.memory_request().unwrap_or_default());
+                    note = Some(Note::MemoryAskedAgain);
+                }
+                out.extend(asked);
             }
         }
         if now.duration_since(self.last_field) >= self.cfg.quiet_dump
@@ -412,8 +444,21 @@ mod tests {
     }
 
     fn poll(l: &mut Link, t: Instant, explains: bool) -> (Vec<u8>, Option<Note>) {
+        poll_missing(l, t, explains, false)
+    }
+
+    fn poll_missing(
+        l: &mut Link,
+        t: Instant,
+        explains: bool,
+        missing: bool,
+    ) -> (Vec<u8>, Option<Note>) {
         let mut out = Vec::new();
-        let n = l.poll(t, |_| explains, &mut out).unwrap();
+        let core = Core {
+            explains: &|_| explains,
+            moves_missing: &|| missing,
+        };
+        let n = l.poll(t, core, &mut out).unwrap();
         (out, n)
     }
 
@@ -457,6 +502,45 @@ mod tests {
         );
         assert_eq!(l.shadow(), Some(&dump));
         assert_eq!(l.stats.dumps[DumpWhy::Unexplained as usize], 1);
+    }
+
+    #[test]
+    fn while_moves_are_missing_the_memory_is_asked_again_before_the_dump_a_few_times() {
+        let t0 = Instant::now();
+        let mut l = link(t0);
+        let mut t = t0;
+        let mut asked = Vec::new();
+        for k in 0..MEMORY_RECALLS + 1 {
+            // A move settles on a board the record is behind by missing moves.
+            t += 3 * S;
+            l.on_rx(t);
+            l.on_dgt(
+                t,
+                &DgtMessage::FieldUpdate {
+                    index: 36 + k as u8,
+                    reading: pawn(),
+                },
+            );
+            let (out, note) = poll_missing(&mut l, t + 400 * MS, false, true);
+            asked.push((out, note));
+        }
+        let again = (vec![0x49, 0x42], Some(Note::MemoryAskedAgain));
+        assert_eq!(asked[..MEMORY_RECALLS as usize], vec![again; 2][..]);
+        // Then only the dump, as for any unexplained board.
+        assert_eq!(asked[MEMORY_RECALLS as usize], (vec![0x42], None));
+        // No moves missing: the dump alone.
+        let mut l = link(t0);
+        l.on_dgt(
+            t0 + S,
+            &DgtMessage::FieldUpdate {
+                index: 36,
+                reading: pawn(),
+            },
+        );
+        assert_eq!(
+            poll_missing(&mut l, t0 + S + 400 * MS, false, false),
+            (vec![0x42], None)
+        );
     }
 
     #[test]
@@ -528,7 +612,11 @@ mod tests {
         l.on_rx(t0 + 6 * S + 20 * MS);
         assert_eq!(poll(&mut l, t0 + 7 * S, true), (vec![], None));
         let mut out = Vec::new();
-        assert!(l.poll(t0 + 17 * S, |_| true, &mut out).is_err());
+        let core = Core {
+            explains: &|_| true,
+            moves_missing: &|| false,
+        };
+        assert!(l.poll(t0 + 17 * S, core, &mut out).is_err());
     }
 
     #[test]
@@ -544,9 +632,7 @@ mod tests {
         let bt = LinkConfig::new(LinkKind::Bluetooth, 5 * S, 20 * S);
         assert_eq!(bt.settle_dump, 800 * MS);
         let mut l = Link::new(&Dgt, bt, t0);
-        let mut out = Vec::new();
-        l.poll(t0, |_| true, &mut out).unwrap();
-        assert_eq!(out, [0x4C]);
+        assert_eq!(poll(&mut l, t0, true).0, [0x4C]);
         let b = BatteryStatus::from_raw(vec![88, 0x7F, 0x7F, 0, 0, 0, 0, 0, 2]);
         assert_eq!(
             l.on_dgt(t0, &DgtMessage::Battery(b.clone())),

@@ -99,6 +99,9 @@ pub enum Note {
     MemoryAsked,
     /// The board's memory did not come in time; streaming starts without it.
     MemoryLate,
+    /// The board is ahead of the record by moves no single sequence explains: its memory was
+    /// asked for again (with a board dump after it).
+    MemoryAskedAgain,
     /// A board of a chain did not answer a command in time (it is asked again).
     NoReply {
         /// Commands it left unanswered in a row.
@@ -109,7 +112,10 @@ pub enum Note {
 impl Note {
     /// Whether it is only information (logged at info level; the others warn).
     pub fn informational(&self) -> bool {
-        matches!(self, Note::Battery(_) | Note::MemoryAsked)
+        matches!(
+            self,
+            Note::Battery(_) | Note::MemoryAsked | Note::MemoryAskedAgain
+        )
     }
 }
 
@@ -149,6 +155,11 @@ impl fmt::Display for Note {
                 f,
                 "board away for a while with a game in progress: its memory asked for, to \
                  recover the moves made meanwhile"
+            ),
+            Note::MemoryAskedAgain => write!(
+                f,
+                "the board is ahead of the record by moves no single sequence explains: its \
+                 memory asked for again, to recover them"
             ),
             Note::MemoryLate => write!(
                 f,
@@ -226,6 +237,11 @@ pub trait Boards {
     /// How long board `unit` was away before this session found it; `None` when unknown (its
     /// first connection since the daemon started, e.g. after a restart).
     fn away_for(&self, unit: Unit) -> Option<Duration>;
+    /// Whether board `unit` is ahead of its record by moves that no single legal sequence
+    /// explains (`moves_missing` open): its memory, if it keeps one, can tell.
+    fn moves_missing(&self, _unit: Unit) -> bool {
+        false
+    }
 }
 
 /// A port's session (sans-IO): bytes received and time in, [`Action`]s out.

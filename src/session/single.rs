@@ -18,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::link::{Link, LinkConfig};
+use super::link::{Core, Link, LinkConfig};
 use super::{Action, Boards, ClockShow, Note, SINGLE, Session, SessionConfig, Unit};
 use crate::core::observation::Observation;
 use crate::driver::{BoardDriver, ClockControl, Message, SessionMessage};
@@ -259,7 +259,11 @@ impl Session for SingleBoard {
             }
             Phase::Streaming { link } => {
                 let mut bytes = Vec::new();
-                match link.poll(now, |f| boards.explains(SINGLE, f), &mut bytes) {
+                let core = Core {
+                    explains: &|f| boards.explains(SINGLE, f),
+                    moves_missing: &|| boards.moves_missing(SINGLE),
+                };
+                match link.poll(now, core, &mut bytes) {
                     Ok(Some(note)) => Self::note(note, out),
                     Ok(None) => {}
                     Err(why) => {

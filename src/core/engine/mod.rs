@@ -192,6 +192,12 @@ impl BoardEngine {
         n
     }
 
+    /// Whether a `moves_missing` is open: the board is ahead of the record by moves that no
+    /// single legal sequence explains (the arbiter was told; the board's memory may still tell).
+    pub fn moves_missing_open(&self) -> bool {
+        self.gap_open.is_some()
+    }
+
     /// The board's orientation (of the current game).
     pub fn orientation(&self) -> Orientation {
         self.orientation
