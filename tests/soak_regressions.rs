@@ -9,6 +9,12 @@
 //! two orders (Qd2 Nb4 Bg5 | Bg5 Nb4 Qd2) and raised `moves_missing` — and then each clock press
 //! made a move of the record's position with the rest of the board "displaced" (Bg5, Bd7, Ng3 …
 //! against the real Nxd3 Qxd3 Bd7), 35 plies instead of 69.
+//!
+//! `soak/board-89-round-4.jsonl`: 200 boards at 60× pace, round 4 of the nine (the records of
+//! that round only, times from the round's start), the daemon killed after 7. … d6. The memory
+//! held 8. e3 O-O 9. O-O; the dump after it showed 9. … a6 and White's a-pawn in hand (10. a3
+//! being made). Neither the memory's end nor two complete plies after it: nothing was taken from
+//! the memory, and the gap from 7. … d6 had no sequence (`moves_missing`): 14 plies of 29.
 
 use std::path::PathBuf;
 
@@ -21,6 +27,10 @@ const BOARD_26: &str = "e4 e6 d4 g6 Bd3 Bg7 Be3 c5 c3 cxd4 cxd4 Nc6 Ne2 Nge7 O-O
     e5 f6 f4 fxe5 fxe5 a6 Qd2 Nb4 Bg5 Nxd3 Qxd3 Bd7 Qh3 Qe8 Ng3 Rc8 Rxf8+ Qxf8 Rf1 Qe8 Qh4 Nf5 \
     Nxf5 gxf5 Rf3 Bb5 Rg3 Rc7 Bf6 f4 Qxf4 Qf8 Nxb5 axb5 Qh6 Kh8 Rxg7 Rxg7 Kf2 Kg8 Qxg7+ Qxg7 \
     Bxg7 Kxg7 g4 b4 h4 b5 Ke3 b3 a3";
+
+/// The game board 89 played in round 4 (Lautier–Ivanchuk), 29 plies.
+const BOARD_89_ROUND_4: &str = "c4 e5 Nc3 Nf6 Nf3 Nc6 g3 Bb4 Nd5 Bc5 d3 h6 Bg2 d6 e3 O-O O-O a6 \
+    a3 Ba7 b4 Nxd5 cxd5 Ne7 Nd2 Bf5 Nc4 Qd7 Bb2";
 
 fn capture(name: &str) -> Capture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -94,4 +104,13 @@ fn without_the_memory_the_gap_stays_open_and_no_move_is_made_of_the_record_posit
     let want: Vec<&str> = BOARD_26.split_whitespace().take(24).collect();
     assert_eq!(sans(&got), want);
     assert_eq!(codes(&got), ["moves_missing"]);
+}
+
+#[test]
+fn a_dump_with_a_move_in_progress_plies_after_the_memory_recovers_the_memory() {
+    let cap = capture("board-89-round-4.jsonl");
+    let got = events(&cap, cap.records.clone());
+    let want: Vec<&str> = BOARD_89_ROUND_4.split_whitespace().collect();
+    assert_eq!(sans(&got), want);
+    assert!(codes(&got).is_empty(), "{:?}", codes(&got));
 }

@@ -91,7 +91,7 @@ pub struct SimulateArgs {
     /// Start playing at once (default: when the host sets a mode).
     #[arg(long)]
     pub start_now: bool,
-    /// Exit when every game has been played.
+    /// Exit when every game has been played (2 s after the last move, for the host to read it).
     #[arg(long)]
     pub exit_when_done: bool,
     /// The board family to emulate (a chain family, dgt-bus, puts all --count boards on one

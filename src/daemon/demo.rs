@@ -289,12 +289,18 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
         let _ = std::io::stdout().flush();
         let mut signals =
             super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
+        let mut done_at: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = signals.recv() => break,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {
                     if o.exit_when_done && handles.iter().all(|h| h.status().finished) {
-                        break;
+                        // The boards stay plugged in a moment after the last move: what they
+                        // wrote last is still in the ports' buffers for the host to read.
+                        let at = *done_at.get_or_insert_with(tokio::time::Instant::now);
+                        if at.elapsed() >= LINGER {
+                            break;
+                        }
                     }
                 }
             }
@@ -323,6 +329,10 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
         Ok(())
     })
 }
+
+/// How long `simulate --exit-when-done` keeps the boards plugged in after the last one played
+/// its last move (closing a pseudo-terminal drops what the host has not read yet).
+pub const LINGER: Duration = Duration::from_secs(2);
 
 /// Options of `eboardd demo`.
 #[derive(Debug, Clone)]

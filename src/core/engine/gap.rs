@@ -61,6 +61,58 @@ pub fn search(pos: &Chess, target: &Board, max_plies: u32) -> Gap {
     Gap::None
 }
 
+/// Pieces a hand may hold while the next move is made (a capture: the captured piece and the
+/// capturing one).
+pub const IN_HAND: usize = 2;
+
+/// Whether up to `max_plies` legal plies from `pos` lead to `sensed`, but for at most
+/// [`IN_HAND`] pieces lifted (squares `sensed` shows empty): the position after them with the
+/// next move's pieces in hand. Depth-first, with the search's rule that a piece standing where
+/// `sensed` has it is never moved; bounded by [`NODE_LIMIT`] (past it the answer is `false`).
+pub fn reaches_with_lifts(pos: &Chess, sensed: &Board, max_plies: u32) -> bool {
+    fn shows(board: &Board, sensed: &Board) -> bool {
+        let mut lifted = 0;
+        for sq in (board.occupied() | sensed.occupied()).into_iter() {
+            match (board.piece_at(sq), sensed.piece_at(sq)) {
+                (a, b) if a == b => {}
+                (Some(_), None) => lifted += 1,
+                _ => return false,
+            }
+        }
+        lifted <= IN_HAND
+    }
+    fn visit(pos: &Chess, sensed: &Board, left: u32, nodes: &mut u64) -> bool {
+        *nodes += 1;
+        if *nodes > NODE_LIMIT {
+            return false;
+        }
+        if shows(pos.board(), sensed) {
+            return true;
+        }
+        if left == 0 {
+            return false;
+        }
+        let board = pos.board();
+        let wrong = |sq: Square| board.piece_at(sq) != sensed.piece_at(sq);
+        for mv in pos.legal_moves() {
+            let moves_a_wrong_piece = match mv {
+                Move::Castle { king, rook } => wrong(king) || wrong(rook),
+                _ => mv.from().is_some_and(wrong),
+            };
+            if !moves_a_wrong_piece {
+                continue;
+            }
+            let mut next = pos.clone();
+            next.play_unchecked(mv);
+            if visit(&next, sensed, left - 1, nodes) {
+                return true;
+            }
+        }
+        false
+    }
+    visit(pos, sensed, max_plies, &mut 0)
+}
+
 /// Squares where `board` lacks the piece `target` has there, and where `board` has a piece
 /// `target` does not have there, per colour (White, Black).
 fn distance(board: &Board, target: &Board) -> ([u32; 2], [u32; 2]) {
@@ -183,6 +235,25 @@ mod tests {
             search(&Chess::default(), target.board(), 4),
             Gap::Several(_)
         ));
+    }
+
+    #[test]
+    fn plies_then_pieces_in_hand_are_reached() {
+        // After 1. e4 e5 the board shows 2. Nf3 played and Black's knight in hand.
+        let mut board = play(&["e4", "e5", "Nf3"]).board().clone();
+        board.discard_piece_at(Square::B8);
+        assert!(reaches_with_lifts(&Chess::default(), &board, 3));
+        assert!(!reaches_with_lifts(&Chess::default(), &board, 2));
+        assert_eq!(search(&Chess::default(), &board, 4), Gap::None);
+        // Three pieces off their squares are no move being made.
+        board.discard_piece_at(Square::A8);
+        board.discard_piece_at(Square::H8);
+        assert!(!reaches_with_lifts(&Chess::default(), &board, 4));
+        // A piece put where no legal play leads is not reached.
+        let mut far = Board::default();
+        far.discard_piece_at(Square::D1);
+        far.set_piece_at(Square::D8, shakmaty::Piece::from_char('Q').unwrap());
+        assert!(!reaches_with_lifts(&Chess::default(), &far, 4));
     }
 
     #[test]

@@ -17,15 +17,14 @@
 //! the clock times the memory's presses give. Anything else recovers nothing, and the dump goes
 //! through the gap search as before.
 
-use shakmaty::{Color, Position};
+use shakmaty::Color;
 
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent};
 use super::super::game::{GameRecord, mover_of_ply};
-use super::super::irregular::is_move_in_progress;
 use super::super::observation::{
     ClockSide, FieldArray, MemoryEntry, Micros, Observation, SquareReading,
 };
-use super::gap::{self, Gap};
+use super::gap;
 use super::recovery::Recovered;
 use super::{BoardEngine, EngineConfig};
 
@@ -358,17 +357,12 @@ impl BoardEngine {
         true
     }
 
-    /// Whether the sensed board (the dump) can follow what `game` ends with: its position, a
-    /// legal move of it in progress (pieces in hand, or the move wholly made), or a position
-    /// that [`FOLLOW_PLIES`] legal plies or fewer lead to.
+    /// Whether the sensed board (the dump) can follow what `game` ends with: its position, or
+    /// what [`FOLLOW_PLIES`] legal plies or fewer lead to, but for up to [`gap::IN_HAND`]
+    /// pieces lifted (the next move being made).
     fn follows(&self, game: &GameRecord) -> bool {
         let board = self.sensed.board(self.orientation);
-        board == *game.position().board()
-            || is_move_in_progress(game.position(), &board)
-            || matches!(
-                gap::search(game.position(), &board, FOLLOW_PLIES),
-                Gap::One(_) | Gap::Several(_)
-            )
+        gap::reaches_with_lifts(game.position(), &board, FOLLOW_PLIES)
     }
 
     /// How the sandbox `game` continues the live game, if it is the live game: same start

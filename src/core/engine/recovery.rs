@@ -121,6 +121,12 @@ impl BoardEngine {
                 self.moves_missing(t, changed, detail, out)
             }
             Gap::None | Gap::TooMany if trigger != Trigger::Dump => Reconciled::No,
+            // A dump taken while the next move is being made after the gap (its pieces in
+            // hand): the board is followed until they are put down, and the next dump or the
+            // board standing still recovers the gap then.
+            Gap::None | Gap::TooMany if gap::reaches_with_lifts(&pos, &board, gap::MAX_PLIES) => {
+                Reconciled::No
+            }
             Gap::None | Gap::TooMany => self.missing_unknown(t, out),
         }
     }
