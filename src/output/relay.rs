@@ -66,9 +66,43 @@ fn game_files(round: &RoundState, g: u32, r: u32) -> (String, Value) {
     (pgn, render::lcc_game_of(round, b, r))
 }
 
+/// A digest of everything round `r`'s folder is made of: its information (players, date),
+/// the boards and their numbers, and the round's games on the boards (number, start, moves,
+/// result, the board's last event) and in the archive (which changes only by games added). An
+/// earlier round's files are rendered again only when it changes ([`files_since`]).
+fn round_signature(round: &RoundState, r: u32) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{:?}", round.info_of(r)).hash(&mut h);
+    round.max_number().hash(&mut h);
+    for a in round.archive().games().iter().filter(|a| a.round == r) {
+        (&*a.board, a.number, a.started_at, a.ended).hash(&mut h);
+    }
+    for b in round.boards() {
+        (&b.id, b.number, &b.status.serial, b.status.t0_ms).hash(&mut h);
+        (b.connected, b.live()).hash(&mut h);
+        if let Some(g) = b.game_in(r) {
+            (g.number, g.started_at, g.ply(), b.last_seq).hash(&mut h);
+            format!("{:?}", g.result).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 /// Every relay file: the current round's, and the `round-R/` folders of the earlier rounds
 /// of this run: (relative path, content type, content).
 pub fn files(round: &RoundState) -> Vec<(String, &'static str, String)> {
+    files_since(round, &mut HashMap::new())
+}
+
+/// [`files`], but an earlier round's folder only when its [`round_signature`] is not the one in
+/// `seen` (which gets the new ones): its files are unchanged otherwise, and rendering every
+/// earlier round on every change of the current one costs time under the hub's lock and memory
+/// that grows with the rounds.
+pub fn files_since(
+    round: &RoundState,
+    seen: &mut HashMap<u32, u64>,
+) -> Vec<(String, &'static str, String)> {
     let all = render::round_pgn(round);
     let mut out = vec![
         ("games.pgn".to_string(), PGN, all.clone()),
@@ -80,6 +114,13 @@ pub fn files(round: &RoundState) -> Vec<(String, &'static str, String)> {
         ),
     ];
     for r in round.round_numbers() {
+        if r != round.info.round {
+            let sig = round_signature(round, r);
+            if seen.get(&r) == Some(&sig) {
+                continue;
+            }
+            seen.insert(r, sig);
+        }
         round_files(round, r, &mut out);
     }
     out
@@ -212,6 +253,8 @@ pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> std::io::Result<(
 pub struct RelayWriter {
     dir: PathBuf,
     written: HashMap<String, u64>,
+    /// The signatures of the earlier rounds whose files are written ([`files_since`]).
+    rounds: HashMap<u32, u64>,
     /// Files written since start.
     pub writes: u64,
 }
@@ -236,13 +279,15 @@ impl RelayWriter {
         Ok(RelayWriter {
             dir,
             written: HashMap::new(),
+            rounds: HashMap::new(),
             writes: 0,
         })
     }
 
     /// Write every file whose content changed since the last call.
     pub fn flush(&mut self, hub: &Hub) -> std::io::Result<usize> {
-        let files = hub.with_round(files);
+        let mut rounds = self.rounds.clone();
+        let files = hub.with_round(|round| files_since(round, &mut rounds));
         let mut n = 0;
         let mut root = None;
         let mut subdirs: HashMap<String, std::os::fd::OwnedFd> = HashMap::new();
@@ -268,6 +313,8 @@ impl RelayWriter {
             n += 1;
         }
         self.writes += n as u64;
+        // Only once every file is written: a round whose files failed is rendered again.
+        self.rounds = rounds;
         Ok(n)
     }
 
@@ -296,5 +343,101 @@ impl RelayWriter {
         if let Err(e) = self.flush(&hub) {
             tracing::warn!("relay files in {}: {e}", self.dir.display());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event::{CoreEvent, EndReason, EventKind};
+    use crate::output::model::RoundInfo;
+    use shakmaty::{Color, KnownOutcome};
+
+    fn ev(t: u64, kind: EventKind) -> CoreEvent {
+        CoreEvent {
+            t: t as i64,
+            game: 1,
+            kind,
+        }
+    }
+
+    fn round_1_paths<'a>(files: &'a [(String, &'static str, String)]) -> Vec<&'a str> {
+        files
+            .iter()
+            .map(|(p, _, _)| p.as_str())
+            .filter(|p| p.starts_with("round-1/"))
+            .collect()
+    }
+
+    #[test]
+    fn an_earlier_round_is_rendered_again_only_when_it_changed() {
+        let mut r = RoundState::new(RoundInfo {
+            round: 1,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        });
+        let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        r.apply(
+            1,
+            "board-1",
+            &ev(
+                1,
+                EventKind::GameStarted {
+                    fen: start.into(),
+                    chess960: None,
+                },
+            ),
+        );
+        r.apply(
+            2,
+            "board-1",
+            &ev(
+                2,
+                EventKind::MoveMade {
+                    ply: 1,
+                    san: "e4".into(),
+                    uci: "e2e4".into(),
+                    fen: "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1".into(),
+                    recovered: false,
+                },
+            ),
+        );
+        r.start_round(RoundInfo {
+            round: 2,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        });
+        let mut seen = HashMap::new();
+        let first = files_since(&r, &mut seen);
+        assert!(round_1_paths(&first).contains(&"round-1/games.pgn"));
+        assert_eq!(
+            files_since(&r, &mut seen).len(),
+            first.len() - round_1_paths(&first).len(),
+            "unchanged: round 1 is not rendered"
+        );
+        // The round-1 game, still on its board, gets its result: rendered again, with it.
+        let result = shakmaty::Outcome::Known(KnownOutcome::Decisive {
+            winner: Color::White,
+        });
+        r.apply(
+            3,
+            "board-1",
+            &ev(
+                3,
+                EventKind::GameEnded {
+                    result,
+                    reason: EndReason::Arbiter,
+                },
+            ),
+        );
+        let again = files_since(&r, &mut seen);
+        let pgn = again
+            .iter()
+            .find(|(p, _, _)| p == "round-1/games.pgn")
+            .map(|(_, _, c)| c.as_str())
+            .expect("round 1 rendered again");
+        assert!(pgn.contains("[Result \"1-0\"]"), "{pgn}");
+        // The plain list has everything, always.
+        assert_eq!(files(&r).len(), first.len());
     }
 }
