@@ -7,8 +7,9 @@ here (players by score, the results of the rounds before in it) and loaded over 
 arbiter loads it; the boards are the configured boards 1..BOARDS (by serial). During every
 round the daemon is killed with SIGKILL and started again; between rounds the boards' cables
 are pulled (the emulators end, their ports go away and come back for the next round) and every
-other round the daemon is killed again. After each round the arbiter enters every result over
-the API.
+other round the daemon is killed again. Every round is loaded twice, first with a mistake (the
+colours of one pairing swapped), then corrected. After each round the arbiter enters every
+result over the API.
 
 At the end it checks, for every game of every round: the moves and the result in the replay of
 the capture directory (`eboardd replay`), in the API (`/api/v1/rounds/R/games.pgn`, with the
@@ -277,9 +278,13 @@ def main():
         text = trf(players, played + [[(w, b, None) for (w, b) in pairs]])
         with open(os.path.join(work, f"round{r}.trf"), "w") as f:
             f.write(text)
-        code, body = d.http.post(f"/api/v1/round?round={r}&format=trf", text, "text/plain")
-        if code != 200:
-            sys.exit(f"soak: round {r} not loaded: {code} {body}")
+        # A correction, as arbiters make them: the round is first loaded with the colours of
+        # the first pairing swapped, then again as it is (the checks below want the second).
+        wrong = trf(players, played + [[(b, w, None) if i == 0 else (w, b, None) for i, (w, b) in enumerate(pairs)]])
+        for body_text in (wrong, text):
+            code, body = d.http.post(f"/api/v1/round?round={r}&format=trf", body_text, "text/plain")
+            if code != 200:
+                sys.exit(f"soak: round {r} not loaded: {code} {body}")
         pgn = os.path.join(work, f"round{r}.pgn")
         with open(pgn, "w") as f:
             for sans, result, g in chosen:
