@@ -75,13 +75,18 @@ fn codes(events: &[EventKind]) -> Vec<String> {
         .collect()
 }
 
+/// The replay of capture `name` records exactly the game `want` (SAN) and reports nothing.
+fn whole_game(name: &str, want: &str) {
+    let cap = capture(name);
+    let got = events(&cap, cap.records.clone());
+    let want: Vec<&str> = want.split_whitespace().collect();
+    assert_eq!(sans(&got), want, "{name}");
+    assert!(codes(&got).is_empty(), "{name}: {:?}", codes(&got));
+}
+
 #[test]
 fn the_memory_and_the_moves_made_while_it_was_sent_give_the_whole_game() {
-    let cap = capture("board-26.jsonl");
-    let got = events(&cap, cap.records.clone());
-    let want: Vec<&str> = BOARD_26.split_whitespace().collect();
-    assert_eq!(sans(&got), want);
-    assert!(codes(&got).is_empty(), "{:?}", codes(&got));
+    whole_game("board-26.jsonl", BOARD_26);
 }
 
 #[test]
@@ -108,9 +113,5 @@ fn without_the_memory_the_gap_stays_open_and_no_move_is_made_of_the_record_posit
 
 #[test]
 fn a_dump_with_a_move_in_progress_plies_after_the_memory_recovers_the_memory() {
-    let cap = capture("board-89-round-4.jsonl");
-    let got = events(&cap, cap.records.clone());
-    let want: Vec<&str> = BOARD_89_ROUND_4.split_whitespace().collect();
-    assert_eq!(sans(&got), want);
-    assert!(codes(&got).is_empty(), "{:?}", codes(&got));
+    whole_game("board-89-round-4.jsonl", BOARD_89_ROUND_4);
 }
