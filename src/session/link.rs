@@ -462,6 +462,17 @@ mod tests {
         (out, n)
     }
 
+    /// A white pawn reported on field `index` at `t`.
+    fn put_pawn(l: &mut Link, t: Instant, index: u8) {
+        l.on_dgt(
+            t,
+            &DgtMessage::FieldUpdate {
+                index,
+                reading: pawn(),
+            },
+        );
+    }
+
     /// A link with the first dump in at `t0`.
     fn link(t0: Instant) -> Link {
         let mut l = Link::new(&Dgt, cfg(), t0);
@@ -478,13 +489,7 @@ mod tests {
         let t0 = Instant::now();
         let mut l = link(t0);
         // e2-e4, but the update "e2 empty" was lost.
-        l.on_dgt(
-            t0 + S,
-            &DgtMessage::FieldUpdate {
-                index: 36,
-                reading: pawn(),
-            },
-        );
+        put_pawn(&mut l, t0 + S, 36);
         // Not settled yet: nothing.
         assert_eq!(poll(&mut l, t0 + S + 100 * MS, false).0, b"");
         // Settled on a board the game does not explain: a dump.
@@ -514,29 +519,20 @@ mod tests {
             // A move settles on a board the record is behind by missing moves.
             t += 3 * S;
             l.on_rx(t);
-            l.on_dgt(
-                t,
-                &DgtMessage::FieldUpdate {
-                    index: 36 + k as u8,
-                    reading: pawn(),
-                },
-            );
+            put_pawn(&mut l, t, 36 + k as u8);
             let (out, note) = poll_missing(&mut l, t + 400 * MS, false, true);
             asked.push((out, note));
         }
         let again = (vec![0x49, 0x42], Some(Note::MemoryAskedAgain));
-        assert_eq!(asked[..MEMORY_RECALLS as usize], vec![again; 2][..]);
+        assert_eq!(
+            asked[..MEMORY_RECALLS as usize],
+            vec![again; MEMORY_RECALLS as usize][..]
+        );
         // Then only the dump, as for any unexplained board.
         assert_eq!(asked[MEMORY_RECALLS as usize], (vec![0x42], None));
         // No moves missing: the dump alone.
         let mut l = link(t0);
-        l.on_dgt(
-            t0 + S,
-            &DgtMessage::FieldUpdate {
-                index: 36,
-                reading: pawn(),
-            },
-        );
+        put_pawn(&mut l, t0 + S, 36);
         assert_eq!(
             poll_missing(&mut l, t0 + S + 400 * MS, false, false),
             (vec![0x42], None)

@@ -92,14 +92,8 @@ pub fn reaches_with_lifts(pos: &Chess, sensed: &Board, max_plies: u32) -> bool {
         if left == 0 {
             return false;
         }
-        let board = pos.board();
-        let wrong = |sq: Square| board.piece_at(sq) != sensed.piece_at(sq);
         for mv in pos.legal_moves() {
-            let moves_a_wrong_piece = match mv {
-                Move::Castle { king, rook } => wrong(king) || wrong(rook),
-                _ => mv.from().is_some_and(wrong),
-            };
-            if !moves_a_wrong_piece {
+            if !moves_a_wrong_piece(pos.board(), sensed, &mv) {
                 continue;
             }
             let mut next = pos.clone();
@@ -164,7 +158,8 @@ impl Search<'_> {
         }
         let board = pos.board();
         for mv in pos.legal_moves() {
-            if !self.plausible(board, &mv) || own == 1 && !self.lands(&mv, mover) {
+            if !moves_a_wrong_piece(board, self.target, &mv) || own == 1 && !self.lands(&mv, mover)
+            {
                 continue;
             }
             let mut next = pos.clone();
@@ -194,14 +189,15 @@ impl Search<'_> {
             _ => fits(mv.to(), mv.promotion().unwrap_or(mv.role())),
         }
     }
+}
 
-    /// The moved piece does not already stand where the target wants it.
-    fn plausible(&self, board: &Board, mv: &Move) -> bool {
-        let wrong = |sq: Square| board.piece_at(sq) != self.target.piece_at(sq);
-        match *mv {
-            Move::Castle { king, rook } => wrong(king) || wrong(rook),
-            _ => mv.from().is_some_and(wrong),
-        }
+/// The piece `mv` moves does not already stand where `target` wants it (a piece moved away and
+/// back is invisible to the board: the searches never move a piece that stands right).
+fn moves_a_wrong_piece(board: &Board, target: &Board, mv: &Move) -> bool {
+    let wrong = |sq: Square| board.piece_at(sq) != target.piece_at(sq);
+    match *mv {
+        Move::Castle { king, rook } => wrong(king) || wrong(rook),
+        _ => mv.from().is_some_and(wrong),
     }
 }
 
