@@ -5,13 +5,12 @@
 
 use serde_json::Value;
 
-use crate::capture::RecordKind;
+use crate::capture::{OpRecord, RecordKind};
 use crate::core::engine::{BoardEngine, EngineConfig};
 use crate::core::event::CoreEvent;
-use crate::core::observation::{Micros, Observation, OperatorAction};
+use crate::core::observation::{LinkChange, Micros, Observation, OperatorAction};
 use crate::driver::{BoardDriver, Decoder, Message};
 
-pub use crate::pgn::SET_TAGS;
 use crate::pgn::TagUpdate;
 
 /// One device: its decoder and its state machine.
@@ -23,6 +22,8 @@ pub struct Device {
     decoder: Box<dyn Decoder>,
     /// The board's state machine.
     pub engine: BoardEngine,
+    /// The board's serial number as its capture's header gives it (in its link events).
+    serial: Option<String>,
     messages: Vec<Message>,
 }
 
@@ -50,8 +51,15 @@ impl Device {
             driver,
             decoder: driver.unit_decoder(unit),
             engine: BoardEngine::new(cfg),
+            serial: None,
             messages: Vec::new(),
         }
+    }
+
+    /// The same device, telling `serial` as its serial number (its header's).
+    pub fn with_serial(mut self, serial: Option<String>) -> Self {
+        self.serial = serial;
+        self
     }
 
     /// The messages decoded from the last bytes received ([`Device::receive`]): the session
@@ -90,27 +98,24 @@ impl Device {
 /// What a record was, beyond the events it caused.
 #[derive(Debug)]
 pub enum Applied<'a> {
-    /// Bytes fed to the decoder, or nothing for the core (`tx`, `note`).
+    /// Bytes fed to the decoder, a link change fed to the core, or nothing for the core
+    /// (`tx`, `note`).
     Fed,
     /// An operator action, handled by the core.
-    Operator(OperatorAction),
+    Operator(&'a OperatorAction),
     /// A `set_tags` record: PGN tags, not for the core.
-    Tags(TagUpdate),
+    Tags(&'a TagUpdate),
     /// An operator record that is no operator action this build knows.
     Ignored {
         /// The record.
         value: &'a Value,
         /// Why it could not be read.
-        error: serde_json::Error,
+        error: &'a str,
     },
 }
 
-/// Whether an operator record is a `set_tags` record (PGN tags, not for the core).
-pub fn is_set_tags(op: &Value) -> bool {
-    op.get("action").and_then(Value::as_str) == Some(SET_TAGS)
-}
-
-/// Applies one capture record at `t` to `device`; events go to `out`.
+/// Applies one capture record at `t` to `device`; events go to `out`. The live board applies
+/// each record it writes through here too, so the core hears exactly what the capture holds.
 pub fn apply_record<'a>(
     device: &mut Device,
     t: Micros,
@@ -122,18 +127,24 @@ pub fn apply_record<'a>(
             device.receive(t, bytes, out);
             Applied::Fed
         }
-        RecordKind::Op(value) if is_set_tags(value) => Applied::Tags(TagUpdate::read(value)),
-        RecordKind::Op(value) => match serde_json::from_value::<OperatorAction>(value.clone()) {
-            Ok(action) => {
-                let obs = Observation::Operator(action);
-                device.engine.handle(t, &obs, out);
-                match obs {
-                    Observation::Operator(action) => Applied::Operator(action),
-                    _ => Applied::Fed,
-                }
-            }
-            Err(error) => Applied::Ignored { value, error },
-        },
+        RecordKind::Op(OpRecord::SetTags(tags)) => Applied::Tags(tags),
+        RecordKind::Op(OpRecord::Action(action)) => {
+            device
+                .engine
+                .handle(t, &Observation::Operator(action.clone()), out);
+            Applied::Operator(action)
+        }
+        RecordKind::Op(OpRecord::Unknown { value, error }) => Applied::Ignored { value, error },
+        RecordKind::Link(change) => {
+            let driver = device.driver.name().to_string();
+            let serial = device.serial.clone();
+            let obs = match change {
+                LinkChange::Up => Observation::Connected { driver, serial },
+                LinkChange::Down => Observation::Disconnected { driver, serial },
+            };
+            device.engine.handle(t, &obs, out);
+            Applied::Fed
+        }
         RecordKind::Tx(_) | RecordKind::Note(_) => Applied::Fed,
     }
 }

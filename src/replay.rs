@@ -18,19 +18,19 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
-use serde_json::{Map, Value};
+use serde_json::Map;
 
-use crate::capture::{self, Capture, CaptureError, Header, Record, RecordKind};
+use crate::capture::{self, Capture, CaptureError, Header, OpRecord, Record, RecordKind};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::game::GameRecord;
 use crate::core::observation::{ClockSide, Micros, Observation, OperatorAction};
-use crate::device::{Applied, apply_record, is_set_tags};
+use crate::device::{Applied, apply_record};
 use crate::driver::BoardDriver;
 use crate::pgn::{self, GameTags, TagUpdate};
 use crate::session::link::LinkKind;
 use crate::session::{SINGLE, Unit};
 
-pub use crate::device::{Device, SET_TAGS};
+pub use crate::device::Device;
 
 /// Why a replay failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,22 +70,20 @@ struct Setup {
     driver: &'static dyn BoardDriver,
     unit: Unit,
     link: LinkKind,
+    /// The serial number its header gives (its link events carry it).
+    serial: Option<String>,
 }
 
 impl Setup {
     /// Device `id` of a capture with `header`, named `name`; and a warning for a driver this
     /// build does not have. A device the header does not list is a wired `dgt` board.
     fn of(header: &Header, id: &str, name: String) -> (Setup, Option<String>) {
-        let entry = header.device(id);
-        let field = |key: &str| entry.and_then(|d| d.get(key));
-        let (driver, warning) =
-            crate::family::for_name_or_default(field("driver").and_then(Value::as_str));
-        let unit = field("address")
-            .and_then(Value::as_u64)
-            .and_then(|a| Unit::try_from(a).ok())
-            .unwrap_or(SINGLE);
-        let link = field("link")
-            .and_then(Value::as_str)
+        let entry = header.device(id).unwrap_or_default();
+        let (driver, warning) = crate::family::for_name_or_default(entry.driver.as_deref());
+        let unit = entry.address.unwrap_or(SINGLE);
+        let link = entry
+            .link
+            .as_deref()
             .and_then(|l| {
                 [LinkKind::Wired, LinkKind::Bluetooth]
                     .into_iter()
@@ -97,6 +95,7 @@ impl Setup {
             driver,
             unit,
             link,
+            serial: entry.serial,
         };
         (setup, warning)
     }
@@ -109,6 +108,7 @@ impl Setup {
             self.unit,
             self.link.engine_config(),
         )
+        .with_serial(self.serial.clone())
     }
 }
 
@@ -251,10 +251,8 @@ impl Plan {
                         d
                     }
                 };
-                if let RecordKind::Op(value) = &record.kind
-                    && is_set_tags(value)
-                {
-                    set_tags(&plan.devices[d].name, t, &TagUpdate::read(value));
+                if let RecordKind::Op(OpRecord::SetTags(update)) = &record.kind {
+                    set_tags(&plan.devices[d].name, t, update);
                 }
                 plan.steps.push(Step {
                     t,
@@ -433,12 +431,13 @@ fn labels(files: &[PathBuf]) -> Vec<String> {
 }
 
 /// Device ids of a capture, in the order its header lists them and then of their first record.
-fn device_ids(cap: &Capture) -> Vec<&str> {
+fn device_ids(cap: &Capture) -> Vec<String> {
     let mut seen = BTreeSet::new();
     let listed = cap
         .header
         .devices()
-        .filter_map(|d| d.get("id").and_then(Value::as_str));
+        .map(|d| d.id)
+        .filter(|id| !id.is_empty());
     let mut last = None;
     let recorded = cap.records.iter().map(|r| r.dev.as_str()).filter(move |d| {
         let new = last != Some(*d);
@@ -446,8 +445,8 @@ fn device_ids(cap: &Capture) -> Vec<&str> {
         new
     });
     listed
-        .chain(recorded)
-        .filter(|id| seen.insert(*id))
+        .chain(recorded.map(str::to_string))
+        .filter(|id| seen.insert(id.clone()))
         .collect()
 }
 
@@ -457,7 +456,7 @@ fn names(
     offsets: &[Micros],
     layout: Layout,
 ) -> Vec<BTreeMap<String, String>> {
-    let ids: Vec<Vec<&str>> = files.iter().map(|(_, c)| device_ids(c)).collect();
+    let ids: Vec<Vec<String>> = files.iter().map(|(_, c)| device_ids(c)).collect();
     // Devices to tell apart: (file, id) of an id whose records in two files overlap in time.
     let mut renamed: BTreeSet<(usize, &str)> = BTreeSet::new();
     if layout == Layout::AsRecorded && files.len() > 1 {
@@ -485,7 +484,8 @@ fn names(
         .enumerate()
         .map(|(fi, ids)| {
             ids.iter()
-                .map(|&id| {
+                .map(|id| {
+                    let id = id.as_str();
                     let name = match layout {
                         Layout::Round if ids.len() == 1 => format!("board-{}", fi + 1),
                         Layout::Round => format!("f{}-{id}", fi + 1),
@@ -598,7 +598,7 @@ impl Session {
                         warnings.push((i, format!("ignored operator action {value}: {error}")))
                     }
                     Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
-                        white = Some(w);
+                        white = Some(*w);
                     }
                     Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
                 }
@@ -664,7 +664,7 @@ impl Session {
                 .warnings
                 .push(format!("ignored operator action {value}: {error}")),
             Applied::Operator(OperatorAction::SetClockSide { white }) => {
-                self.white_clock[step.device] = Some(white);
+                self.white_clock[step.device] = Some(*white);
             }
             Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
         }
@@ -826,6 +826,7 @@ pub fn replay_paths(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn data(path: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

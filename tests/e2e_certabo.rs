@@ -63,11 +63,7 @@ fn assert_only_led_commands(dir: &Path) {
         for f in std::fs::read_dir(day.unwrap().path()).unwrap() {
             let path = f.unwrap().path();
             let cap = eboardd::capture::read_capture(&path).unwrap();
-            let drivers: Vec<&Value> = cap
-                .header
-                .devices()
-                .filter_map(|d| d.get("driver"))
-                .collect();
+            let drivers: Vec<String> = cap.header.devices().filter_map(|d| d.driver).collect();
             assert!(
                 !drivers.is_empty() && drivers.iter().all(|d| *d == "certabo"),
                 "{path:?}"

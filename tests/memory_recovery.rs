@@ -13,7 +13,7 @@
 
 mod support;
 
-use eboardd::capture::{Record, RecordKind};
+use eboardd::capture::{OpRecord, Record, RecordKind};
 use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::{ClockTimes, CompletedBy, CoreEvent, EventEnvelope, EventKind};
 use eboardd::core::observation::{
@@ -621,12 +621,9 @@ fn no_game_is_created_from_a_memory_alone() {
     records.push(Record {
         t: cut - 1,
         dev: "board-1".into(),
-        kind: RecordKind::Op(
-            serde_json::to_value(OperatorAction::SetResult {
-                result: "1-0".into(),
-            })
-            .expect("json"),
-        ),
+        kind: RecordKind::Op(OpRecord::Action(OperatorAction::SetResult {
+            result: "1-0".into(),
+        })),
     });
     let (mut with, _) = live(&records, Micros::MAX, &cfg_e);
     let (mut without, _) = live(&records, Micros::MAX, &cfg_e);

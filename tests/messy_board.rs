@@ -235,6 +235,7 @@ fn a_dump_two_plies_ahead_after_a_reconnection_is_recovered() {
     let mut rig = open_game();
     rig.feed(Observation::Disconnected {
         driver: "dgt".into(),
+        serial: None,
     });
     rig.wait(5000);
     let ahead = after(&Chess::default(), &["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]);

@@ -7,7 +7,7 @@ mod support;
 
 use eboardd::core::event::EndReason;
 use eboardd::core::observation::{Observation, SquareReading};
-use shakmaty::{Board, Chess, Position, Role, Square, Square::*};
+use shakmaty::{Board, Chess, Color, Position, Role, Square, Square::*};
 use support::rig::*;
 
 fn game_board() -> Chess {
@@ -93,6 +93,7 @@ fn a_touch_seen_before_a_link_drop_counts_when_the_touched_piece_could_move() {
         rig.wait(900);
         rig.feed(Observation::Disconnected {
             driver: "dgt".into(),
+            serial: None,
         });
         rig.wait(4000);
         let now = after(&game_board(), &["d4"]);
@@ -219,5 +220,62 @@ fn a_piece_knocked_onto_a_legal_square_of_its_player_as_the_move_is_released_is_
             rig.log()
         );
         assert_eq!(rig.sans()[4..], ["Bc4", "d6"], "{what}:\n{}", rig.log());
+    }
+}
+
+#[test]
+fn a_set_up_corrected_while_the_board_is_still_being_filled_is_no_game() {
+    // The first set-up of the day on an empty board: one side is set up with a piece on a wrong
+    // square, then a piece or two of the other side; the arbiter looks (the board stands still
+    // for seconds), puts the piece right (a legal move from that position, to a machine), then
+    // sets up the rest. The clock starts and the game is played from the start position: one
+    // game, no move before it, nothing displaced.
+    let start = Board::default();
+    // (the side set up first, its piece's wrong square and right square, the other side's
+    // pieces placed before the look)
+    let cases: [(Color, Square, Square, &[Square]); 4] = [
+        (Color::White, F3, G1, &[E8]),
+        (Color::White, E3, E2, &[E8, D8]),
+        (Color::Black, C6, B8, &[E1]),
+        (Color::White, A3, B1, &[E8, A7, B7]),
+    ];
+    for (first, wrong, right, others) in cases {
+        let what = format!("{first:?} {wrong}->{right} with {others:?}");
+        let mut rig = Rig::bare(&Board::empty());
+        for sq in start.by_color(first) {
+            rig.wait(150);
+            rig.place(
+                if sq == right { wrong } else { sq },
+                start.piece_at(sq).unwrap(),
+            );
+        }
+        for &sq in others {
+            rig.wait(300);
+            rig.place(sq, start.piece_at(sq).unwrap());
+        }
+        rig.wait(3000);
+        let piece = start.piece_at(right).unwrap();
+        rig.lift(wrong);
+        rig.wait(500);
+        rig.place(right, piece);
+        rig.wait(1500);
+        for sq in start.by_color(!first) {
+            if !others.contains(&sq) {
+                rig.wait(150);
+                rig.place(sq, start.piece_at(sq).unwrap());
+            }
+        }
+        rig.wait(3000);
+        rig.clock();
+        rig.wait(2000);
+        rig.mv(E2, E4);
+        rig.press();
+        rig.mv(E7, E5);
+        rig.press();
+        assert_eq!(rig.irregularities(), vec![], "{what}:\n{}", rig.log());
+        assert_eq!(rig.engine.games().len(), 1, "{what}:\n{}", rig.log());
+        let g = &rig.engine.games()[0];
+        assert_eq!(g.start().board(), Chess::default().board(), "{what}");
+        assert_eq!(rig.sans(), ["e4", "e5"], "{what}:\n{}", rig.log());
     }
 }

@@ -12,7 +12,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use eboardd::capture::{CaptureWriter, Record, RecordKind};
+use eboardd::capture::{CaptureWriter, OpRecord, Record, RecordKind};
 use eboardd::core::game::GameRecord;
 use eboardd::core::observation::Micros;
 use eboardd::daemon::board::{BoardMeta, LiveBoard};
@@ -49,7 +49,7 @@ fn op(t: Micros, dev: &str, value: Value) -> Record {
     Record {
         t,
         dev: dev.into(),
-        kind: RecordKind::Op(value),
+        kind: RecordKind::Op(OpRecord::read(value)),
     }
 }
 

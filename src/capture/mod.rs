@@ -3,7 +3,8 @@
 //! A capture is JSON Lines: a header line, then one record per line with `t` (seconds since
 //! the capture started, microsecond precision), `dev`, and one of `rx`/`tx`/`op`/`note`.
 
-use crate::core::observation::Micros;
+use crate::core::observation::{LinkChange, Micros, OperatorAction};
+use crate::pgn::TagUpdate;
 
 mod reader;
 mod writer;
@@ -47,10 +48,56 @@ pub enum RecordKind {
     Rx(Vec<u8>),
     /// Bytes sent to the device.
     Tx(Vec<u8>),
-    /// An operator action (the JSON object as written).
-    Op(serde_json::Value),
+    /// An operator record (`op`).
+    Op(OpRecord),
+    /// The device's link came up or went down (`link`): an input of the core, live and in
+    /// replay alike.
+    Link(LinkChange),
     /// Free text, ignored by replay.
     Note(String),
+}
+
+/// What an `op` record holds: an operator action for the core, the PGN tags from then on, or
+/// an action this build does not know (kept as written, skipped by replay with a warning).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpRecord {
+    /// An operator action, handled by the core.
+    Action(OperatorAction),
+    /// A `set_tags` record: PGN tags from now on, not for the core.
+    SetTags(TagUpdate),
+    /// An operator record this build cannot read.
+    Unknown {
+        /// The record's object, as written.
+        value: serde_json::Value,
+        /// Why it could not be read.
+        error: String,
+    },
+}
+
+impl OpRecord {
+    /// Reads an `op` record's object: `set_tags`, else an [`OperatorAction`], else unknown.
+    pub fn read(value: serde_json::Value) -> OpRecord {
+        if value.get("action").and_then(serde_json::Value::as_str) == Some(crate::pgn::SET_TAGS) {
+            return OpRecord::SetTags(TagUpdate::read(&value));
+        }
+        match serde_json::from_value::<OperatorAction>(value.clone()) {
+            Ok(action) => OpRecord::Action(action),
+            Err(e) => OpRecord::Unknown {
+                value,
+                error: e.to_string(),
+            },
+        }
+    }
+
+    /// The record's object, as the writer writes it.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            OpRecord::Action(action) => serde_json::to_value(action)
+                .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() })),
+            OpRecord::SetTags(tags) => tags.to_op(),
+            OpRecord::Unknown { value, .. } => value.clone(),
+        }
+    }
 }
 
 /// One record of a capture.
@@ -102,29 +149,109 @@ impl Header {
         self.extra.get("tags").map(crate::pgn::TagUpdate::read)
     }
 
-    /// The entries of the header's `devices` list (`id`, `driver`, `link`, `address`, `role`...).
-    pub fn devices(&self) -> impl Iterator<Item = &serde_json::Map<String, serde_json::Value>> {
+    /// The entries of the header's `devices` list, typed (an entry that is no JSON object is
+    /// skipped; a field of the wrong type reads as absent).
+    pub fn devices(&self) -> impl Iterator<Item = DeviceEntry> + '_ {
         self.extra
             .get("devices")
             .and_then(serde_json::Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(serde_json::Value::as_object)
+            .map(DeviceEntry::read)
     }
 
     /// The `devices` entry of device `id`.
-    pub fn device(&self, id: &str) -> Option<&serde_json::Map<String, serde_json::Value>> {
-        self.devices()
-            .find(|d| d.get("id").and_then(serde_json::Value::as_str) == Some(id))
+    pub fn device(&self, id: &str) -> Option<DeviceEntry> {
+        self.devices().find(|d| d.id == id)
     }
 
     /// Whether the capture is a line capture: every device it lists has the role
     /// [`LINE_ROLE`] (and it lists one at least).
     pub fn is_line(&self) -> bool {
-        let role = |d: &serde_json::Map<String, serde_json::Value>| {
-            d.get("role").and_then(serde_json::Value::as_str) == Some(LINE_ROLE)
-        };
+        let role = |d: DeviceEntry| d.role.as_deref() == Some(LINE_ROLE);
         self.devices().next().is_some() && self.devices().all(role)
+    }
+}
+
+/// One entry of a capture header's `devices` list (`docs/capture-format.md` §2): the device id
+/// its records carry, and what replay sets it up from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceEntry {
+    /// The device id (`dev` of its records).
+    pub id: String,
+    /// The board family whose decoder reads its bytes (`dgt` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Its serial number (`null` when the board tells none).
+    pub serial: Option<String>,
+    /// `wired` or `bluetooth`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// A board's bus address on a chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<u16>,
+    /// [`LINE_ROLE`] for a line capture's device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The port it was served on (a line capture's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+}
+
+impl DeviceEntry {
+    /// Reads an entry leniently: a field of the wrong type (or an id that is no string) reads
+    /// as absent, as readers always took them.
+    fn read(d: &serde_json::Map<String, serde_json::Value>) -> DeviceEntry {
+        let text = |k: &str| {
+            d.get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        DeviceEntry {
+            id: text("id").unwrap_or_default(),
+            driver: text("driver"),
+            serial: text("serial"),
+            link: text("link"),
+            address: d
+                .get("address")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|a| u16::try_from(a).ok()),
+            role: text("role"),
+            port: text("port"),
+        }
+    }
+}
+
+/// The header fields a writer of captures gives (the daemon adds `created` and `daemon`):
+/// typed, so that every header is made one way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HeaderFields {
+    /// The board the capture is of.
+    pub board: Option<String>,
+    /// The PGN tags the capture starts with.
+    pub tags: Option<TagUpdate>,
+    /// The devices of the capture.
+    pub devices: Vec<DeviceEntry>,
+}
+
+impl HeaderFields {
+    /// The fields as a header's JSON object (besides `format` and `version`).
+    pub fn to_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if let Some(board) = &self.board {
+            m.insert("board".into(), board.clone().into());
+        }
+        if let Some(tags) = &self.tags {
+            m.insert("tags".into(), tags.to_json());
+        }
+        if !self.devices.is_empty() {
+            m.insert(
+                "devices".into(),
+                serde_json::to_value(&self.devices).unwrap_or_default(),
+            );
+        }
+        m
     }
 }
 

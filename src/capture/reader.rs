@@ -4,8 +4,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{Capture, CaptureError, FORMAT, Header, Record, RecordKind, VERSION, hex_decode};
-use crate::core::observation::Micros;
+use super::{
+    Capture, CaptureError, FORMAT, Header, OpRecord, Record, RecordKind, VERSION, hex_decode,
+};
+use crate::core::observation::{LinkChange, Micros};
 
 /// Largest `t` accepted, in seconds (about 31 years): keeps the microsecond value exact.
 const MAX_T_SECONDS: f64 = 1e9;
@@ -102,23 +104,28 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
             Some(_) => return Err(err("\"dev\" must be a string")),
             None => return Err(err("record has no \"dev\"")),
         };
-        let kinds: Vec<&str> = ["rx", "tx", "op", "note"]
+        let kinds: Vec<&str> = PAYLOADS
             .into_iter()
             .filter(|k| obj.contains_key(*k))
             .collect();
         let Some(&key) = kinds.first() else {
             warnings.push(format!(
-                "{name}:{line}: record has none of rx/tx/op/note; ignored"
+                "{name}:{line}: record has none of rx/tx/op/link/note; ignored"
             ));
             continue;
         };
         if kinds.len() > 1 {
             warnings.push(format!(
-                "{name}:{line}: record has several of rx/tx/op/note; only \"{key}\" is used"
+                "{name}:{line}: record has several of rx/tx/op/link/note; only \"{key}\" is used"
             ));
         }
-        let kind = parse_kind(key, &obj[key]).map_err(err)?;
-        records.push(Record { t, dev, kind });
+        match parse_kind(key, &obj[key]).map_err(err)? {
+            Some(kind) => records.push(Record { t, dev, kind }),
+            None => warnings.push(format!(
+                "{name}:{line}: a {key} record this build does not know ({}); ignored",
+                super::printable(&obj[key].to_string(), 40)
+            )),
+        }
     }
     Ok(Capture {
         header,
@@ -194,22 +201,33 @@ fn parse_t(obj: &Map<String, Value>) -> Result<Micros, &'static str> {
     Ok((t * 1e6).round() as Micros)
 }
 
-fn parse_kind(key: &str, value: &Value) -> Result<RecordKind, &'static str> {
-    match (key, value) {
+/// The payload keys of a record, in the order the first one present is taken.
+const PAYLOADS: [&str; 5] = ["rx", "tx", "op", "link", "note"];
+
+/// The payload under `key`; `None`: a value of an extension this build does not know (a
+/// `link` other than `up`/`down`), skipped with a warning.
+fn parse_kind(key: &str, value: &Value) -> Result<Option<RecordKind>, &'static str> {
+    let kind = match (key, value) {
         ("rx" | "tx", Value::String(h)) => {
             let bytes = hex_decode(h).ok_or("bytes must be hex digits, an even number of them")?;
-            Ok(if key == "rx" {
+            if key == "rx" {
                 RecordKind::Rx(bytes)
             } else {
                 RecordKind::Tx(bytes)
-            })
+            }
         }
-        ("rx" | "tx", _) => Err("\"rx\"/\"tx\" must be a hex string"),
-        ("op", Value::Object(_)) => Ok(RecordKind::Op(value.clone())),
-        ("op", _) => Err("\"op\" must be a JSON object"),
-        (_, Value::String(n)) => Ok(RecordKind::Note(n.clone())),
-        _ => Err("\"note\" must be a string"),
-    }
+        ("rx" | "tx", _) => return Err("\"rx\"/\"tx\" must be a hex string"),
+        ("op", Value::Object(_)) => RecordKind::Op(OpRecord::read(value.clone())),
+        ("op", _) => return Err("\"op\" must be a JSON object"),
+        ("link", Value::String(l)) => match LinkChange::from_name(l) {
+            Some(change) => RecordKind::Link(change),
+            None => return Ok(None),
+        },
+        ("link", _) => return Err("\"link\" must be a string"),
+        (_, Value::String(n)) => RecordKind::Note(n.clone()),
+        _ => return Err("\"note\" must be a string"),
+    };
+    Ok(Some(kind))
 }
 
 /// Microseconds as seconds with 6 decimals.

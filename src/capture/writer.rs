@@ -35,7 +35,8 @@ impl<W: Write> CaptureWriter<W> {
         let (key, value) = match &record.kind {
             RecordKind::Rx(b) => ("rx", json(&hex_encode(b))),
             RecordKind::Tx(b) => ("tx", json(&hex_encode(b))),
-            RecordKind::Op(v) => ("op", v.to_string()),
+            RecordKind::Op(op) => ("op", op.to_json().to_string()),
+            RecordKind::Link(change) => ("link", json(change.name())),
             RecordKind::Note(n) => ("note", json(n)),
         };
         let t = record.t;
@@ -69,7 +70,7 @@ fn json(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse_capture;
+    use super::super::{OpRecord, parse_capture};
     use super::*;
 
     fn extra() -> Map<String, Value> {
@@ -130,7 +131,14 @@ mod tests {
             Record {
                 t: 3_600_123_457,
                 dev: "board-2".into(),
-                kind: RecordKind::Op(serde_json::json!({"action": "set_result", "result": "1-0"})),
+                kind: RecordKind::Op(OpRecord::read(
+                    serde_json::json!({"action": "set_result", "result": "1-0"}),
+                )),
+            },
+            Record {
+                t: 3_600_500_000,
+                dev: "board-2".into(),
+                kind: RecordKind::Link(crate::core::observation::LinkChange::Down),
             },
             Record {
                 t: 3_600_999_999,

@@ -166,6 +166,33 @@ pub enum MemoryEntry {
     Unknown,
 }
 
+/// A change of a board's link, as a capture's `link` record holds it (`docs/capture-format.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkChange {
+    /// The board is connected: found on a port, or back after a drop.
+    Up,
+    /// The board is lost: its link dropped or its port session ended.
+    Down,
+}
+
+impl LinkChange {
+    /// The record's value: `"up"` or `"down"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkChange::Up => "up",
+            LinkChange::Down => "down",
+        }
+    }
+
+    /// The change a record's value names (`None`: a value this build does not know).
+    pub fn from_name(name: &str) -> Option<LinkChange> {
+        [LinkChange::Up, LinkChange::Down]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+}
+
 /// Everything the core can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
@@ -182,10 +209,21 @@ pub enum Observation {
     Clock(ClockReading),
     /// The board reports that no clock is connected.
     ClockAbsent,
-    /// The device link went down.
+    /// The device link went down (the board was lost, or its port session ended): a `link`
+    /// `down` record of the capture.
     Disconnected {
         /// Driver name.
         driver: String,
+        /// The board's serial number, when known.
+        serial: Option<String>,
+    },
+    /// The device link came up (a board found on a port, or back after a drop): a `link` `up`
+    /// record of the capture.
+    Connected {
+        /// Driver name.
+        driver: String,
+        /// The board's serial number, when known.
+        serial: Option<String>,
     },
     /// An operator action.
     Operator(OperatorAction),

@@ -9,16 +9,14 @@
 use std::io;
 use std::path::Path;
 
-use serde_json::{Map, json};
-
 use super::captures::resume::{self, ResumePoint};
 use super::captures::{CaptureFile, CaptureStore};
-use crate::capture::{Capture, Header, RecordKind};
+use crate::capture::{Capture, DeviceEntry, Header, HeaderFields, OpRecord, RecordKind};
 use crate::core::engine::seed::EngineSeed;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
-use crate::core::observation::{ClockSide, FieldArray, Micros, Observation, OperatorAction};
-use crate::device::Device;
+use crate::core::observation::{ClockSide, FieldArray, LinkChange, Micros, OperatorAction};
+use crate::device::{Applied, Device, apply_record};
 use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
@@ -193,15 +191,19 @@ impl LiveBoard {
             .driver
             .and_then(crate::family::driver)
             .unwrap_or_else(crate::family::default_driver);
-        let mut header = Map::new();
-        header.insert("board".into(), id.into());
-        header.insert("tags".into(), meta.tag_update().to_json());
-        let mut device =
-            json!({"id": id, "driver": driver.name(), "serial": meta.serial, "link": link.name()});
-        if let Some(unit) = meta.unit {
-            device["address"] = unit.into();
+        let header = HeaderFields {
+            board: Some(id.to_string()),
+            tags: Some(meta.tag_update()),
+            devices: vec![DeviceEntry {
+                id: id.to_string(),
+                driver: Some(driver.name().to_string()),
+                serial: meta.serial.clone(),
+                link: Some(link.name().to_string()),
+                address: meta.unit,
+                ..Default::default()
+            }],
         }
-        header.insert("devices".into(), json!([device]));
+        .to_map();
         let opened = if resume {
             store.open_resuming(&path, header.clone())?
         } else {
@@ -328,9 +330,8 @@ impl LiveBoard {
     pub fn set_meta(&mut self, meta: BoardMeta) -> io::Result<()> {
         let tags = meta.tags();
         if tags != self.tags_written {
-            let op = meta.tag_update().to_op();
             let t = self.capture.now();
-            self.capture.write(t, &self.id, RecordKind::Op(op))?;
+            self.record(t, RecordKind::Op(OpRecord::SetTags(meta.tag_update())))?;
             self.tags_written = tags;
         }
         let side = meta.white_clock;
@@ -479,14 +480,29 @@ impl LiveBoard {
         }
     }
 
+    /// Record-first: writes `kind` to the capture at `t` (raised to the capture's clock), then
+    /// applies that same record to the board through [`apply_record`], the path every replay
+    /// takes, so the core hears exactly what the capture holds. The events wait in
+    /// `self.events` for [`LiveBoard::flush`].
+    fn record(&mut self, t: Micros, kind: RecordKind) -> io::Result<Micros> {
+        let record = self.capture.append(t, &self.id, kind)?;
+        match apply_record(&mut self.device, record.t, &record.kind, &mut self.events) {
+            Applied::Operator(OperatorAction::SetClockSide { white }) => {
+                self.side_recorded = Some(*white);
+            }
+            Applied::Ignored { value, error } => {
+                tracing::warn!("{}: ignored operator action {value}: {error}", self.id);
+            }
+            Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
+        }
+        Ok(record.t)
+    }
+
     /// Bytes received at `t` (taken with [`LiveBoard::now`] when they arrived): captured,
     /// decoded once, their observations fed to the core and its events published.
     pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Received> {
-        let t = self
-            .capture
-            .write(t, &self.id, RecordKind::Rx(bytes.to_vec()))?;
         let bad = self.device.line_counters().1;
-        self.device.receive(t, bytes, &mut self.events);
+        self.record(t, RecordKind::Rx(bytes.to_vec()))?;
         let bad_frames = self.device.line_counters().1 - bad;
         let events = self.flush(hub)?;
         self.maybe_resume_point();
@@ -499,16 +515,14 @@ impl LiveBoard {
 
     /// Bytes about to be sent at `t`.
     pub fn tx(&mut self, t: Micros, bytes: &[u8]) -> io::Result<()> {
-        self.capture
-            .write(t, &self.id, RecordKind::Tx(bytes.to_vec()))?;
+        self.record(t, RecordKind::Tx(bytes.to_vec()))?;
         Ok(())
     }
 
     /// A free-text note in the capture.
     pub fn note(&mut self, text: &str) -> io::Result<()> {
         let t = self.capture.now();
-        self.capture
-            .write(t, &self.id, RecordKind::Note(text.to_string()))?;
+        self.record(t, RecordKind::Note(text.to_string()))?;
         Ok(())
     }
 
@@ -537,23 +551,13 @@ impl LiveBoard {
     }
 
     fn operator_quiet(&mut self, action: OperatorAction) -> Result<(), ControlError> {
-        let value =
-            serde_json::to_value(&action).map_err(|e| ControlError::Unavailable(e.to_string()))?;
         let t = self.capture.now();
         // The check sees the game as replay will when it reaches this record: with every
         // decision due by then taken.
         self.device.engine.tick(t, &mut self.events);
         self.device.engine.check_operator(&action)?;
-        let t = self
-            .capture
-            .write(t, &self.id, RecordKind::Op(value))
+        self.record(t, RecordKind::Op(OpRecord::Action(action)))
             .map_err(|e| ControlError::Unavailable(format!("capture: {e}")))?;
-        if let OperatorAction::SetClockSide { white } = action {
-            self.side_recorded = Some(white);
-        }
-        self.device
-            .engine
-            .handle(t, &Observation::Operator(action), &mut self.events);
         Ok(())
     }
 
@@ -568,7 +572,11 @@ impl LiveBoard {
         self.flush(hub)
     }
 
-    /// The link came up or went down; publishes `board_connected` / `board_disconnected`.
+    /// The link came up or went down: a note for people, then a `link` record that the core
+    /// reads (record-first, as replay reads it), whose `board_connected` /
+    /// `board_disconnected` is published. A board a new session takes while it still shows
+    /// connected (replugged before the old session noticed) was lost in between: `down`, then
+    /// `up`.
     pub fn set_connection(
         &mut self,
         connection: LinkState,
@@ -583,13 +591,11 @@ impl LiveBoard {
         if was == LinkState::Active && connection != LinkState::Active {
             self.away_since = Some(self.capture.now());
         }
-        let driver = self.device.driver().name().to_string();
-        let serial = self.meta.serial.clone();
-        let kind = match (was, connection) {
-            (LinkState::Active, LinkState::Active) => None,
-            (_, LinkState::Active) => Some(EventKind::BoardConnected { driver, serial }),
-            (LinkState::Active, _) => Some(EventKind::BoardDisconnected { driver, serial }),
-            _ => None,
+        let changes: &[LinkChange] = match (was, connection) {
+            (LinkState::Active, LinkState::Active) => &[LinkChange::Down, LinkChange::Up],
+            (_, LinkState::Active) => &[LinkChange::Up],
+            (LinkState::Active, _) => &[LinkChange::Down],
+            _ => &[],
         };
         let note = match connection {
             LinkState::Active => format!(
@@ -600,13 +606,9 @@ impl LiveBoard {
             _ => "disconnected".to_string(),
         };
         self.note(&note)?;
-        if let Some(kind) = kind {
-            let game = self.device.engine.games().last().map_or(0, |g| g.number);
-            self.events.push(CoreEvent {
-                t: self.capture.now(),
-                game,
-                kind,
-            });
+        for &change in changes {
+            let t = self.capture.now();
+            self.record(t, RecordKind::Link(change))?;
         }
         if self.events.is_empty() {
             hub.set_status(&self.id, self.status());

@@ -383,14 +383,18 @@ impl<'a> Port<'a> {
                 port_serial(self.path).trim_start_matches("port-")
             );
             let path = self.ctx.store.path_for(super::captures::today(), &id);
-            let mut header = serde_json::Map::new();
-            header.insert("board".into(), id.clone().into());
-            header.insert(
-                "devices".into(),
-                serde_json::json!([{"id": id, "driver": self.driver.name(), "role": crate::capture::LINE_ROLE,
-                    "port": self.path.display().to_string()}]),
-            );
-            let opened = self.ctx.store.open(&path, header)?;
+            let header = crate::capture::HeaderFields {
+                board: Some(id.clone()),
+                tags: None,
+                devices: vec![crate::capture::DeviceEntry {
+                    id: id.clone(),
+                    driver: Some(self.driver.name().to_string()),
+                    role: Some(crate::capture::LINE_ROLE.to_string()),
+                    port: Some(self.path.display().to_string()),
+                    ..Default::default()
+                }],
+            };
+            let opened = self.ctx.store.open(&path, header.to_map())?;
             self.line = Some(Line {
                 file: opened.file,
                 id,

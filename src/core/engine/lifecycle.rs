@@ -80,13 +80,20 @@ impl BoardEngine {
         } else {
             [Orientation::Reversed, Orientation::Normal]
         };
+        // A start position still being set up (either way round), not an adjourned game's
+        // position: also when the "move" puts a piece of it on its start square (a set-up
+        // corrected while the board is still being filled).
+        let being_set_up = |b: &super::super::sensed::SensedBoard| {
+            [Orientation::Normal, Orientation::Reversed]
+                .into_iter()
+                .any(|o| start::is_partial_start(&b.board(o)))
+        };
+        if being_set_up(&reference) || being_set_up(&self.sensed) {
+            return false;
+        }
         for orientation in orientations {
             let board = self.sensed.board(orientation);
             let before = reference.board(orientation);
-            if start::is_partial_start(&before) {
-                // A start position still being set up, not an adjourned game's position.
-                continue;
-            }
             for turn in [Color::White, Color::Black] {
                 let Some(pos) = setup_position(&before, turn) else {
                     continue;

@@ -209,7 +209,9 @@ impl BoardEngine {
         // A memory is for the board dump right after it: anything that may change the board or
         // the record in between makes it stale.
         let memory = match obs {
-            Observation::Clock(_) | Observation::ClockAbsent => None,
+            Observation::Clock(_) | Observation::ClockAbsent | Observation::Connected { .. } => {
+                None
+            }
             _ => self.memory.take(),
         };
         match obs {
@@ -243,17 +245,25 @@ impl BoardEngine {
             Observation::Field { index, reading } => self.on_field(t, *index, *reading, out),
             Observation::Clock(reading) => self.on_clock(t, *reading, out),
             Observation::ClockAbsent => {}
-            Observation::Disconnected { driver } => {
+            Observation::Disconnected { driver, serial } => {
                 self.link_dropped_at.get_or_insert(t);
                 self.emit(
                     t,
                     out,
                     EventKind::BoardDisconnected {
                         driver: driver.clone(),
-                        serial: None,
+                        serial: serial.clone(),
                     },
                 )
             }
+            Observation::Connected { driver, serial } => self.emit(
+                t,
+                out,
+                EventKind::BoardConnected {
+                    driver: driver.clone(),
+                    serial: serial.clone(),
+                },
+            ),
             Observation::Operator(action) => self.on_operator(t, action, out),
             Observation::Memory(entries) => self.on_memory(entries),
         }
@@ -584,8 +594,13 @@ impl BoardEngine {
         let threefold = game.repetitions() >= 3;
         let fifty = game.position().halfmoves() >= 100;
         self.emit(t, out, kind);
+        // The touches of the turn are judged even when its move was recovered (from the
+        // board's memory or a gap): the ledger holds only what was seen live, so a touch in it
+        // (a piece seen lifted, and put back before the link dropped or on its square in the
+        // dump after it) is evidence whatever happened while no one listened. A change after
+        // release needs the whole move seen.
+        self.judge_turn(t, ply, out);
         if !recovered {
-            self.judge_turn(t, ply, out);
             self.judge_changed(t, ply, final_move, out);
         }
         self.changed = None;

@@ -369,8 +369,15 @@ impl CaptureFile {
     }
 
     /// Appends one record at `t` (raised to the last record's `t` if smaller) and flushes it to
-    /// the kernel.
+    /// the kernel; its time.
     pub fn write(&mut self, t: Micros, dev: &str, kind: RecordKind) -> io::Result<Micros> {
+        self.append(t, dev, kind).map(|r| r.t)
+    }
+
+    /// [`CaptureFile::write`], giving back the record as written (its `t` raised), for the
+    /// caller to apply that same record to its board. A record lost to a failing disk is given
+    /// back too (the board is still served; the loss is counted and noted).
+    pub fn append(&mut self, t: Micros, dev: &str, kind: RecordKind) -> io::Result<Record> {
         let t = t.max(self.last_t);
         let record = Record {
             t,
@@ -392,7 +399,7 @@ impl CaptureFile {
                     let note = format!("capture gap: {lost} record(s) could not be written");
                     let _ = self.write(t, dev, RecordKind::Note(note));
                 }
-                Ok(t)
+                Ok(record)
             }
             Err(e) => {
                 if let Ok(len) = before {
@@ -406,7 +413,7 @@ impl CaptureFile {
                 }
                 self.lost += 1;
                 self.last_t = t;
-                Ok(t)
+                Ok(record)
             }
         }
     }
