@@ -106,8 +106,13 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                 None
             }
             11 => Some(Observation::ClockAbsent),
+            12 => Some(Observation::Connected {
+                driver: "dgt".into(),
+                serial: None,
+            }),
             13 => Some(Observation::Disconnected {
                 driver: "dgt".into(),
+                serial: None,
             }),
             14 => Some(Observation::Operator(OperatorAction::NewGame { fen: None })),
             _ if data.get(i).is_some_and(|k| k % 8 == 7) => {

@@ -4,7 +4,7 @@
 //!
 //! A seed holds only what is not at rest's default: the sensed board, the orientation, the
 //! clock tracker, the games kept (the last two, as [`StoredGame`]s), the touch ledger, a press
-//! waiting for its deadline and a few counters.
+//! waiting for its deadline, when the link dropped (until the dump after it) and a few counters.
 //! **It checks itself:** [`EngineSeed::of`] rebuilds an engine from the seed (through its JSON
 //! text) and gives a seed only when the rebuilt engine is the engine, every field alike (their
 //! `Debug` text, which prints every field but the candidate caches). So an engine in a state
@@ -59,6 +59,10 @@ pub struct EngineSeed {
     /// The lifts of the last turns (touch-move evidence).
     #[serde(default)]
     ledger: Ledger,
+    /// When the link dropped, until the board dump after it (a capture that ends on a `link`
+    /// `down` record, as after every clean stop).
+    #[serde(default)]
+    link_dropped_at: Option<Micros>,
 }
 
 impl EngineSeed {
@@ -91,6 +95,7 @@ impl EngineSeed {
             early_press: engine.early_press,
             pending_press: engine.pending_press,
             ledger: engine.ledger.clone(),
+            link_dropped_at: engine.link_dropped_at,
         };
         let text = serde_json::to_string(&seed).ok()?;
         let back: EngineSeed = serde_json::from_str(&text).ok()?;
@@ -131,6 +136,7 @@ impl EngineSeed {
         engine.early_press = self.early_press;
         engine.pending_press = self.pending_press;
         engine.ledger = self.ledger.clone();
+        engine.link_dropped_at = self.link_dropped_at;
         Ok(engine)
     }
 
