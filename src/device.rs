@@ -87,6 +87,20 @@ impl Device {
     pub fn receive(&mut self, t: Micros, bytes: &[u8], out: &mut Vec<CoreEvent>) {
         self.messages.clear();
         self.decoder.decode(bytes, &mut self.messages);
+        self.observe(t, out);
+    }
+
+    /// A notification from Bluetooth LE characteristic `char` at `t`, decoded by the driver
+    /// ([`crate::driver::Decoder::notified`]); its observations go to the core as in
+    /// [`Device::receive`].
+    pub fn notified(&mut self, t: Micros, char: &str, bytes: &[u8], out: &mut Vec<CoreEvent>) {
+        self.messages.clear();
+        self.decoder.notified(char, bytes, &mut self.messages);
+        self.observe(t, out);
+    }
+
+    /// The observations among the messages just decoded go to the core.
+    fn observe(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
         for msg in &self.messages {
             if let Message::Observation(obs) = msg {
                 self.engine.handle(t, obs, out);
@@ -127,6 +141,10 @@ pub fn apply_record<'a>(
             device.receive(t, bytes, out);
             Applied::Fed
         }
+        RecordKind::Notify { char, bytes } => {
+            device.notified(t, char, bytes, out);
+            Applied::Fed
+        }
         RecordKind::Op(OpRecord::SetTags(tags)) => Applied::Tags(tags),
         RecordKind::Op(OpRecord::Action(action)) => {
             device
@@ -145,6 +163,6 @@ pub fn apply_record<'a>(
             device.engine.handle(t, &obs, out);
             Applied::Fed
         }
-        RecordKind::Tx(_) | RecordKind::Note(_) => Applied::Fed,
+        RecordKind::Tx(_) | RecordKind::Write { .. } | RecordKind::Note(_) => Applied::Fed,
     }
 }

@@ -300,7 +300,7 @@ pub fn udev_rules() -> String {
     let mut own = String::new();
     let mut generic = String::new();
     for f in FAMILIES {
-        for u in f.driver.usb_ids() {
+        for u in f.driver.transport().usb_ids() {
             let product = match u.pid {
                 Some(p) => format!(", ATTRS{{idProduct}}==\"{p:04x}\""),
                 None => String::new(),
@@ -429,7 +429,7 @@ mod tests {
             "udev/70-eboardd.rules is not the family table's: EBOARDD_WRITE_UDEV=1 cargo test udev"
         );
         for f in FAMILIES {
-            for u in f.driver.usb_ids() {
+            for u in f.driver.transport().usb_ids() {
                 assert!(
                     shipped.contains(&format!("\"{:04x}\"", u.vid)),
                     "{}",

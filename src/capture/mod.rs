@@ -48,6 +48,21 @@ pub enum RecordKind {
     Rx(Vec<u8>),
     /// Bytes sent to the device.
     Tx(Vec<u8>),
+    /// A notification from a Bluetooth LE characteristic (`notify`, with `char`): the bytes of
+    /// one notification, as the device sent them.
+    Notify {
+        /// The characteristic's UUID.
+        char: String,
+        /// The notification's bytes.
+        bytes: Vec<u8>,
+    },
+    /// A write to a Bluetooth LE characteristic (`write`, with `char`).
+    Write {
+        /// The characteristic's UUID.
+        char: String,
+        /// The bytes written.
+        bytes: Vec<u8>,
+    },
     /// An operator record (`op`).
     Op(OpRecord),
     /// The device's link came up or went down (`link`): an input of the core, live and in

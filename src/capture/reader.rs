@@ -110,16 +110,16 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
             .collect();
         let Some(&key) = kinds.first() else {
             warnings.push(format!(
-                "{name}:{line}: record has none of rx/tx/op/link/note; ignored"
+                "{name}:{line}: record has none of rx/tx/notify/write/op/link/note; ignored"
             ));
             continue;
         };
         if kinds.len() > 1 {
             warnings.push(format!(
-                "{name}:{line}: record has several of rx/tx/op/link/note; only \"{key}\" is used"
+                "{name}:{line}: record has several of rx/tx/notify/write/op/link/note; only \"{key}\" is used"
             ));
         }
-        match parse_kind(key, &obj[key]).map_err(err)? {
+        match parse_kind(key, &obj).map_err(err)? {
             Some(kind) => records.push(Record { t, dev, kind }),
             None => warnings.push(format!(
                 "{name}:{line}: a {key} record this build does not know ({}); ignored",
@@ -202,11 +202,12 @@ fn parse_t(obj: &Map<String, Value>) -> Result<Micros, &'static str> {
 }
 
 /// The payload keys of a record, in the order the first one present is taken.
-const PAYLOADS: [&str; 5] = ["rx", "tx", "op", "link", "note"];
+const PAYLOADS: [&str; 7] = ["rx", "tx", "notify", "write", "op", "link", "note"];
 
-/// The payload under `key`; `None`: a value of an extension this build does not know (a
+/// The payload under `key` of record `obj`; `None`: a value of an extension this build does not know (a
 /// `link` other than `up`/`down`), skipped with a warning.
-fn parse_kind(key: &str, value: &Value) -> Result<Option<RecordKind>, &'static str> {
+fn parse_kind(key: &str, obj: &Map<String, Value>) -> Result<Option<RecordKind>, &'static str> {
+    let value = &obj[key];
     let kind = match (key, value) {
         ("rx" | "tx", Value::String(h)) => {
             let bytes = hex_decode(h).ok_or("bytes must be hex digits, an even number of them")?;
@@ -217,6 +218,19 @@ fn parse_kind(key: &str, value: &Value) -> Result<Option<RecordKind>, &'static s
             }
         }
         ("rx" | "tx", _) => return Err("\"rx\"/\"tx\" must be a hex string"),
+        ("notify" | "write", Value::String(h)) => {
+            let bytes = hex_decode(h).ok_or("bytes must be hex digits, an even number of them")?;
+            let char = match obj.get("char") {
+                Some(Value::String(c)) if !c.is_empty() => c.clone(),
+                _ => return Err("a \"notify\"/\"write\" record needs its \"char\" (a UUID)"),
+            };
+            if key == "notify" {
+                RecordKind::Notify { char, bytes }
+            } else {
+                RecordKind::Write { char, bytes }
+            }
+        }
+        ("notify" | "write", _) => return Err("\"notify\"/\"write\" must be a hex string"),
         ("op", Value::Object(_)) => RecordKind::Op(OpRecord::read(value.clone())),
         ("op", _) => return Err("\"op\" must be a JSON object"),
         ("link", Value::String(l)) => match LinkChange::from_name(l) {

@@ -35,6 +35,14 @@ impl<W: Write> CaptureWriter<W> {
         let (key, value) = match &record.kind {
             RecordKind::Rx(b) => ("rx", json(&hex_encode(b))),
             RecordKind::Tx(b) => ("tx", json(&hex_encode(b))),
+            RecordKind::Notify { char, bytes } => (
+                "notify",
+                format!("{},\"char\":{}", json(&hex_encode(bytes)), json(char)),
+            ),
+            RecordKind::Write { char, bytes } => (
+                "write",
+                format!("{},\"char\":{}", json(&hex_encode(bytes)), json(char)),
+            ),
             RecordKind::Op(op) => ("op", op.to_json().to_string()),
             RecordKind::Link(change) => ("link", json(change.name())),
             RecordKind::Note(n) => ("note", json(n)),

@@ -110,7 +110,15 @@ pub async fn serve_port(
         if *stop.borrow() {
             return PortEnd::Stopped;
         }
-        let opened = super::serial::open(&path, origin.driver().line());
+        let Some(line) = origin.driver().transport().line() else {
+            tracing::error!(
+                "{}: the {} driver is not served on a serial port",
+                path.display(),
+                origin.driver().name()
+            );
+            return PortEnd::NotABoard;
+        };
+        let opened = super::serial::open(&path, line);
         match opened {
             Ok(port) => {
                 let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());

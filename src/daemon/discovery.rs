@@ -35,7 +35,7 @@ pub fn known_ids() -> impl Iterator<Item = KnownId> {
         .iter()
         .map(|f| f.driver)
         .flat_map(|d| {
-            d.usb_ids().iter().map(|u| KnownId {
+            d.transport().usb_ids().iter().map(|u| KnownId {
                 vid: u.vid,
                 pid: u.pid,
                 generic: u.generic,

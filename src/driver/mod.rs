@@ -2,11 +2,13 @@
 //! one family of boards, and nothing else.
 //!
 //! A driver names itself (the `driver` of capture headers and `board_connected` events), says
-//! how its serial line is set up and which USB ids it answers to, makes decoders (bytes in →
+//! how its boards are reached ([`Transport`]: a serial line and the USB ids it answers to, or a
+//! Bluetooth LE GATT profile), makes decoders (bytes in →
 //! [`Message`]s out: observations for the core, session messages for the port task), and
 //! encodes the few commands a session sends (handshake, start of streaming, keep-alive, dump
 //! request, clock commands). It does no I/O: the port task (`daemon::board_task`) reads and
-//! writes, replay feeds recorded bytes.
+//! writes (a serial port, or a GATT link through `daemon::ble`: notifications in, writes to the
+//! profile's write characteristic out), replay feeds recorded bytes.
 //!
 //! To add a board family, copy `src/driver/TEMPLATE.md`'s skeleton into `src/driver/<name>/`
 //! and add its row to the family table ([`crate::family::FAMILIES`]).
@@ -17,6 +19,7 @@ use crate::core::observation::Observation;
 use crate::session::{ClockShow, Session, SessionConfig, Unit};
 
 pub mod certabo;
+pub mod chessnut;
 pub mod dgt;
 pub mod millennium;
 pub mod positions;
@@ -56,6 +59,74 @@ pub struct UsbId {
     pub generic: bool,
     /// What it is, for logs.
     pub name: &'static str,
+}
+
+/// A Bluetooth LE board's GATT profile: how it is found and which characteristics carry its
+/// protocol. UUIDs are lowercase, as BlueZ writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GattProfile {
+    /// Advertised names of its boards start with one of these (compared without regard to case).
+    pub name_prefixes: &'static [&'static str],
+    /// The service a board advertises or offers, by which discovery knows it too.
+    pub service: &'static str,
+    /// Characteristics the host subscribes to; their notifications go to the decoder
+    /// ([`Decoder::notified`]).
+    pub notify: &'static [&'static str],
+    /// The characteristic every command of the session is written to.
+    pub write: &'static str,
+    /// The longest notification the protocol needs whole (a position frame): a link whose ATT
+    /// MTU gives fewer bytes (MTU − 3) cannot carry it.
+    pub longest_notification: usize,
+}
+
+impl GattProfile {
+    /// Whether an advertised `name` is one of the profile's boards.
+    pub fn matches_name(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        self.name_prefixes
+            .iter()
+            .any(|p| name.starts_with(&p.to_ascii_lowercase()))
+    }
+}
+
+/// How a family's boards are reached: the port task, discovery and the udev rules read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A byte stream on a serial port (USB, RS-232, Bluetooth Classic's rfcomm).
+    Serial {
+        /// The line settings.
+        line: LineSettings,
+        /// The USB ids of its boards (for discovery and the udev rules).
+        usb_ids: &'static [UsbId],
+    },
+    /// Bluetooth LE GATT, through BlueZ (`daemon::ble`).
+    Gatt(&'static GattProfile),
+}
+
+impl Transport {
+    /// The USB ids of a serial family's boards (none for other transports).
+    pub fn usb_ids(&self) -> &'static [UsbId] {
+        match self {
+            Transport::Serial { usb_ids, .. } => usb_ids,
+            Transport::Gatt(_) => &[],
+        }
+    }
+
+    /// A serial family's line settings.
+    pub fn line(&self) -> Option<LineSettings> {
+        match self {
+            Transport::Serial { line, .. } => Some(*line),
+            Transport::Gatt(_) => None,
+        }
+    }
+
+    /// A GATT family's profile.
+    pub fn gatt(&self) -> Option<&'static GattProfile> {
+        match self {
+            Transport::Gatt(p) => Some(p),
+            Transport::Serial { .. } => None,
+        }
+    }
 }
 
 /// A battery's charge, as a wireless board reports it (family-neutral).
@@ -117,6 +188,11 @@ pub enum Message {
 pub trait Decoder: Send + std::fmt::Debug {
     /// Decodes `bytes` (any split of the stream), appending complete messages to `out`.
     fn decode(&mut self, bytes: &[u8], out: &mut Vec<Message>);
+    /// Decodes one Bluetooth LE notification from characteristic `char` (a GATT family's);
+    /// by default as stream bytes ([`Decoder::decode`]).
+    fn notified(&mut self, _char: &str, bytes: &[u8], out: &mut Vec<Message>) {
+        self.decode(bytes, out);
+    }
     /// Bytes thrown away while resynchronising.
     fn dropped_bytes(&self) -> u64;
     /// Frames found bad (wrong length, bad checksum...).
@@ -149,10 +225,8 @@ pub trait ClockControl: Send + std::fmt::Debug {
 pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     /// The driver's name, as in capture headers and events (e.g. `"dgt"`).
     fn name(&self) -> &'static str;
-    /// The serial line.
-    fn line(&self) -> LineSettings;
-    /// The USB ids of its boards.
-    fn usb_ids(&self) -> &'static [UsbId];
+    /// How its boards are reached (a serial line and USB ids, or a GATT profile).
+    fn transport(&self) -> Transport;
     /// A fresh decoder.
     fn decoder(&self) -> Box<dyn Decoder>;
     /// A fresh decoder for board `unit` of a port (a bus address on a chain: it takes only

@@ -41,8 +41,10 @@
 //! the board to bus mode; the emulator stays in single-board mode and counts it).
 
 pub mod certabo;
+pub mod chessnut;
 pub mod dgt_bus;
 pub mod dgt_memory;
+pub mod gatt;
 pub mod millennium;
 pub mod runner;
 

@@ -19,7 +19,9 @@ use super::codec::{CertaboFrame, CertaboLine, LEDS_OFF, LineDecoder, SQUARES};
 use super::filter::{CONFIRM_LINES, ReadFilter};
 use crate::core::observation::{FieldArray, SquareReading};
 use crate::driver::positions::PositionDiff;
-use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::driver::{
+    BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, Transport, UsbId,
+};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
 pub const NAME: &str = "certabo";
@@ -49,17 +51,16 @@ impl BoardDriver for Certabo {
     }
 
     /// 38400 baud 8N1 (picochess's `usb_transport.py`, Certabo's `usbtool.py` and simulator).
-    fn line(&self) -> LineSettings {
-        LineSettings {
-            baud: 38400,
-            data_bits: 8,
-            parity: Parity::None,
-            stop_bits: 1,
+    fn transport(&self) -> Transport {
+        Transport::Serial {
+            line: LineSettings {
+                baud: 38400,
+                data_bits: 8,
+                parity: Parity::None,
+                stop_bits: 1,
+            },
+            usb_ids: &USB_IDS,
         }
-    }
-
-    fn usb_ids(&self) -> &'static [UsbId] {
-        &USB_IDS
     }
 
     fn decoder(&self) -> Box<dyn Decoder> {
@@ -396,7 +397,7 @@ mod tests {
     fn session_bytes_are_what_the_board_takes() {
         let c = Certabo;
         assert_eq!(c.name(), "certabo");
-        let line = c.line();
+        let line = c.transport().line().unwrap();
         assert_eq!(
             (line.baud, line.data_bits, line.parity, line.stop_bits),
             (38400, 8, Parity::None, 1)
@@ -406,7 +407,12 @@ mod tests {
         assert_eq!(c.start(), vec![0; 8]);
         assert!(!c.reports_serial());
         assert!(c.battery_request().is_none());
-        assert!(c.usb_ids().iter().all(|u| u.generic && u.vid == 0x10c4));
+        assert!(
+            c.transport()
+                .usb_ids()
+                .iter()
+                .all(|u| u.generic && u.vid == 0x10c4)
+        );
     }
 
     #[test]

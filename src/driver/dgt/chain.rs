@@ -39,7 +39,9 @@ use std::time::{Duration, Instant};
 use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::{FieldArray, Observation};
-use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::driver::{
+    BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, Transport,
+};
 use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
@@ -75,17 +77,16 @@ impl BoardDriver for DgtBus {
         NAME
     }
 
-    fn line(&self) -> LineSettings {
-        LineSettings {
-            baud: 9600,
-            data_bits: 8,
-            parity: Parity::None,
-            stop_bits: 1,
+    fn transport(&self) -> Transport {
+        Transport::Serial {
+            line: LineSettings {
+                baud: 9600,
+                data_bits: 8,
+                parity: Parity::None,
+                stop_bits: 1,
+            },
+            usb_ids: &[],
         }
-    }
-
-    fn usb_ids(&self) -> &'static [UsbId] {
-        &[]
     }
 
     /// The decoder of a board at address 0 (no board has it): use [`BoardDriver::unit_decoder`].

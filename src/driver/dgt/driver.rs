@@ -4,7 +4,8 @@
 
 use super::{DgtCommand, DgtDecoder, DgtMessage, to_observation};
 use crate::driver::{
-    BoardDriver, ClockControl, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId,
+    BoardDriver, ClockControl, Decoder, LineSettings, Message, Parity, SessionMessage, Transport,
+    UsbId,
 };
 
 /// The driver's name in capture headers and events.
@@ -44,17 +45,16 @@ impl BoardDriver for Dgt {
         NAME
     }
 
-    fn line(&self) -> LineSettings {
-        LineSettings {
-            baud: 9600,
-            data_bits: 8,
-            parity: Parity::None,
-            stop_bits: 1,
+    fn transport(&self) -> Transport {
+        Transport::Serial {
+            line: LineSettings {
+                baud: 9600,
+                data_bits: 8,
+                parity: Parity::None,
+                stop_bits: 1,
+            },
+            usb_ids: &USB_IDS,
         }
-    }
-
-    fn usb_ids(&self) -> &'static [UsbId] {
-        &USB_IDS
     }
 
     fn decoder(&self) -> Box<dyn Decoder> {
@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(Dgt.start(), [0x4B, 0x42]);
         assert_eq!(Dgt.keepalive(), [0x45]);
         assert_eq!(Dgt.dump_request(), [0x42]);
-        assert_eq!(Dgt.line().baud, 9600);
+        assert_eq!(Dgt.transport().line().unwrap().baud, 9600);
     }
 
     #[test]

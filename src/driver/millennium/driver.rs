@@ -20,7 +20,9 @@ use super::codec::{
 };
 use crate::core::observation::FieldArray;
 use crate::driver::positions::PositionDiff;
-use crate::driver::{BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, UsbId};
+use crate::driver::{
+    BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, Transport, UsbId,
+};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
 pub const NAME: &str = "millennium";
@@ -71,17 +73,16 @@ impl BoardDriver for Millennium {
         NAME
     }
 
-    fn line(&self) -> LineSettings {
-        LineSettings {
-            baud: 38400,
-            data_bits: 7,
-            parity: Parity::Odd,
-            stop_bits: 1,
+    fn transport(&self) -> Transport {
+        Transport::Serial {
+            line: LineSettings {
+                baud: 38400,
+                data_bits: 7,
+                parity: Parity::Odd,
+                stop_bits: 1,
+            },
+            usb_ids: &USB_IDS,
         }
-    }
-
-    fn usb_ids(&self) -> &'static [UsbId] {
-        &USB_IDS
     }
 
     fn decoder(&self) -> Box<dyn Decoder> {
@@ -199,13 +200,13 @@ mod tests {
         // R ^ 0 ^ 2 = 0x52 ^ 0x30 ^ 0x32 = 0x50; S = 0x53.
         assert_eq!(chars(&Millennium.dump_request()), b"R0250S53");
         assert_eq!(chars(&Millennium.start()), b"W020356R0250S53");
-        let line = Millennium.line();
+        let line = Millennium.transport().line().unwrap();
         assert_eq!(
             (line.baud, line.data_bits, line.parity),
             (38400, 7, Parity::Odd)
         );
         assert!(!Millennium.reports_serial());
-        assert!(Millennium.usb_ids().iter().all(|u| u.generic));
+        assert!(Millennium.transport().usb_ids().iter().all(|u| u.generic));
     }
 
     #[test]
