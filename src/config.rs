@@ -78,6 +78,12 @@ pub struct DaemonConfig {
     /// takes about 8 s at 9600 baud): the moves made meanwhile are recovered from it exactly. A
     /// shorter absence leaves a few plies at most, recovered from the board dump.
     pub memory_after_secs: u64,
+    /// Bluetooth LE boards one adapter is given at most (adapters hold 3 to 8 links; health
+    /// shows each adapter's boards against this).
+    pub ble_boards_per_adapter: usize,
+    /// Seconds before a lost Bluetooth LE board is connected again (a Chessnut GO reconnected
+    /// after 2 s never streamed again; 8 s worked).
+    pub ble_reconnect_secs: u64,
 }
 
 impl Default for DaemonConfig {
@@ -90,6 +96,8 @@ impl Default for DaemonConfig {
             keepalive_secs: 5,
             dump_quiet_secs: 20,
             memory_after_secs: 10,
+            ble_boards_per_adapter: 6,
+            ble_reconnect_secs: 8,
         }
     }
 }
@@ -424,6 +432,12 @@ impl Config {
                 self.daemon.dump_quiet_secs
             ));
         }
+        if !(1..=32).contains(&self.daemon.ble_boards_per_adapter) {
+            return bad(format!(
+                "daemon.ble_boards_per_adapter = {}: must be 1 to 32",
+                self.daemon.ble_boards_per_adapter
+            ));
+        }
         if self.daemon.memory_after_secs > 86_400 {
             return bad(format!(
                 "daemon.memory_after_secs = {}: must be 0 to 86400",
@@ -434,8 +448,22 @@ impl Config {
             if p.as_os_str().is_empty() {
                 return bad("daemon.ports has an empty path".into());
             }
-            if let Err(e) = crate::family::parse_port(p) {
-                return bad(format!("daemon.ports: {e}"));
+            match crate::family::parse_port(p) {
+                Err(e) => return bad(format!("daemon.ports: {e}")),
+                Ok((d, path)) => {
+                    let ble = crate::daemon::ble::BleTarget::is_ble(&path);
+                    if d.transport().gatt().is_some() {
+                        if let Err(e) = crate::daemon::ble::BleTarget::parse(&path) {
+                            return bad(format!("daemon.ports: {e}"));
+                        }
+                    } else if ble {
+                        return bad(format!(
+                            "daemon.ports: {}: the {} family is served on serial ports, not Bluetooth LE",
+                            p.display(),
+                            d.name()
+                        ));
+                    }
+                }
             }
         }
         if let Some(d) = &self.daemon.capture_dir

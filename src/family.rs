@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::driver::{BoardDriver, certabo, dgt, millennium};
+use crate::driver::{BoardDriver, certabo, chessnut, dgt, millennium};
 use crate::sim::emulator::certabo::{CertaboConfig, CertaboEmulator};
 use crate::sim::emulator::dgt_bus::{BusBoardConfig, ChainConfig, ChainEmulator};
 use crate::sim::emulator::millennium::MillenniumEmulator;
@@ -146,6 +146,18 @@ fn emulate_certabo(boards: Vec<BoardSpec>, seed: u64) -> Result<Box<dyn Emulated
     )))
 }
 
+/// A Bluetooth LE family: its boards are emulated behind the stand-in BlueZ
+/// (`crate::sim::bluez`, a GATT board: [`crate::sim::emulator::gatt::GattBoard`]), not on a pty.
+fn emulate_gatt_only(
+    _boards: Vec<BoardSpec>,
+    _seed: u64,
+) -> Result<Box<dyn EmulatedBoard>, String> {
+    Err(GATT_ONLY.into())
+}
+
+/// Why a Bluetooth LE family cannot be emulated on a pty.
+pub const GATT_ONLY: &str = "a Bluetooth LE family: its boards are emulated behind the stand-in BlueZ (the tests), not on a pty";
+
 /// Every family eboardd serves, in the order USB discovery probes a shared id.
 pub static FAMILIES: &[Family] = &[
     Family {
@@ -199,6 +211,19 @@ pub static FAMILIES: &[Family] = &[
             boards_per_port: 1,
         },
         emulate: emulate_certabo,
+    },
+    Family {
+        driver: &chessnut::Chessnut,
+        summary: "Chessnut Air, Air+, Pro and GO boards on Bluetooth LE (no clock)",
+        caps: Capabilities {
+            pieces: Pieces::Identity,
+            changes: false,
+            clock: false,
+            battery: true,
+            memory: false,
+            boards_per_port: 1,
+        },
+        emulate: emulate_gatt_only,
     },
 ];
 
@@ -455,6 +480,11 @@ mod tests {
             },
         };
         for f in FAMILIES {
+            if f.driver.transport().gatt().is_some() {
+                let refused = (f.emulate)(vec![spec(0)], 1).err();
+                assert_eq!(refused.as_deref(), Some(GATT_ONLY), "{}", f.name());
+                continue;
+            }
             let em = (f.emulate)(vec![spec(0)], 1).unwrap();
             assert!(!em.finished(), "{}", f.name());
             let two = (f.emulate)(vec![spec(0), spec(1)], 1);

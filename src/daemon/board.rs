@@ -501,8 +501,14 @@ impl LiveBoard {
     /// Bytes received at `t` (taken with [`LiveBoard::now`] when they arrived): captured,
     /// decoded once, their observations fed to the core and its events published.
     pub fn rx(&mut self, t: Micros, bytes: &[u8], hub: &Hub) -> io::Result<Received> {
+        self.incoming(t, RecordKind::Rx(bytes.to_vec()), hub)
+    }
+
+    /// What the board said at `t` (bytes on a serial line, a GATT notification): captured,
+    /// then applied; the events it caused are published.
+    pub fn incoming(&mut self, t: Micros, record: RecordKind, hub: &Hub) -> io::Result<Received> {
         let bad = self.device.line_counters().1;
-        self.record(t, RecordKind::Rx(bytes.to_vec()))?;
+        self.record(t, record)?;
         let bad_frames = self.device.line_counters().1 - bad;
         let events = self.flush(hub)?;
         self.maybe_resume_point();
@@ -515,8 +521,12 @@ impl LiveBoard {
 
     /// Bytes about to be sent at `t`.
     pub fn tx(&mut self, t: Micros, bytes: &[u8]) -> io::Result<()> {
-        self.record(t, RecordKind::Tx(bytes.to_vec()))?;
-        Ok(())
+        self.outgoing(t, RecordKind::Tx(bytes.to_vec()))
+    }
+
+    /// What is about to be sent to the board at `t` (bytes on a line, a GATT write).
+    pub fn outgoing(&mut self, t: Micros, record: RecordKind) -> io::Result<()> {
+        self.record(t, record).map(|_| ())
     }
 
     /// A free-text note in the capture.

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -27,10 +26,11 @@ use std::collections::BTreeMap;
 use super::board::LiveBoard;
 use super::captures::CaptureFile;
 use super::ctx::Ctx;
+use super::wire::{SerialWire, Wire};
 use crate::capture::RecordKind;
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::FieldArray;
-use crate::driver::{BoardDriver, Decoder, Message};
+use crate::driver::{BoardDriver, Decoder, Message, SessionMessage};
 use crate::family;
 use crate::output::LinkState;
 use crate::session::link::LinkKind;
@@ -47,12 +47,28 @@ pub enum PortEnd {
     Gone,
 }
 
-/// How one session on an open port ended.
+/// How one session on an open link ended.
 #[derive(Debug)]
-enum SessionEnd {
+pub enum SessionEnd {
+    /// Told to stop.
     Stopped,
+    /// A probed device is not a board of its driver.
     NotABoard,
+    /// The link was lost (why).
     Lost(String),
+}
+
+/// Serves one session on an open link (`wire`) at port `path` (a device node, or a BLE
+/// board's `ble:ADDRESS`): the port's session talks to its boards until the link is lost or
+/// the task is told to stop. Every transport's port task ends up here.
+pub async fn serve_session<W: Wire>(
+    ctx: &Arc<Ctx>,
+    path: &Path,
+    origin: Origin,
+    wire: W,
+    stop: &mut watch::Receiver<bool>,
+) -> SessionEnd {
+    Port::new(ctx, path, origin).serve(wire, stop).await
 }
 
 /// Where a port comes from.
@@ -92,8 +108,6 @@ impl Origin {
     }
 }
 
-/// A write that takes longer than this means a dead link.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Period of the core's settle decisions and of the session's own timers.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -104,6 +118,9 @@ pub async fn serve_port(
     origin: Origin,
     mut stop: watch::Receiver<bool>,
 ) -> PortEnd {
+    if origin.driver().transport().gatt().is_some() {
+        return super::ble::serve_ble(ctx, path, origin, stop).await;
+    }
     let mut backoff = Duration::from_millis(250);
     let mut failing_since: Option<String> = None;
     loop {
@@ -128,7 +145,9 @@ pub async fn serve_port(
                 } else {
                     failing_since = None;
                     let started = Instant::now();
-                    let end = Port::new(&ctx, &path, origin).serve(port, &mut stop).await;
+                    let end = Port::new(&ctx, &path, origin)
+                        .serve(SerialWire::new(port), &mut stop)
+                        .await;
                     ctx.release_port(&canonical);
                     match end {
                         SessionEnd::Stopped => return PortEnd::Stopped,
@@ -165,20 +184,6 @@ pub async fn serve_port(
             _ = stop.changed() => return PortEnd::Stopped,
         }
         backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// Writes `bytes` to the port, with a timeout.
-async fn write<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> Result<(), String> {
-    match tokio::time::timeout(WRITE_TIMEOUT, async {
-        w.write_all(bytes).await?;
-        w.flush().await
-    })
-    .await
-    {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("write: {e}")),
-        Err(_) => Err("write timed out".into()),
     }
 }
 
@@ -255,6 +260,8 @@ struct Port<'a> {
     live: BTreeMap<Unit, Live>,
     early: BTreeMap<Unit, Early>,
     line: Option<Line>,
+    /// Frames the link cut short this session.
+    cut: u64,
 }
 
 impl<'a> Port<'a> {
@@ -279,38 +286,29 @@ impl<'a> Port<'a> {
             live: BTreeMap::new(),
             early: BTreeMap::new(),
             line: None,
+            cut: 0,
         }
     }
 
-    async fn serve<S>(mut self, port: S, stop: &mut watch::Receiver<bool>) -> SessionEnd
-    where
-        S: tokio::io::AsyncRead + AsyncWrite + Unpin,
-    {
-        let (mut rd, mut wr) = tokio::io::split(port);
+    async fn serve<W: Wire>(mut self, mut wire: W, stop: &mut watch::Receiver<bool>) -> SessionEnd {
         let mut actions = Vec::new();
         self.session.open(now(), &mut actions);
-        let end = self.run(&mut rd, &mut wr, stop, actions).await;
+        let end = self.run(&mut wire, stop, actions).await;
         for (_, l) in std::mem::take(&mut self.live) {
             self.release(&l);
         }
         end
     }
 
-    async fn run<R, W>(
+    async fn run<W: Wire>(
         &mut self,
-        rd: &mut R,
-        wr: &mut W,
+        wire: &mut W,
         stop: &mut watch::Receiver<bool>,
         mut actions: Vec<Action>,
-    ) -> SessionEnd
-    where
-        R: tokio::io::AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
-    {
-        let mut buf = vec![0u8; 4096];
+    ) -> SessionEnd {
         let mut next_tick = Instant::now() + TICK;
         loop {
-            if let Err(end) = self.carry_out(wr, &mut actions).await {
+            if let Err(end) = self.carry_out(wire, &mut actions).await {
                 return end;
             }
             let wake = match self.session.deadline().map(Instant::from_std) {
@@ -318,14 +316,13 @@ impl<'a> Port<'a> {
                 None => next_tick,
             };
             tokio::select! {
-                r = rd.read(&mut buf) => match r {
-                    Ok(0) => return SessionEnd::Lost("end of file".into()),
-                    Ok(n) => {
-                        if let Err(e) = self.received(&buf[..n], &mut actions) {
+                r = wire.recv() => match r {
+                    Ok(record) => {
+                        if let Err(e) = self.received(record, wire, &mut actions) {
                             return SessionEnd::Lost(format!("capture: {e}"));
                         }
                     }
-                    Err(e) => return SessionEnd::Lost(format!("read: {e}")),
+                    Err(why) => return SessionEnd::Lost(why),
                 },
                 _ = tokio::time::sleep_until(wake) => {
                     let at = Instant::now();
@@ -344,7 +341,12 @@ impl<'a> Port<'a> {
 
     /// A chunk came in: it belongs to the board the session listens to (its capture, its
     /// decoder), or to the line; the decoded messages go to the session.
-    fn received(&mut self, bytes: &[u8], actions: &mut Vec<Action>) -> io::Result<()> {
+    fn received<W: Wire>(
+        &mut self,
+        record: RecordKind,
+        wire: &W,
+        actions: &mut Vec<Action>,
+    ) -> io::Result<()> {
         let from = self.session.listener();
         let (msgs, bad) = match from {
             Some(unit) if self.live.contains_key(&unit) => {
@@ -352,7 +354,7 @@ impl<'a> Port<'a> {
                 let r = {
                     let mut b = lock(&l.board);
                     let t = b.now();
-                    b.rx(t, bytes, &self.ctx.hub)?
+                    b.incoming(t, record, &self.ctx.hub)?
                 };
                 self.react(unit, &r.events, actions);
                 (r.messages, r.bad_frames)
@@ -363,24 +365,55 @@ impl<'a> Port<'a> {
                     records: Vec::new(),
                     decoder: driver.unit_decoder(unit),
                 });
-                e.records
-                    .push((Instant::now(), RecordKind::Rx(bytes.to_vec())));
-                decode(&mut *e.decoder, bytes)
+                let decoded = decode(&mut *e.decoder, &record);
+                e.records.push((Instant::now(), record));
+                decoded
             }
             None => {
                 let line = self.line()?;
                 let t = line.file.now();
-                line.file
-                    .write(t, &line.id, RecordKind::Rx(bytes.to_vec()))?;
-                decode(&mut *line.decoder, bytes)
+                let decoded = decode(&mut *line.decoder, &record);
+                line.file.write(t, &line.id, record)?;
+                decoded
             }
         };
+        self.cut_frames(from, &msgs, wire);
         self.ctx
             .metrics
             .link_errors(crate::output::metrics::LinkError::BadFrame, bad);
         self.session
             .received(now(), from, &msgs, bad, &View(&self.live), actions);
         Ok(())
+    }
+
+    /// Frames the link cut short ([`SessionMessage::Cut`]): an error naming the link's limit
+    /// (a BLE link's MTU), logged, noted in the board's capture and shown in health, once a
+    /// session; cleared when whole frames come in again.
+    fn cut_frames<W: Wire>(&mut self, unit: Option<Unit>, msgs: &[Message], wire: &W) {
+        let port = self.path.display().to_string();
+        for m in msgs {
+            match m {
+                Message::Session(SessionMessage::Cut { got, needed }) => {
+                    self.cut += 1;
+                    if self.cut > 1 {
+                        continue;
+                    }
+                    let why = wire.cut_reason(*got, *needed);
+                    tracing::error!("{port}: {why}");
+                    if let Some(l) = unit.and_then(|u| self.live.get(&u)) {
+                        let _ = lock(&l.board).note(&why);
+                    }
+                    self.ctx.hub.set_link_problem(&port, Some(why));
+                }
+                Message::Session(SessionMessage::Answer | SessionMessage::Other)
+                    if self.cut > 0 =>
+                {
+                    self.cut = 0;
+                    self.ctx.hub.set_link_problem(&port, None);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The line's capture, opened at its first use.
@@ -413,9 +446,9 @@ impl<'a> Port<'a> {
     }
 
     /// Carries out the session's actions, in order, until none is left.
-    async fn carry_out<W: AsyncWrite + Unpin>(
+    async fn carry_out<W: Wire>(
         &mut self,
-        wr: &mut W,
+        wire: &mut W,
         actions: &mut Vec<Action>,
     ) -> Result<(), SessionEnd> {
         let capture = |e: io::Error| SessionEnd::Lost(format!("capture: {e}"));
@@ -423,8 +456,12 @@ impl<'a> Port<'a> {
             for action in std::mem::take(actions) {
                 match action {
                     Action::Send { unit, bytes } => {
-                        self.sent(unit, &bytes).map_err(capture)?;
-                        write(wr, &bytes).await.map_err(SessionEnd::Lost)?;
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                        let record = wire.record_of(bytes);
+                        self.sent(unit, record.clone()).map_err(capture)?;
+                        wire.send(&record).await.map_err(SessionEnd::Lost)?;
                     }
                     Action::Found {
                         unit,
@@ -448,12 +485,12 @@ impl<'a> Port<'a> {
     }
 
     /// Bytes about to be written: captured first (the board's, the early list's, the line's).
-    fn sent(&mut self, unit: Option<Unit>, bytes: &[u8]) -> io::Result<()> {
+    fn sent(&mut self, unit: Option<Unit>, record: RecordKind) -> io::Result<()> {
         match unit {
             Some(u) if self.live.contains_key(&u) => {
                 let mut b = lock(&self.live[&u].board);
                 let t = b.now();
-                b.tx(t, bytes)
+                b.outgoing(t, record)
             }
             Some(u) => {
                 let driver = self.driver;
@@ -461,15 +498,13 @@ impl<'a> Port<'a> {
                     records: Vec::new(),
                     decoder: driver.unit_decoder(u),
                 });
-                e.records
-                    .push((Instant::now(), RecordKind::Tx(bytes.to_vec())));
+                e.records.push((Instant::now(), record));
                 Ok(())
             }
             None => {
                 let line = self.line()?;
                 let t = line.file.now();
-                line.file
-                    .write(t, &line.id, RecordKind::Tx(bytes.to_vec()))?;
+                line.file.write(t, &line.id, record)?;
                 Ok(())
             }
         }
@@ -511,8 +546,10 @@ impl<'a> Port<'a> {
             for (when, kind) in early {
                 let t = base - at.duration_since(when).as_micros() as i64;
                 match kind {
-                    RecordKind::Tx(bytes) => b.tx(t, &bytes)?,
-                    RecordKind::Rx(bytes) => events.extend(b.rx(t, &bytes, &ctx.hub)?.events),
+                    RecordKind::Tx(_) | RecordKind::Write { .. } => b.outgoing(t, kind)?,
+                    RecordKind::Rx(_) | RecordKind::Notify { .. } => {
+                        events.extend(b.incoming(t, kind, &ctx.hub)?.events)
+                    }
                     _ => {}
                 }
             }
@@ -638,16 +675,25 @@ impl<'a> Port<'a> {
     }
 }
 
-/// Decodes `bytes` with `decoder`: the messages, and the frames it rejected among them.
-fn decode(decoder: &mut dyn Decoder, bytes: &[u8]) -> (Vec<Message>, u64) {
+/// Decodes what the board said (`rx` bytes, a notification) with `decoder`: the messages, and
+/// the frames it rejected among them.
+fn decode(decoder: &mut dyn Decoder, record: &RecordKind) -> (Vec<Message>, u64) {
     let bad = decoder.bad_frames();
     let mut msgs = Vec::new();
-    decoder.decode(bytes, &mut msgs);
+    match record {
+        RecordKind::Rx(bytes) => decoder.decode(bytes, &mut msgs),
+        RecordKind::Notify { char, bytes } => decoder.notified(char, bytes, &mut msgs),
+        _ => {}
+    }
     (msgs, decoder.bad_frames() - bad)
 }
 
 /// The name of a board that tells no serial number: after its port (`port-ttyUSB0`).
 pub fn port_serial(path: &Path) -> String {
+    if let Some(address) = path.to_string_lossy().strip_prefix("ble:") {
+        // A BLE board: after its address.
+        return address.replace(':', "");
+    }
     let name = path
         .file_name()
         .map_or("port".into(), |n| n.to_string_lossy());

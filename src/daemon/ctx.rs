@@ -27,6 +27,8 @@ pub struct Ctx {
     pub(super) boards: Mutex<BTreeMap<String, Arc<Mutex<LiveBoard>>>>,
     pub(super) open_ports: Mutex<HashSet<PathBuf>>,
     pub(super) sessions: AtomicU64,
+    /// The Bluetooth LE adapters the BLE port tasks share.
+    pub(super) ble: super::ble::BleRoom,
 }
 
 impl Ctx {
@@ -45,6 +47,7 @@ impl Ctx {
             boards: Mutex::default(),
             open_ports: Mutex::default(),
             sessions: AtomicU64::new(0),
+            ble: Default::default(),
         }
     }
 

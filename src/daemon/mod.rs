@@ -13,6 +13,7 @@
 //! (operator actions and corrections), `followers` (the `--print` printer, players into the
 //! captures), [`demo`] (`simulate` and `demo`); here: the options, `serve` and the reload.
 
+pub mod ble;
 pub mod board;
 pub mod board_task;
 pub mod captures;
@@ -26,6 +27,7 @@ pub mod notify;
 mod ports;
 pub mod serial;
 pub mod signals;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -171,6 +171,15 @@ pub enum SessionMessage {
     Battery(BatteryLevel),
     /// A reply for the driver's own session only.
     Driver(DriverReply),
+    /// A frame the link cut short: `got` bytes of the `needed` its header announced (a
+    /// Bluetooth LE notification over a too-small ATT MTU). Never read as what it would have
+    /// said; the port task names the link's limit.
+    Cut {
+        /// Bytes received.
+        got: usize,
+        /// Bytes the frame has.
+        needed: usize,
+    },
     /// Anything else the board said that is a sign of life but carries nothing the daemon uses.
     Other,
 }

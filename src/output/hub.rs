@@ -11,13 +11,14 @@
 //! transports (behind the fan-out, in batches) then send it a snapshot and drop it if it lags
 //! again.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::bluetooth::BluetoothHealth;
 use super::change::{Change, Message, MsgKind, Notice};
 pub use super::corrections::ControlError;
 use super::delay::DelayLine;
@@ -203,6 +204,10 @@ struct Inner {
     recovering: Mutex<Option<(usize, usize)>>,
     /// Boards whose earlier games are read back, and how many (`None`: none left).
     backfill: Mutex<Option<(usize, usize)>>,
+    /// What is wrong with a port's link, by port (a BLE link whose MTU cuts frames).
+    link_problems: Mutex<BTreeMap<String, String>>,
+    /// The Bluetooth LE adapters and how many boards each holds (`None`: no BLE port).
+    bluetooth: Mutex<Option<BluetoothHealth>>,
     /// The daemon's metrics, once set, and whether this hub counts its events into them (the
     /// live hub does; the delayed public hub only lends them to its clients).
     metrics: OnceLock<(Arc<Metrics>, bool)>,
@@ -256,6 +261,8 @@ impl Hub {
                 delay_line: Mutex::new(None),
                 recovering: Mutex::new(None),
                 backfill: Mutex::new(None),
+                link_problems: Mutex::new(BTreeMap::new()),
+                bluetooth: Mutex::new(None),
                 metrics: OnceLock::new(),
                 fanout: OnceLock::new(),
             }),
@@ -290,6 +297,46 @@ impl Hub {
             .backfill
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = progress;
+    }
+
+    /// What is wrong with `port`'s link (`None`: nothing any more); health lists it.
+    pub fn set_link_problem(&self, port: &str, problem: Option<String>) {
+        let mut p = self
+            .inner
+            .link_problems
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match problem {
+            Some(why) => p.insert(port.to_string(), why),
+            None => p.remove(port),
+        };
+    }
+
+    /// See [`Hub::set_link_problem`].
+    pub fn link_problems(&self) -> BTreeMap<String, String> {
+        self.inner
+            .link_problems
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The Bluetooth LE adapters as the BLE port tasks see them; health shows it.
+    pub fn set_bluetooth(&self, health: Option<BluetoothHealth>) {
+        *self
+            .inner
+            .bluetooth
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = health;
+    }
+
+    /// See [`Hub::set_bluetooth`].
+    pub fn bluetooth(&self) -> Option<BluetoothHealth> {
+        self.inner
+            .bluetooth
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// See [`Hub::set_backfill`].

@@ -10,6 +10,7 @@
 //! - [`start`] once, with an [`OutputConfig`], inside a tokio runtime.
 
 pub mod archive;
+pub mod bluetooth;
 pub mod change;
 pub mod corrections;
 pub mod delay;

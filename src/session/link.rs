@@ -79,6 +79,9 @@ pub enum LinkKind {
 impl LinkKind {
     /// The link of a port: Bluetooth when the device node (after symlinks) is an RFCOMM tty.
     pub fn of_path(path: &Path) -> LinkKind {
+        if path.to_string_lossy().starts_with("ble:") {
+            return LinkKind::Bluetooth;
+        }
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let rfcomm = |p: &Path| {
             p.file_name()

@@ -126,6 +126,7 @@ impl ChessnutStream {
                 self.bad += 1;
                 self.truncated += 1;
                 self.last_cut = Some((got, needed));
+                out.push(Message::Session(SessionMessage::Cut { got, needed }));
                 return;
             }
             PositionFrame::Bad => {
@@ -279,7 +280,13 @@ mod tests {
         for _ in 0..3 {
             d.notified(POSITION_CHAR, &frame[..20], &mut out);
         }
-        assert!(out.is_empty());
+        // Only the word that the link cut them: no observation, no answer.
+        let cut = Message::Session(SessionMessage::Cut {
+            got: 20,
+            needed: 38,
+        });
+        assert_eq!(out, vec![cut; 3]);
+        out.clear();
         assert_eq!(
             (d.bad_frames(), d.truncated(), d.last_cut()),
             (3, 3, Some((20, 38)))

@@ -38,6 +38,8 @@ pub(super) async fn health(State(app): State<App>, headers: HeaderMap) -> Respon
         "control": app.token.is_some(),
         "delayed": app.public.as_ref().is_some_and(|p| std::ptr::eq(hub, p)),
         "lichess": app.lichess.as_ref().map(|l| l.snapshot()),
+        "link_problems": app.hub.link_problems(),
+        "bluetooth": app.hub.bluetooth(),
     });
     (
         status,
