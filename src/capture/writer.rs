@@ -119,6 +119,53 @@ mod tests {
     }
 
     #[test]
+    fn gatt_records_name_their_characteristic_and_read_back() {
+        let char = "1b7e8262-2877-41c3-b46e-cf057c562023";
+        let mut w = CaptureWriter::new(Vec::new(), Map::new()).unwrap();
+        let records = [
+            Record {
+                t: 1_000_000,
+                dev: "chessnut-1".into(),
+                kind: RecordKind::Write {
+                    char: "1b7e8272-2877-41c3-b46e-cf057c562023".into(),
+                    bytes: vec![0x21, 0x01, 0x00],
+                },
+            },
+            Record {
+                t: 1_100_000,
+                dev: "chessnut-1".into(),
+                kind: RecordKind::Notify {
+                    char: char.into(),
+                    bytes: vec![0x01, 0x24],
+                },
+            },
+        ];
+        for r in &records {
+            w.write_record(r).unwrap();
+        }
+        let text = String::from_utf8(w.into_inner()).unwrap();
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            [
+                r#"{"t":1.000000,"dev":"chessnut-1","write":"210100","char":"1b7e8272-2877-41c3-b46e-cf057c562023"}"#,
+                r#"{"t":1.100000,"dev":"chessnut-1","notify":"0124","char":"1b7e8262-2877-41c3-b46e-cf057c562023"}"#,
+            ]
+        );
+        let back = parse_capture("c", &text).unwrap();
+        assert_eq!(back.records, records);
+        let no_char = format!(
+            "{}\n{{\"t\":1,\"dev\":\"d\",\"notify\":\"01\"}}\n",
+            text.lines().next().unwrap()
+        );
+        let read = parse_capture("c", &no_char);
+        let why = match read {
+            Ok(c) => c.warnings.join(" "),
+            Err(e) => e.to_string(),
+        };
+        assert!(why.contains("\"char\""), "{why}");
+    }
+
+    #[test]
     fn writer_reader_round_trip() {
         let records = vec![
             Record {
