@@ -39,9 +39,7 @@ use std::time::{Duration, Instant};
 use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::{FieldArray, Observation};
-use crate::driver::{
-    BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, Transport,
-};
+use crate::driver::{BoardDriver, Decoder, Message, SessionMessage, Transport};
 use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
@@ -79,12 +77,7 @@ impl BoardDriver for DgtBus {
 
     fn transport(&self) -> Transport {
         Transport::Serial {
-            line: LineSettings {
-                baud: 9600,
-                data_bits: 8,
-                parity: Parity::None,
-                stop_bits: 1,
-            },
+            line: super::driver::LINE,
             usb_ids: &[],
         }
     }

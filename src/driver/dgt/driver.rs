@@ -40,6 +40,14 @@ fn encode(cmds: &[DgtCommand]) -> Vec<u8> {
     cmds.iter().flat_map(DgtCommand::encode).collect()
 }
 
+/// A DGT board's line (single or chained): 9600 baud, 8N1.
+pub const LINE: LineSettings = LineSettings {
+    baud: 9600,
+    data_bits: 8,
+    parity: Parity::None,
+    stop_bits: 1,
+};
+
 impl BoardDriver for Dgt {
     fn name(&self) -> &'static str {
         NAME
@@ -47,12 +55,7 @@ impl BoardDriver for Dgt {
 
     fn transport(&self) -> Transport {
         Transport::Serial {
-            line: LineSettings {
-                baud: 9600,
-                data_bits: 8,
-                parity: Parity::None,
-                stop_bits: 1,
-            },
+            line: LINE,
             usb_ids: &USB_IDS,
         }
     }
