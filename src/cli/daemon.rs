@@ -110,8 +110,9 @@ fn family_name(s: &str) -> Result<&'static str, String> {
 /// `eboardd demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Simulated boards: a number of DGT boards (4), or families with counts
-    /// (dgt:2,millennium:1,certabo:1,dgt-bus:6; a chain family's boards share one port).
+    /// Simulated boards, 1 to 55 (one embedded game each): a number of DGT boards (4), or
+    /// families with counts (dgt:2,millennium:1,certabo:1,dgt-bus:6; a chain family's boards
+    /// share one port).
     #[arg(long, default_value = "4")]
     pub boards: crate::daemon::demo::BoardMix,
     /// Pace: 1 = real time.
@@ -284,6 +285,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
         start_now: a.start_now,
         exit_when_done: a.exit_when_done,
         family: a.driver,
+        until_stopped: false,
     }))
 }
 
@@ -297,6 +299,8 @@ pub fn demo(a: DemoArgs) -> ExitCode {
                 round: crate::output::RoundInfo {
                     event: Some("eboardd demo".into()),
                     round: 1,
+                    // The increment known, `[%emt]` is the clock's time spent at any speed.
+                    time_control: crate::daemon::demo::demo_time_control(),
                     epoch_ms: super::output::now_ms(),
                     ..Default::default()
                 },

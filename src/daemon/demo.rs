@@ -132,7 +132,14 @@ pub struct SimulateOptions {
     pub exit_when_done: bool,
     /// The board family emulated (a name of the family table).
     pub family: &'static str,
+    /// The demo's boards: each game ends on the board as the source game ended (its result
+    /// signalled, [`SimConfig::signal_result`]), and the board plays its games again and
+    /// again until it is stopped ([`Script::looped`]).
+    pub until_stopped: bool,
 }
+
+/// Script time between a game's end and the players setting up the next one.
+const GAP_BETWEEN_GAMES: crate::core::observation::Micros = 10_000_000;
 
 impl SimulateOptions {
     fn family(&self) -> &'static Family {
@@ -152,8 +159,23 @@ impl SimulateOptions {
             .collect();
         let mut sim = SimConfig::new(self.style, self.seed.wrapping_add(i as u64 * 7919));
         sim.dev = format!("board-{}", i + 1);
+        // The clock is set to the games' time control (when they share one): it then shows
+        // the times of the source games' `[%clk]`.
+        let controls: Vec<_> = games.iter().map(ScriptGame::time_control).collect();
+        if let Some(Some((base, increment))) = controls.first().copied()
+            && controls.iter().all(|c| *c == controls[0])
+        {
+            sim.base_ms = base;
+            sim.increment_ms = increment;
+        }
+        sim.signal_result = self.until_stopped;
+        let script = Script::from_games(&games, &sim, GAP_BETWEEN_GAMES);
         BoardSpec {
-            script: Script::from_games(&games, &sim, 10_000_000),
+            script: if self.until_stopped {
+                script.looped(GAP_BETWEEN_GAMES)
+            } else {
+                script
+            },
             config: EmulatorConfig {
                 serial: self.serial(i),
                 clock: if self.no_clock {
@@ -349,20 +371,35 @@ pub struct DemoOptions {
     pub outputs: Option<super::OutputSetup>,
 }
 
-/// `eboardd demo`: the daemon with simulated boards playing the embedded games.
+/// The time control the demo's games share, as a round's `time_control` (`"900+10"`).
+pub fn demo_time_control() -> Option<String> {
+    let games = demo_games();
+    let tc = games.first()?.time_control()?;
+    games
+        .iter()
+        .all(|g| g.time_control() == Some(tc))
+        .then(|| format!("{}+{}", tc.0 / 1000, tc.1 / 1000))
+}
+
+/// `eboardd demo`: the daemon with simulated boards playing the embedded games, one game per
+/// board (no player on two boards), each ending with its result on the board and then played
+/// again, until Ctrl-C.
 pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     let games = demo_games();
-    let mut ports = o.boards.0.clone();
-    if ports.is_empty() {
-        ports.push((family::DEFAULT_FAMILY, 1));
+    let ports = o.boards.0.clone();
+    let count = o.boards.boards();
+    if count == 0 || count > games.len() {
+        return Err(DaemonError::Emulator(format!(
+            "--boards: {count} boards asked; the demo runs 1 to {} (one game each, no player on two boards)",
+            games.len()
+        )));
     }
-    // At most 64 boards.
-    let mut left = 64usize;
-    ports.retain_mut(|(_, n)| {
-        *n = (*n).min(left);
-        left -= *n;
-        *n > 0
-    });
+    // The page's address is checked before anything is said about it.
+    if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
+        std::net::TcpListener::bind(addr).map_err(io_err(format!(
+            "listening on {addr} for the arbiter page and API (--http ADDR for another, --http off for none)"
+        )))?;
+    }
     let dir = o.capture_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("eboardd-demo-{}", std::process::id()))
     });
@@ -375,10 +412,8 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         let mut first = 0usize;
         for (name, n) in ports.iter().copied() {
             let sim = SimulateOptions {
-                games: (first..first + n)
-                    .map(|i| games[i % games.len()].clone())
-                    .collect(),
-                per_board: None,
+                games: games[first..first + n].to_vec(),
+                per_board: Some(1),
                 count: n,
                 speed: o.speed,
                 link: None,
@@ -388,23 +423,18 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
                 no_clock: false,
                 noise_every: None,
                 start_now: false,
-                exit_when_done: true,
+                exit_when_done: false,
                 family: name,
+                until_stopped: true,
             };
             let rc = RunnerConfig {
                 speed: o.speed,
                 link: None,
                 wait_for_host: true,
             };
-            // Each board plays one game: its own, from the sim's list.
-            let mut one_each = sim.clone();
+            // Each board plays its own game (board i of the port: game i of `sim.games`).
             let h = {
-                let specs: Vec<BoardSpec> = (0..n)
-                    .map(|i| {
-                        one_each.games = vec![sim.games[i].clone()];
-                        one_each.board(i)
-                    })
-                    .collect();
+                let specs: Vec<BoardSpec> = (0..n).map(|i| sim.board(i)).collect();
                 let em = (sim.family().emulate)(specs, sim.seed)
                     .map_err(|e| DaemonError::Emulator(format!("{name}: {e}")))?;
                 runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))?
@@ -454,7 +484,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             })
             .collect();
         println!(
-            "eboardd demo: {} simulated boards on {} ports at {}x speed: {}; Ctrl-C to stop",
+            "eboardd demo: {} simulated boards on {} ports at {}x speed: {}; each game ends with its result, then starts again; Ctrl-C to stop",
             cfg.boards.len(),
             handles.len(),
             o.speed,
@@ -472,16 +502,6 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
             println!("  arbiter page and API: http://{addr}/  (--http ADDR to change, --http off for none)");
         }
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        let mut watchers: Vec<_> = handles.iter().map(|h| h.status.clone()).collect();
-        tokio::spawn(async move {
-            for w in &mut watchers {
-                let _ = w.wait_for(|s| s.finished).await;
-            }
-            // Let the daemon take in the last reports.
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            let _ = done_tx.send(());
-        });
         let signals = super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
         let configured = cfg.clone();
         let opts = Options {
@@ -492,7 +512,7 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         };
         let hub = opts.hub();
         hub.update_info(|info| super::configure_round(info, &configured));
-        super::serve(opts, hub.clone(), signals, Some(done_rx)).await?;
+        super::serve(opts, hub.clone(), signals, None).await?;
         if !o.events {
             let pgn = hub.with_round(|r| {
                 let boards = r.boards().iter();
@@ -555,6 +575,7 @@ mod tests {
             start_now: false,
             exit_when_done: false,
             family,
+            until_stopped: false,
         };
         assert_eq!(o("dgt-bus").ports(), vec![(0, 6)]);
         assert_eq!(o("certabo").ports().len(), 6);

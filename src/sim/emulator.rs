@@ -146,6 +146,9 @@ pub struct Script {
     pub initial: FieldArray,
     /// When each game's first step is.
     pub game_starts: Vec<Micros>,
+    /// Script time from one lap to the next of a script played again and again
+    /// ([`Script::looped`]); `None`: played once.
+    pub lap: Option<Micros>,
 }
 
 impl Script {
@@ -181,13 +184,17 @@ impl Script {
             c.seed = cfg.seed.wrapping_add(i as u64 * 0x9E37_79B9);
             // The emulated clock sends its own once-a-second messages.
             c.clock_ticks = Some(false);
-            let syn = simulate(
-                &game.start,
-                &game.moves,
-                &game.clocks,
-                game.time_control(),
-                &c,
-            );
+            let syn = if c.signal_result {
+                simulate_on_time(game, &mut c)
+            } else {
+                simulate(
+                    &game.start,
+                    &game.moves,
+                    &game.clocks,
+                    game.time_control(),
+                    &c,
+                )
+            };
             let mut start_fields = None;
             let mut game_steps = Vec::new();
             for r in &syn.records {
@@ -212,27 +219,7 @@ impl Script {
                     board = start_fields;
                 }
                 Some(_) => {
-                    // The players reset the pieces: wrong pieces off first, then the rest on.
-                    let mut t = offset;
-                    for lift in [true, false] {
-                        for (i, (now, want)) in board.iter().zip(&start_fields).enumerate() {
-                            let reading = match (lift, now == want, *now, *want) {
-                                (_, true, _, _) => continue,
-                                (true, _, SquareReading::Empty, _) => continue,
-                                (true, _, _, _) => SquareReading::Empty,
-                                (false, _, _, SquareReading::Empty) => continue,
-                                (false, _, _, want) => want,
-                            };
-                            t += 150_000;
-                            steps.push((
-                                t,
-                                DgtMessage::FieldUpdate {
-                                    index: i as u8,
-                                    reading,
-                                },
-                            ));
-                        }
-                    }
+                    let t = reset_pieces(&board, &start_fields, offset, &mut steps);
                     board = start_fields;
                     offset = t + 2_000_000;
                 }
@@ -259,6 +246,16 @@ impl Script {
                 steps.push((stop, DgtMessage::ClockTimes(r)));
                 last = stop;
             }
+            // The players tell the result on the board, as the source game ended.
+            if c.signal_result {
+                let mut t = last + 2_000_000;
+                for (index, reading) in result_signal(game, c.reversed_board) {
+                    t += 150_000;
+                    board[usize::from(index)] = reading;
+                    steps.push((t, DgtMessage::FieldUpdate { index, reading }));
+                    last = t;
+                }
+            }
             for p in &syn.plies {
                 plies.push(PlyMark {
                     game: i,
@@ -274,7 +271,60 @@ impl Script {
             plies,
             initial: initial.unwrap_or([SquareReading::Empty; 64]),
             game_starts,
+            lap: None,
         }
+    }
+
+    /// The script played again and again until the board is stopped (`eboardd demo`): `gap`
+    /// after its last step the players set the pieces up for the first game again, and two
+    /// seconds later the script starts over ([`Script::step`]). The plies and game starts
+    /// stay those of the first lap.
+    pub fn looped(mut self, gap: Micros) -> Script {
+        let mut board = self.initial;
+        for (_, m) in &self.steps {
+            if let DgtMessage::FieldUpdate { index, reading } = m {
+                board[usize::from(*index)] = *reading;
+            }
+        }
+        let t = reset_pieces(&board, &self.initial, self.end() + gap, &mut self.steps);
+        self.lap = Some(t + 2_000_000);
+        self
+    }
+
+    /// Step `k` of the play (counted over every lap of a [looped](Script::looped) script):
+    /// its time and message; `None` past the end of a script played once.
+    pub fn step(&self, k: usize) -> Option<(Micros, &DgtMessage)> {
+        let n = self.steps.len();
+        match self.lap {
+            Some(lap) if n > 0 => {
+                let (t, m) = &self.steps[k % n];
+                let laps = Micros::try_from(k / n).unwrap_or(Micros::MAX / lap.max(1));
+                Some((t.saturating_add(laps.saturating_mul(lap)), m))
+            }
+            _ => self.steps.get(k).map(|(t, m)| (*t, m)),
+        }
+    }
+
+    /// The field updates of the play after `after`, up to `until` (every lap of a looped
+    /// script).
+    pub fn field_updates_between(
+        &self,
+        after: Micros,
+        until: Micros,
+    ) -> impl Iterator<Item = (Micros, u8, SquareReading)> + '_ {
+        let n = self.steps.len().max(1);
+        let first = match self.lap {
+            Some(lap) if lap > 0 => usize::try_from(after.max(0) / lap).unwrap_or(0) * n,
+            _ => 0,
+        };
+        (first..)
+            .map_while(move |k| self.step(k))
+            .skip_while(move |(t, _)| *t <= after)
+            .take_while(move |(t, _)| *t <= until)
+            .filter_map(|(t, m)| match m {
+                DgtMessage::FieldUpdate { index, reading } => Some((t, *index, *reading)),
+                _ => None,
+            })
     }
 
     /// When the last step is.
@@ -302,6 +352,154 @@ pub fn run_down(mut r: ClockReading, dt: Micros) -> ClockReading {
         face.flag = true;
     }
     r
+}
+
+/// `game` simulated with `cfg`, the clock's base time raised (in whole seconds) by the most
+/// the hands took from a side beyond its `[%clk]` (a move the source game made in no time
+/// still takes a hand a second or two): the clock then never shows less than the source's
+/// after a move, and no flag falls where the source's did not.
+fn simulate_on_time(game: &ScriptGame, cfg: &mut SimConfig) -> super::Synthesis {
+    let run = |cfg: &SimConfig| {
+        simulate(
+            &game.start,
+            &game.moves,
+            &game.clocks,
+            game.time_control(),
+            cfg,
+        )
+    };
+    let syn = run(cfg);
+    let mut decoder = DgtDecoder::new();
+    let mut msgs = Vec::new();
+    let mut readings = std::collections::HashMap::new();
+    for r in &syn.records {
+        if let RecordKind::Rx(bytes) = &r.kind {
+            decoder.decode(bytes, &mut msgs);
+            for m in msgs.drain(..) {
+                if let DgtMessage::ClockTimes(c) = m {
+                    readings.insert(r.t, c);
+                }
+            }
+        }
+    }
+    let white_first = game.start.turn() == shakmaty::Color::White;
+    let mut deficit: i64 = 0;
+    for (i, ply) in syn.plies.iter().enumerate() {
+        let (Some(t), Some(Some(source))) = (ply.press, game.clocks.get(i)) else {
+            continue;
+        };
+        let Some(r) = readings.get(&t) else {
+            continue;
+        };
+        let white = (i % 2 == 0) == white_first;
+        let face = if white == syn.white_on_right {
+            r.right
+        } else {
+            r.left
+        };
+        deficit = deficit.max(i64::from(*source) - i64::from(face.millis));
+    }
+    if deficit <= 0 {
+        return syn;
+    }
+    let raise = u32::try_from((deficit + 999) / 1000 * 1000).unwrap_or(u32::MAX);
+    cfg.base_ms = cfg.base_ms.saturating_add(raise);
+    run(cfg)
+}
+
+/// The players set the pieces from `board` to `to`, from script time `t` on: wrong pieces off
+/// first, then the rest on, a change every 150 ms. Returns the time of the last change.
+fn reset_pieces(
+    board: &FieldArray,
+    to: &FieldArray,
+    mut t: Micros,
+    steps: &mut Vec<(Micros, DgtMessage)>,
+) -> Micros {
+    for lift in [true, false] {
+        for (i, (now, want)) in board.iter().zip(to).enumerate() {
+            let reading = match (lift, now == want, *now, *want) {
+                (_, true, _, _) => continue,
+                (true, _, SquareReading::Empty, _) => continue,
+                (true, _, _, _) => SquareReading::Empty,
+                (false, _, _, SquareReading::Empty) => continue,
+                (false, _, _, want) => want,
+            };
+            t += 150_000;
+            steps.push((
+                t,
+                DgtMessage::FieldUpdate {
+                    index: i as u8,
+                    reading,
+                },
+            ));
+        }
+    }
+    t
+}
+
+/// The field changes by which the players of `game` tell its result (its `Result` tag) once
+/// its last move is made: each king, the side to move's first, carried to a centre square of
+/// the DGT convention (both light: 1-0, both dark: 0-1, one of each: draw), a piece standing
+/// there taken off the board first; the squares needing the fewest pieces moved. Nothing when
+/// the result is unknown or the final position ends the game by rule (the board tells it).
+pub fn result_signal(game: &ScriptGame, reversed: bool) -> Vec<(u8, SquareReading)> {
+    use shakmaty::{Color, Outcome, Square};
+    let mut pos = game.start.clone();
+    for m in &game.moves {
+        pos.play_unchecked(*m);
+    }
+    let wanted = game
+        .tag("Result")
+        .and_then(|r| Outcome::from_ascii(r.as_bytes()).ok())
+        .filter(|o| *o != Outcome::Unknown);
+    let board = pos.board();
+    let (Some(wanted), false) = (wanted, pos.is_game_over()) else {
+        return Vec::new();
+    };
+    let (Some(wk), Some(bk)) = (board.king_of(Color::White), board.king_of(Color::Black)) else {
+        return Vec::new();
+    };
+    let centre = [Square::D4, Square::E4, Square::D5, Square::E5];
+    let mut best: Option<(usize, Square, Square)> = None;
+    for w in centre {
+        for b in centre {
+            let mut kings = shakmaty::Board::empty();
+            kings.set_piece_at(w, Color::White.king());
+            kings.set_piece_at(b, Color::Black.king());
+            if w == b || crate::core::irregular::kings_signal(&kings) != Some(wanted) {
+                continue;
+            }
+            // The other king on a target square: that king is not carried away first.
+            if w == bk || b == wk {
+                continue;
+            }
+            let blockers = usize::from(w != wk && board.piece_at(w).is_some())
+                + usize::from(b != bk && board.piece_at(b).is_some());
+            if best.is_none_or(|(n, _, _)| blockers < n) {
+                best = Some((blockers, w, b));
+            }
+        }
+    }
+    let Some((_, w, b)) = best else {
+        return Vec::new();
+    };
+    let mut carry = [(Color::White, wk, w), (Color::Black, bk, b)];
+    if pos.turn() == Color::Black {
+        carry.swap(0, 1);
+    }
+    let field = |sq: Square| super::field_index(sq, reversed);
+    let mut out = Vec::new();
+    for (color, from, to) in carry {
+        if from == to {
+            continue;
+        }
+        if board.piece_at(to).is_some() {
+            out.push((field(to), SquareReading::Empty));
+        }
+        out.push((field(from), SquareReading::Empty));
+        out.push((field(to), SquareReading::Piece(color.king())));
+    }
+    out
 }
 
 fn fields_of(game: &ScriptGame) -> FieldArray {
@@ -532,7 +730,7 @@ impl Emulator {
 
     /// Script time of the next step or clock display change, if any.
     pub fn next_due(&self) -> Option<Micros> {
-        let step = self.script.steps.get(self.next).map(|(t, _)| *t);
+        let step = self.script.step(self.next).map(|(t, _)| t);
         match (step, self.next_tick) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -605,9 +803,9 @@ impl Emulator {
             .then_some(t + 1_000_000);
     }
 
-    /// Whether every step has been played.
+    /// Whether every step has been played (never, for a [looped](Script::looped) script).
     pub fn finished(&self) -> bool {
-        self.next >= self.script.steps.len()
+        self.script.step(self.next).is_none()
     }
 
     /// Plies whose first hand action is at or before `t`.
@@ -654,7 +852,7 @@ impl Emulator {
     pub fn advance(&mut self, now: Micros, out: &mut Vec<u8>) {
         self.now = self.now.max(now);
         loop {
-            let step = self.script.steps.get(self.next).map(|(t, _)| *t);
+            let step = self.script.step(self.next).map(|(t, _)| t);
             if let Some(tick) = self.next_tick
                 && tick <= now
                 && step.is_none_or(|s| tick < s)
@@ -662,13 +860,12 @@ impl Emulator {
                 self.tick(tick, out);
                 continue;
             }
-            let Some((t, msg)) = self.script.steps.get(self.next) else {
+            let Some((t, msg)) = self.script.step(self.next) else {
                 break;
             };
-            if *t > now {
+            if t > now {
                 break;
             }
-            let t = *t;
             let msg = msg.clone();
             self.next += 1;
             let bytes = match &msg {

@@ -101,6 +101,14 @@ pub struct SimConfig {
     /// Send a BWTIME every second while the clock runs (besides one per press);
     /// `None` = chosen at random per game (a quarter of the games; never in `Clean` style).
     pub clock_ticks: Option<bool>,
+    /// The players end each game of a [script](emulator::Script) as the source game ended
+    /// (its `Result` tag): they stop the clock and, unless the final position ends the game by
+    /// rule (checkmate, stalemate, no mating material), signal the result with the kings on
+    /// the centre squares (`docs/events.md`, `kings_signal`); the clock's base time is raised
+    /// by what the hands' time takes beyond the source's `[%clk]`, so that no flag falls where
+    /// the source's did not. Off: the game stops after its last move and the clock is
+    /// stopped, the result left unsaid.
+    pub signal_result: bool,
 }
 
 impl SimConfig {
@@ -119,6 +127,7 @@ impl SimConfig {
             base_ms: 90 * 60 * 1000,
             increment_ms: 30_000,
             clock_ticks: None,
+            signal_result: false,
         }
     }
 

@@ -33,7 +33,6 @@ use super::runner::EmulatedBoard;
 use super::{ClockCommandStats, Emulator, Unknown};
 use crate::core::observation::{FieldArray, Micros, SquareReading};
 use crate::driver::certabo::codec::{CertaboLine, ID_BYTES, PieceId};
-use crate::driver::dgt::DgtMessage;
 use crate::sim::rng::Rng;
 
 /// How the emulated board and its pieces behave.
@@ -258,16 +257,9 @@ impl CertaboEmulator {
     fn carried(&self, piece: Piece, t: Micros, next: &FieldArray) -> Option<usize> {
         self.players
             .script()
-            .steps
-            .iter()
-            .skip_while(|(at, _)| *at <= t)
-            .take_while(|(at, _)| *at <= t + CARRIED_WITHIN)
-            .filter_map(|(_, m)| match m {
-                DgtMessage::FieldUpdate {
-                    index,
-                    reading: SquareReading::Empty,
-                } => Some(usize::from(*index & 63)),
-                _ => None,
+            .field_updates_between(t, t + CARRIED_WITHIN)
+            .filter_map(|(_, index, reading)| {
+                (reading == SquareReading::Empty).then_some(usize::from(index & 63))
             })
             .find(|&i| next[i] == SquareReading::Piece(piece) && self.ids[i].is_some())
     }
