@@ -217,6 +217,16 @@ async fn streams_and_pgn_equal_replay() {
     assert_eq!(v["seq"], last);
     assert_eq!(v["boards"][0]["board"], "board-1");
     assert_eq!(v["boards"][0]["games"], 2);
+    // A board by its number, as the overlay takes it: the same board and game.
+    let number = v["boards"][0]["number"].as_u64().unwrap();
+    let (status, _, one) = get(s.http, &format!("/api/v1/boards/{number}"));
+    assert_eq!(status, 200, "{one}");
+    let one: Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(one["board"], "board-1");
+    let (_, _, by_number) = get(s.http, &format!("/api/v1/boards/{number}/game.pgn"));
+    assert_eq!(by_number, board);
+    let (status, _, _) = get(s.http, "/api/v1/boards/99");
+    assert_eq!(status, 404);
 
     // Errors are clear.
     let (status, _, body) = get(s.http, "/api/v1/events/sse?since=abc");
@@ -551,6 +561,8 @@ async fn changes_are_refused_without_a_configured_token() {
     );
     assert_eq!(status, 403);
     assert!(msg.contains("no access token is configured"), "{msg}");
+    // The setting it names is the configuration's: `[outputs] token_file`.
+    assert!(msg.contains("[outputs]") && msg.contains("token_file"), "{msg}");
     out.shutdown().await;
 }
 

@@ -184,24 +184,32 @@ fn output_setup(
     Ok(crate::daemon::OutputSetup { config, round })
 }
 
+/// The outputs of `eboardd run`, `serve-replay` and `serve-mqtt`: the configuration file of
+/// `--config` read (its `[outputs]` and `[event]` drive the outputs, flags override them, and
+/// its `[[board]]`s name the players), with the flags it completed. The error is one line.
+pub(super) fn outputs_of(
+    flags: &super::output::OutputArgs,
+    config: Option<&std::path::Path>,
+) -> Result<(super::output::OutputArgs, crate::daemon::OutputSetup), String> {
+    let file = config
+        .map(crate::config::Config::load)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let completed = match &file {
+        Some(cfg) => flags.with_file(cfg),
+        None => flags.clone(),
+    };
+    let setup = output_setup(flags, file.as_ref()).map_err(|e| e.to_string())?;
+    Ok((completed, setup))
+}
+
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
     init_logging("info");
     // Boards and clients need descriptors: the hard limit, not the shell's default soft one.
     crate::daemon::descriptors::raise_soft_limit();
-    // The configuration file's [outputs] and [event] drive the outputs; flags override them.
-    let file = match &a.config {
-        Some(path) => match crate::config::Config::load(path) {
-            Ok(cfg) => Some(cfg),
-            Err(e) => {
-                eprintln!("eboardd: error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
-    };
-    let outputs = match output_setup(&a.out, file.as_ref()) {
-        Ok(o) => o,
+    let outputs = match outputs_of(&a.out, a.config.as_deref()) {
+        Ok((_, o)) => o,
         Err(e) => {
             eprintln!("eboardd: error: {e}");
             return ExitCode::from(2);

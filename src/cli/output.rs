@@ -335,6 +335,10 @@ pub struct ServeReplayArgs {
     /// Exit when the replay is over (default: keep serving until interrupted).
     #[arg(long)]
     pub exit: bool,
+    /// Configuration file (TOML, as `eboardd run` takes it): its `[outputs]`, `[event]` and
+    /// the players of its `[[board]]`s, the flags overriding them.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Outputs.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -351,14 +355,14 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     if !(args.speed >= 0.0 && args.speed.is_finite()) {
         return fail(&format!("--speed must be 0 or more, not {}", args.speed));
     }
-    let cfg = match args.out.output_config() {
-        Ok(c) => c,
+    let (out, setup) = match super::daemon::outputs_of(&args.out, args.config.as_deref()) {
+        Ok(o) => o,
         Err(e) => return fail(&e),
     };
-    let mut info = match args.out.round_info() {
-        Ok(i) => i,
-        Err(e) => return fail(&e),
-    };
+    let crate::daemon::OutputSetup {
+        config: cfg,
+        round: mut info,
+    } = setup;
     let layout = if args.boards {
         crate::replay::Layout::Round
     } else {
@@ -373,7 +377,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     }
     info.date = plan.date();
     let boards: Vec<String> = plan.boards().map(String::from).collect();
-    if args.out.round.is_none()
+    if out.round.is_none()
         && let Some(r) = plan.round().filter(|r| (1..=999).contains(r))
     {
         info.round = r;
@@ -441,6 +445,10 @@ pub struct ServeMqttArgs {
     /// The first topic level the daemons publish under (their `--mqtt-prefix`).
     #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
     pub from_prefix: String,
+    /// Configuration file (TOML, as `eboardd run` takes it): its `[outputs]`, `[event]` and
+    /// the players of its `[[board]]`s, the flags overriding them.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Outputs.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -453,10 +461,14 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
     };
-    if args.out.mqtt.is_some() {
+    let (out, setup) = match super::daemon::outputs_of(&args.out, args.config.as_deref()) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    if out.mqtt.is_some() {
         return fail(
-            "serve-mqtt reads the round from --from; publishing it again (--mqtt) would feed \
-             it back"
+            "serve-mqtt reads the round from --from; publishing it again (--mqtt, or [outputs] \
+             mqtt of the configuration) would feed it back"
                 .into(),
         );
     }
@@ -464,14 +476,10 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return fail(e.to_string()),
     };
-    let cfg = match args.out.output_config() {
-        Ok(c) => c,
-        Err(e) => return fail(e.to_string()),
-    };
-    let info = match args.out.round_info() {
-        Ok(i) => i,
-        Err(e) => return fail(e.to_string()),
-    };
+    let crate::daemon::OutputSetup {
+        config: cfg,
+        round: info,
+    } = setup;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -560,6 +560,48 @@ mod tests {
     }
 
     #[test]
+    fn every_board_the_demo_runs_has_its_own_players_and_a_result_told_on_the_board() {
+        use crate::sim::emulator::result_signal;
+        let games = demo_games();
+        // `eboardd demo --help` and the refusal name this count.
+        assert_eq!(games.len(), 55);
+        let mut players = std::collections::HashSet::new();
+        for g in &games {
+            for side in ["White", "Black"] {
+                let name = g.tag(side).expect("named players");
+                assert!(players.insert(name.to_string()), "{name} on two boards");
+            }
+            // The kings carried as the signal says, the final board shows the result.
+            let mut pos = g.start.clone();
+            for m in &g.moves {
+                shakmaty::Position::play_unchecked(&mut pos, *m);
+            }
+            let mut board = shakmaty::Position::board(&pos).clone();
+            let signal = result_signal(g, false);
+            if signal.is_empty() {
+                // The last move ends the game by rule: the board tells the result itself.
+                let by_rule = shakmaty::Position::outcome(&pos);
+                assert_eq!(Some(by_rule.as_str()), g.tag("Result"), "{:?}", g.tag("White"));
+                continue;
+            }
+            for (index, reading) in signal {
+                let sq = shakmaty::Square::new(u32::from((7 - index / 8) * 8 + index % 8));
+                match reading {
+                    crate::core::observation::SquareReading::Piece(p) => {
+                        board.set_piece_at(sq, p);
+                    }
+                    _ => {
+                        board.discard_piece_at(sq);
+                    }
+                }
+            }
+            let told = crate::core::irregular::kings_signal(&board).map(|o| o.as_str());
+            assert_eq!(told, g.tag("Result"), "{:?}", g.tag("White"));
+        }
+        assert_eq!(demo_time_control().as_deref(), Some("900+10"));
+    }
+
+    #[test]
     fn simulate_chains_boards_on_one_port_and_gives_other_families_one_each() {
         let o = |family: &'static str| SimulateOptions {
             games: demo_games(),

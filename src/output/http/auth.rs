@@ -51,7 +51,7 @@ pub(super) fn authorised(app: &App, headers: &HeaderMap) -> Result<(), Reject> {
     if app.token.is_none() {
         return Err(reject(
             StatusCode::FORBIDDEN,
-            "changes are disabled: no access token is configured (--token or [output] token)",
+            "changes are disabled: no access token is configured (--token-file FILE, or token_file in the configuration's [outputs])",
         ));
     }
     let presented = presented_token(headers);

@@ -81,20 +81,34 @@ pub fn valid_board_id(id: &str) -> bool {
 }
 
 pub(super) fn check_board(app: &App, id: &str) -> Result<(), Reject> {
-    check_board_in(&app.hub, id)
-}
-
-fn check_board_in(hub: &Hub, id: &str) -> Result<(), Reject> {
     if !valid_board_id(id) {
         return Err(reject(
             StatusCode::BAD_REQUEST,
             "a board id has 1 to 64 characters: letters, digits, '.', '_', ':' or '-'",
         ));
     }
-    if hub.with_round(|r| r.board(id).is_none()) {
+    if app.hub.with_round(|r| r.board(id).is_none()) {
         return Err(reject(StatusCode::NOT_FOUND, format!("no board {id:?}")));
     }
     Ok(())
+}
+
+/// The id of the board a read route names: a board id, else a board number (as the overlay
+/// takes it, [`crate::output::overlay::resolve`]).
+fn resolve_board(hub: &Hub, key: &str) -> Result<String, Reject> {
+    if !valid_board_id(key) {
+        return Err(reject(
+            StatusCode::BAD_REQUEST,
+            "a board id has 1 to 64 characters: letters, digits, '.', '_', ':' or '-'",
+        ));
+    }
+    hub.with_round(|r| crate::output::overlay::resolve(r, key).map(|b| b.id.clone()))
+        .ok_or_else(|| {
+            reject(
+                StatusCode::NOT_FOUND,
+                format!("no board {key:?} (a board id, or a board number)"),
+            )
+        })
 }
 
 pub(super) async fn boards(State(app): State<App>, headers: HeaderMap) -> Response {
@@ -108,13 +122,14 @@ pub(super) async fn boards(State(app): State<App>, headers: HeaderMap) -> Respon
 
 pub(super) async fn board(
     State(app): State<App>,
-    Path(id): Path<String>,
+    Path(key): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let hub = app.view(&headers, None);
-    if let Err(r) = check_board_in(hub, &id) {
-        return *r;
-    }
+    let id = match resolve_board(hub, &key) {
+        Ok(id) => id,
+        Err(r) => return *r,
+    };
     match hub.board_snapshot(&id) {
         Some(v) => json_response(&headers, &v),
         None => error(StatusCode::NOT_FOUND, format!("no board {id:?}")),
@@ -123,13 +138,14 @@ pub(super) async fn board(
 
 pub(super) async fn board_pgn(
     State(app): State<App>,
-    Path(id): Path<String>,
+    Path(key): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let hub = app.view(&headers, None);
-    if let Err(r) = check_board_in(hub, &id) {
-        return *r;
-    }
+    let id = match resolve_board(hub, &key) {
+        Ok(id) => id,
+        Err(r) => return *r,
+    };
     let body = hub.with_round(|r| {
         r.board(&id)
             .map(|b| render::board_pgn(r, b))
