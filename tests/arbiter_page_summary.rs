@@ -87,7 +87,10 @@ async fn the_summary_counts_only_open_irregularities_and_boards_playing() {
         format!("{open} irregularities open")
     };
     assert!(summary.contains("2 boards · 1 playing · "), "{summary:?}");
-    assert!(summary.contains(&open_words), "{summary:?} ({open} open, {put_right} put right)");
+    assert!(
+        summary.contains(&open_words),
+        "{summary:?} ({open} open, {put_right} put right)"
+    );
     tokio::time::timeout(Duration::from_secs(10), out.shutdown())
         .await
         .unwrap();

