@@ -159,10 +159,12 @@ impl SimulateOptions {
             .collect();
         let mut sim = SimConfig::new(self.style, self.seed.wrapping_add(i as u64 * 7919));
         sim.dev = format!("board-{}", i + 1);
-        // The clock is set to the games' time control (when they share one): it then shows
-        // the times of the source games' `[%clk]`.
+        // The demo's clock is set to the games' time control (when they share one): it then
+        // shows the times of the source games' `[%clk]` (the base raised where the hands lose
+        // time, [`SimConfig::signal_result`]).
         let controls: Vec<_> = games.iter().map(ScriptGame::time_control).collect();
-        if let Some(Some((base, increment))) = controls.first().copied()
+        if self.until_stopped
+            && let Some(Some((base, increment))) = controls.first().copied()
             && controls.iter().all(|c| *c == controls[0])
         {
             sim.base_ms = base;
