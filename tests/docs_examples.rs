@@ -55,3 +55,33 @@ fn serve_commands_take_the_configuration_their_help_names() {
         }
     }
 }
+
+#[test]
+fn serve_replay_reads_the_outputs_of_its_configuration() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dir = support::scratch("serve-replay-config");
+    let config = dir.join("eboardd.toml");
+    std::fs::write(
+        &config,
+        format!("[outputs]\nhttp = \"127.0.0.1:{port}\"\n\n[event]\nname = \"Config Open\"\n"),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .arg("serve-replay")
+        .arg("--config")
+        .arg(&config)
+        .args(["--exit", "--speed", "0"])
+        .arg(support::capture("human/g0003.jsonl"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("serving http://127.0.0.1:{port}/")),
+        "the configuration's [outputs] http:\n{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
