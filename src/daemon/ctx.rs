@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::board::{BoardMeta, LiveBoard};
 use super::captures::{self, CaptureStore};
-use super::configure_round;
+use super::reconfigure_round;
 use crate::config::Config;
 use crate::output::{Hub, LinkState};
 
@@ -110,7 +110,17 @@ impl Ctx {
     /// round loaded over the API, or set by the arbiter): the captures name the players every
     /// output shows.
     pub(super) fn with_hub_players(&self, id: &str, mut meta: BoardMeta) -> BoardMeta {
-        let pairing = self.hub.with_round(|r| r.pairing(id));
+        let (pairing, event, site) = self
+            .hub
+            .with_round(|r| (r.pairing(id), r.info.event.clone(), r.info.site.clone()));
+        // The event and site the outputs show (a pairings file's `012`/`022` fill them when
+        // the configuration has none): replay then tags games as the outputs did.
+        if meta.event.is_none() {
+            meta.event = event;
+        }
+        if meta.site.is_none() {
+            meta.site = site;
+        }
         if let Some(name) = pairing.white.name {
             meta.white = Some(name);
         }
@@ -271,9 +281,11 @@ impl Ctx {
 
     /// Applies a new configuration to the boards in memory.
     pub(super) fn reconfigure(&self, cfg: Config) {
+        let old = self.config();
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
         let cfg = self.config();
-        self.hub.update_info(|info| configure_round(info, &cfg));
+        self.hub
+            .update_info(|info| reconfigure_round(info, &old, &cfg));
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();

@@ -420,8 +420,81 @@ pub fn configure_round(info: &mut crate::output::RoundInfo, cfg: &Config) {
     }
 }
 
+/// What a reload changes in the round the outputs show: only what the configuration itself
+/// changed (a round loaded over the API, its players, event and site, is never thrown away by
+/// a reload of a file that did not touch them). A new `round` number in the file starts that
+/// round (the round in force keeps its games, as a round loaded over the API does) and is saved
+/// in the round file, so that reload, restart and replay agree.
+fn reload_round(
+    hub: &Hub,
+    old: &crate::output::RoundInfo,
+    new: &crate::output::RoundInfo,
+    round_file: Option<&std::path::Path>,
+) {
+    let changed = |a: &Option<String>, b: &Option<String>| (a != b).then(|| b.clone());
+    let (event, site, time_control) = (
+        changed(&old.event, &new.event),
+        changed(&old.site, &new.site),
+        changed(&old.time_control, &new.time_control),
+    );
+    if event.is_some() || site.is_some() || time_control.is_some() {
+        hub.update_info(|i| {
+            if let Some(v) = event {
+                i.event = v;
+            }
+            if let Some(v) = site {
+                i.site = v;
+            }
+            if let Some(v) = time_control {
+                i.time_control = v;
+            }
+        });
+    }
+    if new.round == old.round || new.round == hub.with_round(|r| r.info.round) {
+        return;
+    }
+    let info = hub.with_round(|r| crate::output::RoundInfo {
+        round: new.round,
+        pairings: new.pairings.clone(),
+        ..r.info.clone()
+    });
+    match hub.start_round(info) {
+        Ok(()) => tracing::info!("round {} started by the reloaded configuration", new.round),
+        Err(e) => tracing::error!(
+            "round {} of the reloaded configuration refused: {e}",
+            new.round
+        ),
+    }
+    if let Some(path) = round_file
+        && let Err(e) = crate::output::rounds::save(hub, path)
+    {
+        tracing::warn!("round not saved to {}: {e}", path.display());
+    }
+}
+
+/// The configured boards' players a reload brings: those the file changed (a board added, or
+/// its `white`/`black` edited). Players loaded over the API or set by the arbiter for boards
+/// whose configuration did not change are kept. Boards and serial numbers follow the file.
+pub fn reconfigure_round(info: &mut crate::output::RoundInfo, old: &Config, new: &Config) {
+    let mut before = crate::output::RoundInfo::default();
+    configure_round(&mut before, old);
+    let mut after = crate::output::RoundInfo::default();
+    configure_round(&mut after, new);
+    for id in after.boards {
+        if !info.boards.contains(&id) {
+            info.boards.push(id);
+        }
+    }
+    info.serials.extend(after.serials);
+    for (id, p) in after.pairings {
+        if before.pairings.get(&id) != Some(&p) {
+            info.pairings.insert(id, p);
+        }
+    }
+}
+
 /// Brings the running outputs to a reloaded setup: the round's event, site, round number and
-/// time control change in place; when an address, folder, broker, token or delay changed, the
+/// time control change where the file changed them ([`reload_round`]); when an address, folder, broker, token or delay changed, the
 /// outputs restart on the same hub (clients reconnect; the event streams resume by `seq`). If
 /// the new setup cannot start (an address in use), the previous one is started again.
 async fn reload_outputs(
@@ -430,13 +503,12 @@ async fn reload_outputs(
     new: OutputSetup,
     running: Option<crate::output::Outputs>,
 ) -> Option<crate::output::Outputs> {
-    let info = new.round.clone();
-    hub.update_info(|i| {
-        i.event = info.event;
-        i.site = info.site;
-        i.round = info.round;
-        i.time_control = info.time_control;
-    });
+    reload_round(
+        hub,
+        &current.round,
+        &new.round,
+        new.config.round_file.as_deref(),
+    );
     if new.config == current.config && running.is_some() {
         current.round = new.round;
         return running;
