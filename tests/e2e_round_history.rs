@@ -276,3 +276,90 @@ async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
     assert_eq!(san(&games[0].1), san(&game), "the replayed moves");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_set_by_the_arbiter_are_captured_first_and_survive_a_crash_and_replay() {
+    let dir = scratch("e2e-players-captured");
+    let caps = dir.join("captures");
+    let link = dir.join("board");
+    let mut game = demo_games().swap_remove(1);
+    game.moves.truncate(PLIES);
+    game.clocks.truncate(PLIES);
+    for (k, v) in &mut game.tags {
+        if k == "Result" {
+            *v = "*".into();
+        }
+    }
+    let board = board(
+        std::slice::from_ref(&game),
+        Style::Human,
+        1,
+        "41012",
+        &link,
+        200.0,
+        None,
+    );
+    let http = free_port();
+    let token = dir.join("token");
+    std::fs::write(&token, "e2e-players-token\n").unwrap();
+    let config = dir.join("eboardd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[event]\nname = \"Players Open\"\nround = \"1\"\n\n\
+             [[board]]\nnumber = 1\nserial = \"41012\"\nwhite = \"Alpha, Ann\"\nblack = \"Beta, Bob\"\n\n\
+             [outputs]\nhttp = \"127.0.0.1:{http}\"\ntoken_file = \"{}\"\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    let cfg = config.to_string_lossy().to_string();
+    let start = || Daemon::start(std::slice::from_ref(&link), &caps, &["--config", &cfg]);
+    let mut d = start();
+    d.wait_for("the game's plies", Duration::from_secs(60), |ev| {
+        made(ev, "board-1", PLIES)
+    })
+    .await;
+
+    // The arbiter corrects the players of the game in progress.
+    let answer = http::request(
+        http::local(http),
+        "POST",
+        "/api/v1/boards/board-1/players",
+        &[("Authorization", "Bearer e2e-players-token")],
+        r#"{"white":{"name":"Omega, Oz"},"black":{"name":"Psi, Pia"}}"#,
+    )
+    .expect("an answer");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    // Captured before the answer: the record is in the file already.
+    let captured = std::fs::read_to_string(capture_of(&caps, "board-1")).unwrap();
+    let last_tags = captured
+        .lines()
+        .filter(|l| l.contains("\"set_tags\""))
+        .last()
+        .unwrap_or_default();
+    assert!(
+        last_tags.contains("Omega, Oz") && last_tags.contains("Psi, Pia"),
+        "the players are captured: {last_tags}"
+    );
+
+    // kill -9 and a restart: the players stay (round.json and the capture).
+    d.kill9();
+    let d = start();
+    let boards = json_until(http, "/api/v1/boards", |v| {
+        numbered(v, 1)["game"]["moves"]
+            .as_array()
+            .is_some_and(|m| m.len() == PLIES)
+    })
+    .await;
+    assert_eq!(numbered(&boards, 1)["white"]["name"], "Omega, Oz");
+    assert_eq!(numbered(&boards, 1)["black"]["name"], "Psi, Pia");
+    d.terminate();
+    stop_strict(board, "board-1").await;
+    let pgn = replay(&caps);
+    assert!(
+        pgn.contains("[White \"Omega, Oz\"]") && pgn.contains("[Black \"Psi, Pia\"]"),
+        "replay names the corrected players:\n{pgn}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
