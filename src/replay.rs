@@ -788,8 +788,7 @@ impl Session {
             .unwrap_or(Micros::MAX);
         self.plan.tags[d]
             .iter()
-            .filter(|(when, tags)| *when < next && round_of(tags) == Some(own))
-            .next_back()
+            .rfind(|(when, tags)| *when < next && round_of(tags) == Some(own))
             .map_or(started, |(_, tags)| tags.clone())
     }
 

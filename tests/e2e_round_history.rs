@@ -335,8 +335,7 @@ async fn players_set_by_the_arbiter_are_captured_first_and_survive_a_crash_and_r
     let captured = std::fs::read_to_string(capture_of(&caps, "board-1")).unwrap();
     let last_tags = captured
         .lines()
-        .filter(|l| l.contains("\"set_tags\""))
-        .last()
+        .rfind(|l| l.contains("\"set_tags\""))
         .unwrap_or_default();
     assert!(
         last_tags.contains("Omega, Oz") && last_tags.contains("Psi, Pia"),
