@@ -12,9 +12,10 @@
 //! Subscribe to `PREFIX/+/board/+/events` for every event of every daemon and
 //! `PREFIX/+/board/+/state` for the current state of every board.
 //!
-//! Publishing never blocks the boards: events go into a bounded queue (oldest dropped first,
-//! counted) that is emptied while the broker is connected; the connection is retried with
-//! exponential backoff (0.2 s to 10 s). States are published once per batch of events.
+//! Publishing never blocks the boards: every event published after [`spawn`] returns goes into
+//! a bounded queue (oldest dropped first, counted), also before the first connection, that is
+//! emptied while the broker is connected; the connection is retried with exponential backoff
+//! (0.2 s to 10 s). States are published once per batch of events.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -221,9 +222,11 @@ pub fn spawn(
         .await;
     });
 
+    // Subscribed here, before the task runs: every event published once `spawn` returns is
+    // queued, even while the task has not started yet and the broker is not connected.
+    let mut rx = hub.receiver();
     let pub_stats = stats.clone();
     let handle = tokio::spawn(async move {
-        let mut rx = hub.receiver();
         let mut queue: VecDeque<Arc<Msg>> = VecDeque::new();
         let mut dirty: BTreeSet<Arc<str>> = BTreeSet::new();
         let mut all_dirty = false;
