@@ -21,7 +21,7 @@ use eboardd::output::{
     BoardStatus, Hub, HubConfig, LinkState, MqttConfig, OutputConfig, RoundInfo,
 };
 use eboardd::replay::{Layout, Plan};
-use support::broker::{Broker, require_mosquitto};
+use support::broker::{Broker, Relay, require_mosquitto};
 
 /// A subscriber: every (topic, payload) received on `filter`.
 async fn subscribe(
@@ -328,6 +328,84 @@ async fn events_published_before_the_connection_are_delivered() {
         got.push(v["seq"].as_u64().unwrap());
     }
     assert_eq!(got, sent, "every event, in order");
+    assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
+    stop.send_replace(true);
+    let _ = task.await;
+}
+
+/// Receive events into `got` (their `seq`) until it holds `n`, for at most 20 s.
+async fn recv_seqs(
+    n: usize,
+    got: &mut Vec<u64>,
+    events: &mut mpsc::UnboundedReceiver<(String, Value)>,
+    stats: &eboardd::output::mqtt::MqttStats,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (_, v) = tokio::time::timeout(left, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{} of {n} events arrived (published {}, dropped {}, connects {})",
+                    got.len(),
+                    stats.published.load(Ordering::Relaxed),
+                    stats.dropped.load(Ordering::Relaxed),
+                    stats.connects.load(Ordering::Relaxed)
+                )
+            })
+            .unwrap();
+        got.push(v["seq"].as_u64().unwrap());
+    }
+}
+
+/// Events handed to the MQTT client but never acknowledged by the broker when the connection
+/// dies (the broker saw none of them: the link swallowed them) are sent again on the next
+/// connection: all arrive, in order, none counted as dropped and none lost uncounted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_in_flight_when_the_link_dies_are_sent_again() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let broker = Broker::start(&bin, None);
+    let (_sub, mut events) = subscribe(broker.port, "inflight", "eboardd/+/board/+/events").await;
+    let relay = Relay::start(broker.port).await;
+    let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stats, task) = eboardd::output::mqtt::spawn(
+        hub.clone(),
+        MqttConfig {
+            host: "127.0.0.1".into(),
+            port: relay.port,
+            prefix: "eboardd".into(),
+            node: "inflight".into(),
+            queue: 10_000,
+        },
+        stop_rx,
+    );
+    let mut got: Vec<u64> = Vec::new();
+    let mut sent: Vec<u64> = Vec::new();
+    // The link works.
+    for i in 0..10 {
+        sent.push(hub.publish("board-1", &clock_event(i * 1000)));
+    }
+    recv_seqs(10, &mut got, &mut events, &stats).await;
+
+    // The link swallows everything: 300 events are handed to the client, none acknowledged.
+    relay.hold();
+    for i in 10..310 {
+        sent.push(hub.publish("board-1", &clock_event(i * 1000)));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats.published.load(Ordering::Relaxed) < 310 {
+        assert!(Instant::now() < deadline, "events not handed to the client");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Then it dies; the publisher reconnects and sends them again.
+    relay.cut();
+    recv_seqs(310, &mut got, &mut events, &stats).await;
+    assert_eq!(got, sent, "every event once, in order");
+    assert!(stats.connects.load(Ordering::Relaxed) >= 2);
     assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
     stop.send_replace(true);
     let _ = task.await;
