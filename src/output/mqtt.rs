@@ -182,25 +182,43 @@ pub fn spawn(
     // The event loop: connects, reconnects with backoff, reports each new connection.
     let loop_stats = stats.clone();
     let mut loop_stop = stop.clone();
+    // Health lists the broker while it cannot be reached (part `mqtt`).
+    let broker = format!("{}:{}", cfg.host, cfg.port);
+    let fault = {
+        let hub = hub.clone();
+        move |why: Option<String>| {
+            if let Some(m) = hub.metrics() {
+                m.set_fault(super::metrics::Part::Mqtt, &broker, why);
+            }
+        }
+    };
     let driver = tokio::spawn(async move {
         let mut backoff = Duration::from_millis(200);
+        let mut unreachable: Option<String> = None;
         loop {
             tokio::select! {
                 _ = loop_stop.changed() => break,
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
                         backoff = Duration::from_millis(200);
+                        if unreachable.take().is_some() {
+                            tracing::info!("MQTT broker reached");
+                        }
+                        fault(None);
                         loop_stats.connected.store(true, Ordering::Relaxed);
                         let n = loop_stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
                         conn_tx.send_replace(n);
                     }
                     Ok(_) => {}
                     Err(e) => {
+                        let why = e.to_string();
                         if loop_stats.connected.swap(false, Ordering::Relaxed) {
-                            tracing::warn!("MQTT broker connection lost: {e}");
-                        } else {
-                            tracing::debug!("MQTT broker not reachable: {e}");
+                            tracing::warn!("MQTT broker connection lost: {why}");
+                        } else if unreachable.as_deref() != Some(&why) {
+                            tracing::warn!("MQTT broker not reachable: {why}; retrying");
                         }
+                        fault(Some(format!("not reachable: {why}")));
+                        unreachable = Some(why);
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
                             _ = loop_stop.changed() => break,
@@ -219,6 +237,7 @@ pub fn spawn(
             }
         })
         .await;
+        fault(None);
     });
 
     let pub_stats = stats.clone();

@@ -12,16 +12,34 @@
 //! `eboardd replay DIR` replays them all (`crate::replay`): the files merged by absolute time
 //! (`created` + `t`), so the boards' games come out in the order they started, whatever the files.
 //!
-//! Two rooms: `writer` ([`CaptureFile`]: one capture written, created private or opened for
-//! appending after a restart) and `store` ([`CaptureStore`]: the folder of captures by day and
-//! board).
+//! Three rooms: `writer` ([`CaptureFile`]: one capture written, created private or opened for
+//! appending after a restart), `store` ([`CaptureStore`]: the folder of captures by day and
+//! board) and [`lock`] (one daemon per capture directory).
 
+pub mod lock;
 pub mod resume;
 mod store;
 mod writer;
 
 pub use store::{CaptureStore, LINE_PREFIX, today};
 pub use writer::{CaptureFile, DIR_MODE, FILE_MODE, Opened, create_private_dir};
+
+/// The file [`check_writable`] writes and removes.
+const WRITE_CHECK: &str = ".eboardd-write-check";
+
+/// Whether captures can be written in `dir` now: it is made if missing, then a small file is
+/// written in it and removed. `Err` says why not, on one line.
+pub fn check_writable(dir: &std::path::Path) -> Result<(), String> {
+    use std::io::Write as _;
+    let probe = dir.join(WRITE_CHECK);
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let mut f = std::fs::File::create(&probe)?;
+        f.write_all(b"eboardd\n")?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(|e| format!("captures cannot be written in {}: {e}", dir.display()))
+}
 
 /// A fresh, empty scratch directory for one test of the captures (`eboardd-cap-<name>-<pid>`).
 #[cfg(test)]
