@@ -123,7 +123,13 @@ fn writable_or_creatable(dir: &Path) -> Result<(), String> {
                     "not a directory".into()
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Missing, or under a path part that is no directory (found further up).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
                 missing = true;
                 at = at.parent().ok_or("no existing parent directory")?;
             }

@@ -31,6 +31,12 @@ const WRITE_CHECK: &str = ".eboardd-write-check";
 /// written in it and removed. `Err` says why not, on one line.
 pub fn check_writable(dir: &std::path::Path) -> Result<(), String> {
     use std::io::Write as _;
+    let cannot = |why: &dyn std::fmt::Display| {
+        Err(format!("captures cannot be written in {}: {why}", dir.display()))
+    };
+    if dir.exists() && !dir.is_dir() {
+        return cannot(&"not a directory");
+    }
     let probe = dir.join(WRITE_CHECK);
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let mut f = std::fs::File::create(&probe)?;
@@ -38,7 +44,10 @@ pub fn check_writable(dir: &std::path::Path) -> Result<(), String> {
         f.sync_all()
     });
     let _ = std::fs::remove_file(&probe);
-    written.map_err(|e| format!("captures cannot be written in {}: {e}", dir.display()))
+    match written {
+        Ok(()) => Ok(()),
+        Err(e) => cannot(&e),
+    }
 }
 
 /// A fresh, empty scratch directory for one test of the captures (`eboardd-cap-<name>-<pid>`).
