@@ -150,6 +150,27 @@ fn writable_or_creatable(dir: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The systemd unit checks the file before the SIGHUP of a reload (systemd stops at the
+    /// first `ExecReload=` that fails), the same file the daemon runs with, and lets Bluetooth
+    /// serial boards (rfcomm) be opened.
+    #[test]
+    fn the_unit_checks_the_file_before_a_reload_and_allows_rfcomm() {
+        let unit = include_str!("../../systemd/eboardd.service");
+        let values = |key: &str| -> Vec<&str> {
+            unit.lines().filter_map(|l| l.strip_prefix(key)).collect()
+        };
+        let start = values("ExecStart=");
+        let config = start[0].strip_prefix("/usr/bin/eboardd run ").unwrap();
+        assert_eq!(
+            values("ExecReload="),
+            [
+                format!("/usr/bin/eboardd check {config}").as_str(),
+                "/bin/kill -HUP $MAINPID"
+            ]
+        );
+        assert!(values("DeviceAllow=").contains(&"char-rfcomm rw"), "{unit}");
+    }
+
     #[test]
     fn directories_are_writable_or_creatable_or_say_why() {
         let dir = std::env::temp_dir().join(format!("eboardd-check-{}", std::process::id()));
