@@ -296,16 +296,11 @@ fn check_names_the_line_of_a_typo_and_the_ports_that_are_no_serial_ports() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Waits until the lock file of capture directory `caps` holds `pid`.
-fn wait_lock(caps: &Path, pid: u32) {
-    let file = caps.join(".eboardd.lock");
+/// Waits until `pid` has started serving (its log says so): it holds its capture directory.
+fn wait_serving(d: &Daemon) {
     let deadline = Instant::now() + WAIT;
-    while std::fs::read_to_string(&file).ok().as_deref() != Some(&format!("{pid}\n")) {
-        assert!(
-            Instant::now() < deadline,
-            "{}: never held pid {pid}",
-            file.display()
-        );
+    while !std::fs::read_to_string(&d.log).is_ok_and(|l| l.contains("serving 0 port(s)")) {
+        assert!(Instant::now() < deadline, "pid {} never started", d.pid());
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -315,7 +310,7 @@ fn a_second_daemon_on_one_capture_directory_is_refused() {
     let dir = scratch("health-lock");
     let caps = dir.join("captures");
     let first = Daemon::start(&[], &caps, &[]);
-    wait_lock(&caps, first.pid());
+    wait_serving(&first);
     let caps_text = caps.display().to_string();
     let (code, err) = run_to_end(&[
         "run",
@@ -334,10 +329,15 @@ fn a_second_daemon_on_one_capture_directory_is_refused() {
         line.contains(&caps_text) && line.contains(&format!("pid {}", first.pid())),
         "{line}"
     );
-    // A daemon killed leaves its lock file; the lock itself died with it.
+    // Nothing is added to the capture directory (its day folders, round and archive only).
+    assert!(
+        std::fs::read_dir(&caps).unwrap().all(|e| e.unwrap().path().is_dir()),
+        "a file in the capture directory"
+    );
+    // The lock dies with a daemon that was killed.
     first.kill9();
     let third = Daemon::start(&[], &caps, &[]);
-    wait_lock(&caps, third.pid());
+    wait_serving(&third);
     third.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,24 +1,19 @@
-//! One daemon per capture directory: the daemon holds an exclusive `flock` on
-//! `DIR/.eboardd.lock` (which holds its pid) while it runs. A second daemon on the same
-//! directory is refused at start, naming the directory and the first one's pid. The kernel
-//! drops the lock when its holder dies, so a lock file left by a crashed daemon never blocks.
+//! One daemon per capture directory: the daemon holds an exclusive `flock` on the capture
+//! directory itself while it runs (no file is added to it: the directory holds only its day
+//! folders, the round and the archive). A second daemon on the same directory is refused at
+//! start, naming the directory and the first one's pid (read from `/proc/locks`). The kernel
+//! drops the lock when its holder dies, so a daemon that was killed never blocks the next.
 
 use std::fs::File;
-use std::io::{Read as _, Seek as _, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
-
-/// The lock file's name in the capture directory.
-pub const LOCK_FILE: &str = ".eboardd.lock";
 
 /// The capture directory's lock, held until dropped.
 #[derive(Debug)]
 pub struct DirLock {
     _lock: Flock<File>,
-    /// The lock file.
-    pub path: PathBuf,
 }
 
 /// Why the capture directory could not be locked.
@@ -34,11 +29,11 @@ pub enum LockError {
     Held {
         /// The directory.
         dir: PathBuf,
-        /// The other daemon's pid, when its lock file says it.
+        /// The other daemon's pid, when the kernel says it.
         pid: Option<u32>,
     },
-    /// The lock file could not be made or locked (the directory is not writable).
-    #[error("capture directory {dir}: cannot make its lock file: {source}")]
+    /// The directory could not be made, opened or locked.
+    #[error("capture directory {dir}: {source}")]
     Io {
         /// The directory.
         dir: PathBuf,
@@ -47,39 +42,41 @@ pub enum LockError {
     },
 }
 
-/// Takes the lock of capture directory `dir` (which must exist) and writes this process's pid
-/// in it.
+/// Takes the lock of capture directory `dir` (which must exist).
 pub fn lock(dir: &Path) -> Result<DirLock, LockError> {
-    let path = dir.join(LOCK_FILE);
     let io = |source| LockError::Io {
         dir: dir.to_path_buf(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .open(&path)
-        .map_err(io)?;
-    let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(l) => l,
-        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            return Err(LockError::Held {
-                dir: dir.to_path_buf(),
-                pid: text.trim().parse().ok(),
-            });
-        }
-        Err((_, e)) => return Err(io(e.into())),
-    };
-    let file: &mut File = &mut lock;
-    file.set_len(0).map_err(io)?;
-    file.rewind().map_err(io)?;
-    writeln!(file, "{}", std::process::id()).map_err(io)?;
-    Ok(DirLock { _lock: lock, path })
+    let file = File::open(dir).map_err(io)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(DirLock { _lock: lock }),
+        Err((file, nix::errno::Errno::EWOULDBLOCK)) => Err(LockError::Held {
+            dir: dir.to_path_buf(),
+            pid: file.metadata().ok().and_then(|m| holder(&m)),
+        }),
+        Err((_, e)) => Err(io(e.into())),
+    }
+}
+
+/// The pid holding a `flock` on the file of `meta`, from `/proc/locks` (lines like
+/// `1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF`: the device's major and minor in hex,
+/// the inode in decimal).
+fn holder(meta: &std::fs::Metadata) -> Option<u32> {
+    let dev = meta.dev();
+    let id = format!(
+        "{:02x}:{:02x}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev),
+        meta.ino()
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&id.as_str()))
+            .then(|| f.get(4)?.parse().ok())
+            .flatten()
+    })
 }
 
 #[cfg(test)]
@@ -98,9 +95,8 @@ mod tests {
         );
         assert!(text.contains(&dir.display().to_string()), "{text}");
         assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file added");
         drop(first);
-        // A lock file left behind (as by a daemon that died) does not block.
-        assert!(dir.join(LOCK_FILE).exists());
         let again = lock(&dir).unwrap();
         drop(again);
         let _ = std::fs::remove_dir_all(&dir);

@@ -24,29 +24,28 @@ mod writer;
 pub use store::{CaptureStore, LINE_PREFIX, today};
 pub use writer::{CaptureFile, DIR_MODE, FILE_MODE, Opened, create_private_dir};
 
-/// The file [`check_writable`] writes and removes.
-const WRITE_CHECK: &str = ".eboardd-write-check";
-
-/// Whether captures can be written in `dir` now: it is made if missing, then a small file is
-/// written in it and removed. `Err` says why not, on one line.
+/// Whether captures can be written in `dir` now, without writing anything: it is made if
+/// missing, and must be a directory this user may write in, on a file system that is not
+/// read-only and has room (blocks and inodes). `Err` says why not, on one line.
 pub fn check_writable(dir: &std::path::Path) -> Result<(), String> {
-    use std::io::Write as _;
+    use nix::unistd::AccessFlags;
     let cannot = |why: &dyn std::fmt::Display| {
         Err(format!("captures cannot be written in {}: {why}", dir.display()))
     };
     if dir.exists() && !dir.is_dir() {
         return cannot(&"not a directory");
     }
-    let probe = dir.join(WRITE_CHECK);
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        let mut f = std::fs::File::create(&probe)?;
-        f.write_all(b"eboardd\n")?;
-        f.sync_all()
-    });
-    let _ = std::fs::remove_file(&probe);
-    match written {
-        Ok(()) => Ok(()),
-        Err(e) => cannot(&e),
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return cannot(&e);
+    }
+    if let Err(e) = nix::unistd::access(dir, AccessFlags::W_OK | AccessFlags::X_OK) {
+        return cannot(&std::io::Error::from(e));
+    }
+    match nix::sys::statvfs::statvfs(dir) {
+        Ok(fs) if fs.blocks_available() == 0 || fs.files_available() == 0 && fs.files() > 0 => {
+            cannot(&std::io::Error::from(std::io::ErrorKind::StorageFull))
+        }
+        _ => Ok(()),
     }
 }
 
