@@ -822,7 +822,10 @@ mod tests {
         let mixed = e("Millennium:/dev/ttyUSB0");
         assert!(mixed.contains("millennium:"), "{mixed}");
         let unknown = e("Foo:/dev/x");
-        assert!(unknown.contains("unknown board family \"Foo\""), "{unknown}");
+        assert!(
+            unknown.contains("unknown board family \"Foo\""),
+            "{unknown}"
+        );
         let empty = e("certabo:");
         assert!(
             empty.contains("no path after the family") && empty.contains("certabo:/dev/ttyUSB0"),

@@ -171,7 +171,10 @@ fn run_to_end(args: &[&str]) -> (Option<i32>, String) {
         .spawn()
         .unwrap();
     let out = wait_output(child, WAIT);
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// The child's output once it has ended; killed (and the test failed) after `timeout`.
@@ -246,7 +249,10 @@ fn check_names_the_line_of_a_typo_and_the_ports_that_are_no_serial_ports() {
     assert!(out.trim().ends_with("OK"), "{out}");
     assert_eq!(out.lines().count(), 1, "{out}");
     // The port not plugged in yet is noted, not a problem.
-    assert!(err.contains("note:") && err.contains("eboard-12345"), "{err}");
+    assert!(
+        err.contains("note:") && err.contains("eboard-12345"),
+        "{err}"
+    );
     assert!(!caps.exists(), "check made the capture directory");
 
     std::fs::write(&file, good.replace("capture_dir", "captur_dir")).unwrap();
@@ -331,7 +337,9 @@ fn a_second_daemon_on_one_capture_directory_is_refused() {
     );
     // Nothing is added to the capture directory (its day folders, round and archive only).
     assert!(
-        std::fs::read_dir(&caps).unwrap().all(|e| e.unwrap().path().is_dir()),
+        std::fs::read_dir(&caps)
+            .unwrap()
+            .all(|e| e.unwrap().path().is_dir()),
         "a file in the capture directory"
     );
     // The lock dies with a daemon that was killed.

@@ -120,13 +120,11 @@ async fn push(
             code,
             (
                 StatusCode::from_u16(code).unwrap(),
-                axum::Json(
-                    json!({"error": match code {
-                        401 => "No such token",
-                        404 => "No such broadcast round",
-                        _ => "Internal error",
-                    }}),
-                ),
+                axum::Json(json!({"error": match code {
+                    401 => "No such token",
+                    404 => "No such broadcast round",
+                    _ => "Internal error",
+                }})),
             )
                 .into_response(),
         ),

@@ -46,10 +46,7 @@ pub fn run(a: CheckArgs) -> ExitCode {
 pub fn check(path: Option<&Path>) -> (Vec<String>, Vec<String>, String) {
     let mut problems = Vec::new();
     let mut notes = Vec::new();
-    let name = path.map_or_else(
-        || "the defaults".to_string(),
-        |p| p.display().to_string(),
-    );
+    let name = path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string());
     let cfg = match Config::load_with(path, &Overrides::default()) {
         Ok(c) => c,
         Err(e) => return (vec![e.to_string()], notes, name),
@@ -81,7 +78,10 @@ pub fn check(path: Option<&Path>) -> (Vec<String>, Vec<String>, String) {
     }
     let capture = cfg.capture_dir();
     if let Err(e) = writable_or_creatable(&capture) {
-        problems.push(format!("{name}: capture directory {}: {e}", capture.display()));
+        problems.push(format!(
+            "{name}: capture directory {}: {e}",
+            capture.display()
+        ));
     }
     if let Some(relay) = cfg.outputs.relay_dir.as_deref()
         && let Err(e) = writable_or_creatable(relay)
@@ -156,9 +156,8 @@ mod tests {
     #[test]
     fn the_unit_checks_the_file_before_a_reload_and_allows_rfcomm() {
         let unit = include_str!("../../systemd/eboardd.service");
-        let values = |key: &str| -> Vec<&str> {
-            unit.lines().filter_map(|l| l.strip_prefix(key)).collect()
-        };
+        let values =
+            |key: &str| -> Vec<&str> { unit.lines().filter_map(|l| l.strip_prefix(key)).collect() };
         let start = values("ExecStart=");
         let config = start[0].strip_prefix("/usr/bin/eboardd run ").unwrap();
         assert_eq!(

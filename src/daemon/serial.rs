@@ -152,9 +152,7 @@ mod tests {
 
     fn diag(path: &Path) -> OpenFailure {
         let line = crate::family::default_driver().transport().line().unwrap();
-        let err = open(path, line)
-            .err()
-            .expect("not a serial port");
+        let err = open(path, line).err().expect("not a serial port");
         diagnose(path, &err)
     }
 
@@ -169,7 +167,10 @@ mod tests {
         let f = diag(&file);
         assert!(f.lasting && f.reason.starts_with("a regular file"), "{f:?}");
         let null = diag(Path::new("/dev/null"));
-        assert!(null.lasting && null.reason.contains("no terminal"), "{null:?}");
+        assert!(
+            null.lasting && null.reason.contains("no terminal"),
+            "{null:?}"
+        );
         let missing = diag(&dir.join("missing"));
         assert!(
             !missing.lasting && missing.reason.contains("not plugged in"),
@@ -180,7 +181,10 @@ mod tests {
             Path::new("/dev/tty"),
             &io::Error::from(io::ErrorKind::PermissionDenied),
         );
-        assert!(denied.lasting && denied.reason.contains("dialout"), "{denied:?}");
+        assert!(
+            denied.lasting && denied.reason.contains("dialout"),
+            "{denied:?}"
+        );
         assert!(denied.reason.contains("udev"), "{denied:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }

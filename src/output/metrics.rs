@@ -488,7 +488,10 @@ mod tests {
         assert!(text.contains("eboardd_failing{part=\"port\"} 2"), "{text}");
         assert!(text.contains("eboardd_failing{part=\"mqtt\"} 1"), "{text}");
         let f = m.faults();
-        assert_eq!((f[0].name.as_str(), f[0].reason.as_str()), ("/dev/a", "No such file"));
+        assert_eq!(
+            (f[0].name.as_str(), f[0].reason.as_str()),
+            ("/dev/a", "No such file")
+        );
         assert_eq!(f[0].since_ms, since, "still failing since the first reason");
         m.set_fault(Part::Port, "/dev/a", None);
         m.set_fault(Part::Mqtt, "127.0.0.1:1", None);

@@ -94,7 +94,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(&dir.display().to_string()), "{text}");
-        assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file added");
         drop(first);
         let again = lock(&dir).unwrap();

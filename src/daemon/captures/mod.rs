@@ -30,7 +30,10 @@ pub use writer::{CaptureFile, DIR_MODE, FILE_MODE, Opened, create_private_dir};
 pub fn check_writable(dir: &std::path::Path) -> Result<(), String> {
     use nix::unistd::AccessFlags;
     let cannot = |why: &dyn std::fmt::Display| {
-        Err(format!("captures cannot be written in {}: {why}", dir.display()))
+        Err(format!(
+            "captures cannot be written in {}: {why}",
+            dir.display()
+        ))
     };
     if dir.exists() && !dir.is_dir() {
         return cannot(&"not a directory");

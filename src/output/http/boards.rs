@@ -30,11 +30,7 @@ pub(super) async fn health(State(app): State<App>, headers: HeaderMap) -> Respon
     };
     // The parts failing now (a configured port that cannot open, the capture directory, the
     // MQTT broker, lichess), with their reasons: `ok` is false while one does.
-    let failing = app
-        .hub
-        .metrics()
-        .map(|m| m.faults())
-        .unwrap_or_default();
+    let failing = app.hub.metrics().map(|m| m.faults()).unwrap_or_default();
     let body = json!({
         "ok": recovering.is_none() && failing.is_empty(),
         "failing": failing,
