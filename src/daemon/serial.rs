@@ -152,7 +152,9 @@ mod tests {
 
     fn diag(path: &Path) -> OpenFailure {
         let line = crate::family::default_driver().transport().line().unwrap();
-        let err = open(path, line).err().expect("not a serial port");
+        let Err(err) = open(path, line) else {
+            panic!("{}: opened as a serial port", path.display());
+        };
         diagnose(path, &err)
     }
 
