@@ -65,6 +65,9 @@ pub enum DaemonError {
     /// Emulated boards (`simulate`, `demo`) could not be made as asked.
     #[error("emulated boards: {0}")]
     Emulator(String),
+    /// Another daemon uses the capture directory.
+    #[error(transparent)]
+    Locked(#[from] captures::lock::LockError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
@@ -209,10 +212,22 @@ pub async fn serve(
     let notifier = notify::Notifier::from_env();
     let cfg = opts.config.load()?;
     let dir = cfg.capture_dir();
-    std::fs::create_dir_all(&dir).map_err(io_err(format!(
-        "creating the capture directory {}",
-        dir.display()
-    )))?;
+    // One daemon per capture directory. A directory that cannot be made or written is no
+    // reason to stop: health says why (part `capture`) until it can be written.
+    let _lock = match std::fs::create_dir_all(&dir)
+        .map_err(|source| captures::lock::LockError::Io {
+            dir: dir.clone(),
+            source,
+        })
+        .and_then(|()| captures::lock::lock(&dir))
+    {
+        Ok(lock) => Some(lock),
+        Err(e @ captures::lock::LockError::Held { .. }) => return Err(e.into()),
+        Err(e) => {
+            tracing::error!("{e}");
+            None
+        }
+    };
     // Boards first: say at once when the descriptor limit cannot hold the boards configured.
     let boards = cfg.boards.len().max(cfg.daemon.ports.len());
     if let Some(line) = descriptors::shortfall(boards, crate::output::server::nofile()) {
@@ -222,6 +237,7 @@ pub async fn serve(
     hub.set_recovering(Some((0, 0)));
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     hub.set_metrics(ctx.metrics.clone());
+    ctx.check_capture_dir();
     // Operator actions and corrections from the outputs are carried out at once on the board
     // (checked, captured, applied), so that a refused one is answered.
     hub.set_control(Arc::new(control::DaemonControl {
@@ -346,7 +362,10 @@ pub async fn serve(
                 }
             },
             _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
-            _ = status_tick.tick() => status(&ctx),
+            _ = status_tick.tick() => {
+                ctx.check_capture_dir();
+                status(&ctx);
+            }
             _ = async {
                 match until.as_mut() {
                     Some(rx) => { let _ = rx.await; }

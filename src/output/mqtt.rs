@@ -185,12 +185,23 @@ pub fn spawn(
     // The event loop: connects, reconnects with backoff, reports each new connection.
     let loop_stats = stats.clone();
     let mut loop_stop = stop.clone();
+    // Health lists the broker while it cannot be reached (part `mqtt`).
+    let broker = format!("{}:{}", cfg.host, cfg.port);
+    let fault = {
+        let hub = hub.clone();
+        move |why: Option<String>| {
+            if let Some(m) = hub.metrics() {
+                m.set_fault(super::metrics::Part::Mqtt, &broker, why);
+            }
+        }
+    };
     let driver = tokio::spawn(async move {
         let mut backoff = Duration::from_millis(200);
         // Publishes handed to the client but not acknowledged by the broker when the connection
         // broke (in flight, or still in the client's channel). The client keeps them only for a
         // session the broker kept, and ours are clean: they go first on the next connection.
         let mut unacked: VecDeque<Request> = VecDeque::new();
+        let mut unreachable: Option<String> = None;
         loop {
             tokio::select! {
                 _ = loop_stop.changed() => break,
@@ -200,6 +211,10 @@ pub fn spawn(
                             eventloop.pending.extend(unacked.drain(..));
                         }
                         backoff = Duration::from_millis(200);
+                        if unreachable.take().is_some() {
+                            tracing::info!("MQTT broker reached");
+                        }
+                        fault(None);
                         loop_stats.connected.store(true, Ordering::Relaxed);
                         let n = loop_stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
                         conn_tx.send_replace(n);
@@ -212,11 +227,14 @@ pub fn spawn(
                                 .drain(..)
                                 .filter(|r| matches!(r, Request::Publish(_))),
                         );
+                        let why = e.to_string();
                         if loop_stats.connected.swap(false, Ordering::Relaxed) {
-                            tracing::warn!("MQTT broker connection lost: {e}");
-                        } else {
-                            tracing::debug!("MQTT broker not reachable: {e}");
+                            tracing::warn!("MQTT broker connection lost: {why}");
+                        } else if unreachable.as_deref() != Some(&why) {
+                            tracing::warn!("MQTT broker not reachable: {why}; retrying");
                         }
+                        fault(Some(format!("not reachable: {why}")));
+                        unreachable = Some(why);
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
                             _ = loop_stop.changed() => break,
@@ -235,6 +253,7 @@ pub fn spawn(
             }
         })
         .await;
+        fault(None);
     });
 
     // Subscribed here, before the task runs: every event published once `spawn` returns is
