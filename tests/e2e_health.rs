@@ -3,8 +3,9 @@
 //! - health (`GET /api/v1/health`) is not `ok` while a configured part fails, and `failing`
 //!   names it with its reason: configured ports that cannot open (a regular file, a directory,
 //!   `/dev/null`, a missing node), a capture directory that cannot be written, an MQTT broker
-//!   that cannot be reached; `/metrics` counts them (`eboardd_failing{part}`); a port that can
-//!   never work is one warning in the log, not an INFO line retried for ever;
+//!   that cannot be reached; `/metrics` counts them (`eboardd_failing{part}`) and the arbiter
+//!   page lists them (headless Chromium); a port that can never work is one warning in the
+//!   log, not an INFO line retried for ever;
 //! - a port with a family prefix in the wrong case is a configuration error at start;
 //! - `eboardd check` names the line of a typo (exit 1), the ports that are no serial ports,
 //!   and says OK (exit 0) for a good file;
@@ -107,6 +108,31 @@ async fn ports_that_cannot_open_are_failing_parts_with_their_reasons() {
             lines[0]
         );
     }
+    // The arbiter page lists them, each with its reason.
+    let Some(chromium) = support::chromium::chromium() else {
+        return;
+    };
+    let (url, profile) = (format!("http://{addr}/"), dir.join("profile"));
+    let dom = tokio::task::spawn_blocking(move || {
+        support::chromium::run_chromium(&chromium, &profile, &url, &["--dump-dom"])
+    })
+    .await
+    .unwrap();
+    let dom = support::chromium::rendered(dom);
+    let list = dom
+        .split_once("<ul id=\"failing\"")
+        .and_then(|(_, rest)| rest.split_once("</ul>"))
+        .map(|(list, _)| list)
+        .unwrap_or_else(|| panic!("no failing list on the page: {dom}"));
+    assert!(
+        !list.starts_with(" title=\"GET /api/v1/health: failing\" hidden"),
+        "{list}"
+    );
+    assert_eq!(list.matches("<li>").count(), 4, "{list}");
+    assert!(
+        list.contains("<b>Port /dev/null: </b>a mem device that is no terminal"),
+        "{list}"
+    );
     d.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }
