@@ -41,6 +41,12 @@ grep -q '^ExecStart=/usr/bin/eboardd run --config /etc/eboardd/eboardd.toml$' \
   echo "the unit does not start /usr/bin/eboardd with /etc/eboardd/eboardd.toml"
   fail=1
 }
+# A reload checks the file first (ExecReload= lines run in order; the first failure stops them).
+grep -A1 -x 'ExecReload=/usr/bin/eboardd check --config /etc/eboardd/eboardd.toml' \
+  "$tmp/usr/lib/systemd/system/eboardd.service" | grep -qx 'ExecReload=/bin/kill -HUP \$MAINPID' || {
+  echo "the unit does not run eboardd check before the SIGHUP of a reload"
+  fail=1
+}
 "$tmp/usr/bin/eboardd" --version >/dev/null || {
   echo "the packaged binary does not run"
   fail=1

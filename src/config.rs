@@ -448,9 +448,20 @@ impl Config {
             if p.as_os_str().is_empty() {
                 return bad("daemon.ports has an empty path".into());
             }
+            if let Err(e) = port_prefix(p) {
+                return bad(format!("daemon.ports: {e}"));
+            }
             match crate::family::parse_port(p) {
                 Err(e) => return bad(format!("daemon.ports: {e}")),
                 Ok((d, path)) => {
+                    if path.as_os_str().is_empty() {
+                        return bad(format!(
+                            "daemon.ports: {:?}: no path after the family (e.g. \
+                             \"{}:/dev/ttyUSB0\")",
+                            p.display().to_string(),
+                            d.name()
+                        ));
+                    }
                     let ble = crate::daemon::ble::BleTarget::is_ble(&path);
                     if d.transport().gatt().is_some() {
                         if let Err(e) = crate::daemon::ble::BleTarget::parse(&path) {
@@ -524,6 +535,31 @@ impl Config {
             None => format!("{driver}-{}", sanitize(serial)),
         }
     }
+}
+
+/// A port's `name:` prefix that [`crate::family::parse_port`] would take for a path (a family
+/// name in the wrong case, `DGT:/dev/ttyACM0`, or a word that names no family): refused, with
+/// the families this build has. A path with a `/` before its first `:` is a path.
+fn port_prefix(p: &Path) -> Result<(), String> {
+    let text = p.to_string_lossy();
+    let Some((name, _)) = text.split_once(':') else {
+        return Ok(());
+    };
+    let word = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !word || crate::family::driver(name).is_some() {
+        return Ok(());
+    }
+    let hint = match crate::family::driver(&name.to_ascii_lowercase()) {
+        Some(d) => format!(" (family names are lower case: {}:…)", d.name()),
+        None => String::new(),
+    };
+    Err(format!(
+        "{text:?}: unknown board family {name:?}{hint} (families: {})",
+        crate::family::family_names()
+    ))
 }
 
 /// The highest board number (four digits, as LiveChess's game ids have).
@@ -767,6 +803,44 @@ mod tests {
             missing.starts_with("/nonexistent/eboardd.toml: "),
             "{missing}"
         );
+    }
+
+    #[test]
+    fn ports_with_a_bad_family_prefix_or_no_path_are_refused_at_load() {
+        let e = |port: &str| {
+            Config::parse("c.toml", &format!("[daemon]\nports = [{port:?}]\n"))
+                .unwrap_err()
+                .to_string()
+        };
+        let upper = e("DGT:/dev/x");
+        assert!(
+            upper.starts_with("c.toml: line 2: daemon.ports")
+                && upper.contains("unknown board family \"DGT\"")
+                && upper.contains("lower case: dgt:"),
+            "{upper}"
+        );
+        let mixed = e("Millennium:/dev/ttyUSB0");
+        assert!(mixed.contains("millennium:"), "{mixed}");
+        let unknown = e("Foo:/dev/x");
+        assert!(
+            unknown.contains("unknown board family \"Foo\""),
+            "{unknown}"
+        );
+        let empty = e("certabo:");
+        assert!(
+            empty.contains("no path after the family") && empty.contains("certabo:/dev/ttyUSB0"),
+            "{empty}"
+        );
+        for good in [
+            "/dev/ttyACM0",
+            "dgt:/dev/ttyACM0",
+            "certabo:/dev/ttyUSB1",
+            "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0",
+            "relative/pci-0000:00:14.0",
+        ] {
+            Config::parse("c.toml", &format!("[daemon]\nports = [{good:?}]\n"))
+                .unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
     }
 
     #[test]

@@ -324,6 +324,19 @@ impl Plan {
         })
     }
 
+    /// The event the captures name (their first `Event` tag), as `eboardd replay` tags games.
+    pub fn event(&self) -> Option<String> {
+        self.tags
+            .iter()
+            .flatten()
+            .find_map(|(_, t)| t.event.clone())
+    }
+
+    /// The site the captures name (their first `Site` tag), as `eboardd replay` tags games.
+    pub fn site(&self) -> Option<String> {
+        self.tags.iter().flatten().find_map(|(_, t)| t.site.clone())
+    }
+
     /// The PGN date (`YYYY.MM.DD`) of the replay's start: the earliest capture's creation.
     pub fn date(&self) -> Option<String> {
         self.date_at(0)
@@ -730,8 +743,8 @@ impl Session {
     }
 
     /// Every game of every board as PGN, in the order the games started; each game with the
-    /// tags in force at its last move (at its start when it has none: a later `set_tags`, the
-    /// next round's players, does not rename it) and the date of its start.
+    /// tags of its own round ([`Session::game_tags`]) and the date
+    /// of its start.
     pub fn pgn(&self) -> String {
         let mut games: Vec<_> = self
             .devices
@@ -752,11 +765,31 @@ impl Session {
         out
     }
 
-    /// The tags in force for `game` of device `d`: at its last move (at its start when it has
-    /// none), so that a later `set_tags`, the next round's players, does not rename it.
+    /// The tags in force for `game` of device `d`. A game belongs to the round it started in
+    /// (the `R` of the `Round "R.B"` in force at its start): it has the last tags of that round
+    /// set before the board's next game starts, so players corrected in its round apply and
+    /// the next round's players (a `set_tags` of another round, loaded while it ran or after
+    /// it) do not rename it. A game whose tags name no round has those in force at its last
+    /// move (at its start when it has none).
     fn game_tags(&self, d: usize, game: &GameRecord) -> GameTags {
-        let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
-        self.plan.tags_at(d, at)
+        let round_of = |tags: &GameTags| tags.round.as_deref().and_then(round_number);
+        let started = self.plan.tags_at(d, game.started_at);
+        let Some(own) = round_of(&started) else {
+            let at = game.moves.last().map_or(game.started_at, |m| m.made_at);
+            return self.plan.tags_at(d, at);
+        };
+        let next = self.devices[d]
+            .engine
+            .games()
+            .iter()
+            .map(|g| g.started_at)
+            .filter(|&t| t > game.started_at)
+            .min()
+            .unwrap_or(Micros::MAX);
+        self.plan.tags[d]
+            .iter()
+            .rfind(|(when, tags)| *when < next && round_of(tags) == Some(own))
+            .map_or(started, |(_, tags)| tags.clone())
     }
 
     /// Board `id` as the replay left it (a fresh wired `dgt` board when the captures have

@@ -17,9 +17,11 @@ mod support;
 use support::capture;
 
 use eboardd::output::replay_source;
-use eboardd::output::{Hub, HubConfig, MqttConfig, OutputConfig, RoundInfo};
+use eboardd::output::{
+    BoardStatus, Hub, HubConfig, LinkState, MqttConfig, OutputConfig, RoundInfo,
+};
 use eboardd::replay::{Layout, Plan};
-use support::broker::{Broker, require_mosquitto};
+use support::broker::{Broker, Relay, require_mosquitto};
 
 /// A subscriber: every (topic, payload) received on `filter`.
 async fn subscribe(
@@ -263,6 +265,152 @@ async fn two_publishers_one_broker_late_joiner_and_outage() {
     drop(broker2);
 }
 
+/// A clock event at `t` (µs) of game 1.
+fn clock_event(t: i64) -> eboardd::core::event::CoreEvent {
+    eboardd::core::event::CoreEvent {
+        t,
+        game: 1,
+        kind: eboardd::core::event::EventKind::Clock {
+            white: 1000,
+            black: 2000,
+            running: None,
+        },
+    }
+}
+
+/// Events published right after the publisher is started, before its task has run and before
+/// the broker connection is up (a daemon whose boards start at once), are all delivered, in
+/// order: a publisher never loses a stream it was asked to send. On this single-threaded
+/// runtime nothing of the publisher runs until the test first waits, so the events are
+/// certainly published first.
+#[tokio::test(flavor = "current_thread")]
+async fn events_published_before_the_connection_are_delivered() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let broker = Broker::start(&bin, None);
+    let (_sub, mut events) = subscribe(broker.port, "early", "eboardd/+/board/+/events").await;
+    let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stats, task) = eboardd::output::mqtt::spawn(
+        hub.clone(),
+        MqttConfig {
+            host: "127.0.0.1".into(),
+            port: broker.port,
+            prefix: "eboardd".into(),
+            node: "early".into(),
+            queue: 1000,
+        },
+        stop_rx,
+    );
+    let n = 50;
+    let sent: Vec<u64> = (0..n)
+        .map(|i| hub.publish("board-1", &clock_event(i * 1000)))
+        .collect();
+    assert!(!stats.connected.load(Ordering::Relaxed));
+
+    let mut got: Vec<u64> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < sent.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (_, v) = tokio::time::timeout(left, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{} of {n} events published before the connection arrived (published {}, \
+                     dropped {})",
+                    got.len(),
+                    stats.published.load(Ordering::Relaxed),
+                    stats.dropped.load(Ordering::Relaxed)
+                )
+            })
+            .unwrap();
+        got.push(v["seq"].as_u64().unwrap());
+    }
+    assert_eq!(got, sent, "every event, in order");
+    assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
+    stop.send_replace(true);
+    let _ = task.await;
+}
+
+/// Receive events into `got` (their `seq`) until it holds `n`, for at most 20 s.
+async fn recv_seqs(
+    n: usize,
+    got: &mut Vec<u64>,
+    events: &mut mpsc::UnboundedReceiver<(String, Value)>,
+    stats: &eboardd::output::mqtt::MqttStats,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (_, v) = tokio::time::timeout(left, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{} of {n} events arrived (published {}, dropped {}, connects {})",
+                    got.len(),
+                    stats.published.load(Ordering::Relaxed),
+                    stats.dropped.load(Ordering::Relaxed),
+                    stats.connects.load(Ordering::Relaxed)
+                )
+            })
+            .unwrap();
+        got.push(v["seq"].as_u64().unwrap());
+    }
+}
+
+/// Events handed to the MQTT client but never acknowledged by the broker when the connection
+/// dies (the broker saw none of them: the link swallowed them) are sent again on the next
+/// connection: all arrive, in order, none counted as dropped and none lost uncounted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_in_flight_when_the_link_dies_are_sent_again() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let broker = Broker::start(&bin, None);
+    let (_sub, mut events) = subscribe(broker.port, "inflight", "eboardd/+/board/+/events").await;
+    let relay = Relay::start(broker.port).await;
+    let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stats, task) = eboardd::output::mqtt::spawn(
+        hub.clone(),
+        MqttConfig {
+            host: "127.0.0.1".into(),
+            port: relay.port,
+            prefix: "eboardd".into(),
+            node: "inflight".into(),
+            queue: 10_000,
+        },
+        stop_rx,
+    );
+    let mut got: Vec<u64> = Vec::new();
+    let mut sent: Vec<u64> = Vec::new();
+    // The link works.
+    for i in 0..10 {
+        sent.push(hub.publish("board-1", &clock_event(i * 1000)));
+    }
+    recv_seqs(10, &mut got, &mut events, &stats).await;
+
+    // The link swallows everything: 300 events are handed to the client, none acknowledged.
+    relay.hold();
+    for i in 10..310 {
+        sent.push(hub.publish("board-1", &clock_event(i * 1000)));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats.published.load(Ordering::Relaxed) < 310 {
+        assert!(Instant::now() < deadline, "events not handed to the client");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Then it dies; the publisher reconnects and sends them again.
+    relay.cut();
+    recv_seqs(310, &mut got, &mut events, &stats).await;
+    assert_eq!(got, sent, "every event once, in order");
+    assert!(stats.connects.load(Ordering::Relaxed) >= 2);
+    assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
+    stop.send_replace(true);
+    let _ = task.await;
+}
+
 fn expected_last(a: &Hub, b: &Hub, state: &Value) -> Value {
     let hub = if state["node"] == "hall-a" { a } else { b };
     let board = state["board"].as_str().unwrap_or_default();
@@ -420,4 +568,104 @@ async fn two_nodes_served_as_one_round_from_the_broker() {
     replay.stop();
     out2.shutdown().await;
     drop(broker);
+}
+
+/// The link of board `id` in `hub`'s round and its status comment.
+fn link_of(hub: &Hub, id: &str) -> (String, String) {
+    let v = hub.board_snapshot(id).unwrap_or(Value::Null);
+    (
+        v["link"].as_str().unwrap_or("").to_string(),
+        v["status"]["comment"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+/// A node that went offline before the round source started shows its boards offline, not as
+/// the `active` of their retained states (the node's offline status is retained too); a node
+/// still on line does not; and while the source has lost the broker, it shows every board
+/// disconnected rather than what it can no longer know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_offline_before_the_round_source_started_shows_offline() {
+    let Some(bin) = require_mosquitto() else {
+        return;
+    };
+    let mut broker = Broker::start(&bin, None);
+    let port = broker.port;
+    let (_sub, mut states) = subscribe(port, "states", "eboardd/+/board/+/state").await;
+    let (hub1, out1, plan1) =
+        publisher(port, "hall-1", &[capture("clean/g0001.jsonl")], 100_000).await;
+    let (hub2, out2, _) = publisher(port, "hall-2", &[], 100_000).await;
+    let mut out = Vec::new();
+    eboardd::replay::replay_paths(&[capture("clean/g0002.jsonl")], true, &mut out, &mut |_| {})
+        .unwrap();
+    for line in String::from_utf8(out).unwrap().lines() {
+        let ev = eboardd::core::event::CoreEvent::from_wire(&serde_json::from_str(line).unwrap())
+            .unwrap();
+        hub2.publish("board-21", &ev);
+    }
+    let mut replay = replay_source::spawn(hub1.clone(), plan1, None);
+    replay.wait_done().await;
+    // Both boards are on line at their nodes (as a live daemon's connected boards).
+    let active = BoardStatus {
+        state: LinkState::Active,
+        ..Default::default()
+    };
+    hub1.set_status("board-1", active.clone());
+    hub2.set_status("board-21", active);
+    assert_eq!(link_of(&hub1, "board-1").0, "active");
+
+    // Both nodes' last states are on the broker (retained), then hall-1 stops.
+    let want = [
+        ("hall-1", "board-1", hub1.last_seq()),
+        ("hall-2", "board-21", hub2.last_seq()),
+    ];
+    let mut last: BTreeMap<String, Value> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while want
+        .iter()
+        .any(|(n, b, s)| last.get(&format!("eboardd/{n}/board/{b}/state")) != Some(&(*s).into()))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (topic, v) = tokio::time::timeout(left, states.recv())
+            .await
+            .unwrap_or_else(|_| panic!("retained states not current: {last:?}"))
+            .unwrap();
+        last.insert(topic, v["last_seq"].clone());
+    }
+    let want1 = game_of(&hub1, "board-1");
+    out1.shutdown().await;
+
+    // The round source starts now: hall-1's board is restored with its game, and offline.
+    let round = Hub::new(RoundInfo::default(), HubConfig::default());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let source = eboardd::output::mqtt_source::spawn(
+        round.clone(),
+        eboardd::output::mqtt_source::SourceConfig {
+            host: "127.0.0.1".into(),
+            port,
+            prefix: "eboardd".into(),
+        },
+        stop_rx,
+    );
+    until_hub("both boards restored", &round, |r| {
+        game_of(r, "board-1") == want1 && game_of(r, "board-21") == game_of(&hub2, "board-21")
+    })
+    .await;
+    until_hub("hall-1's board offline", &round, |r| {
+        link_of(r, "board-1") == ("disconnected".into(), "node hall-1 offline".into())
+    })
+    .await;
+    assert_eq!(link_of(&round, "board-21").0, "active", "hall-2 is on line");
+    assert_eq!(game_of(&round, "board-1"), want1, "the game stays");
+
+    // The source loses the broker: it cannot know any node's boards, so none shows on line.
+    broker.stop();
+    until_hub(
+        "hall-2's board shown disconnected without a broker",
+        &round,
+        |r| link_of(r, "board-21") == ("disconnected".into(), "MQTT broker connection lost".into()),
+    )
+    .await;
+    stop.send_replace(true);
+    let _ = source.await;
+    out2.shutdown().await;
 }

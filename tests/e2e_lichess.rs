@@ -8,7 +8,8 @@
 //!   last push lichess took holds the whole game and its result; never more than one push a
 //!   second; a game lichess refused is in health with lichess's reason; the token is nowhere
 //!   in the log or in health.
-//! - 401 stops pushing and says the token is wrong.
+//! - 401 stops pushing and says the token is wrong; a 404 (a round id lichess does not know)
+//!   is a failing part in health, and is not tried again at once.
 //! - A broadcast delay: lichess gets the delayed view (nothing of a game not yet public).
 //! - Too few round ids for the boards configured: a one-line error at start, exit 2.
 
@@ -119,9 +120,11 @@ async fn push(
             code,
             (
                 StatusCode::from_u16(code).unwrap(),
-                axum::Json(
-                    json!({"error": if code == 401 { "No such token" } else { "Internal error" }}),
-                ),
+                axum::Json(json!({"error": match code {
+                    401 => "No such token",
+                    404 => "No such broadcast round",
+                    _ => "Internal error",
+                }})),
             )
                 .into_response(),
         ),
@@ -452,6 +455,52 @@ async fn a_refused_token_stops_pushing_and_a_delay_keeps_the_game_back() {
         lichess.received().is_empty(),
         "a delayed game reached lichess: {:?}",
         lichess.received()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_round_is_a_failing_part_and_not_pushed_again_at_once() {
+    let (lichess, lichess_port) = StandIn::start(&[], Reply::Fail(404), None).await;
+    let dir = scratch("lichess-404");
+    let caps = dir.join("captures");
+    let games = demo_games();
+    let link = link_in(&dir);
+    let b = board(&games[..1], Style::Human, 0, "10001", &link, SPEED, None);
+    let http = free_port();
+    let cfg = config(&dir, http, lichess_port, "");
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--config", &cfg]);
+    lichess.wait_for("a first push", |rs| !rs.is_empty()).await;
+    let n = games[0].moves.len();
+    d.wait_for("the game completed", WAIT, |ev| completed(ev, "board-1", n))
+        .await;
+    let h = health(http);
+    assert_eq!(h["ok"], false, "{h}");
+    assert_eq!(h["lichess"]["state"], "refused", "{h}");
+    let failing = h["failing"].as_array().expect("failing");
+    assert!(
+        failing.iter().any(|f| f["part"] == "lichess"
+            && f["name"] == ROUND_ID
+            && f["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("404") && r.contains("No such broadcast round"))),
+        "{h}"
+    );
+    let metrics = get(local(http), "/metrics").body;
+    assert!(
+        metrics.contains("eboardd_failing{part=\"lichess\"} 1"),
+        "{metrics}"
+    );
+    let log_path = d.log.clone();
+    d.terminate();
+    stop_strict(b, "board-1").await;
+    // The game went on for seconds after the refusal: a 404 is not retried at once.
+    assert_eq!(lichess.received().len(), 1, "pushed again after a 404");
+    let log = std::fs::read_to_string(log_path).unwrap_or_default();
+    assert_eq!(
+        log.matches("lichess refused the push to round").count(),
+        1,
+        "{log}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,4 +1,5 @@
-//! Reading capture files: strict about the middle, tolerant of a last line cut off by a crash.
+//! Reading capture files: strict about the header; a damaged or cut-off record line is skipped
+//! with a warning naming it, and every good record around it is kept.
 
 use std::path::Path;
 
@@ -19,41 +20,53 @@ pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
         file: name.clone(),
         source,
     })?;
-    match std::str::from_utf8(&bytes) {
-        Ok(text) => parse_capture(&name, text),
-        Err(e) => {
-            // Only a cut-off last line may hold broken UTF-8 (a crash in the middle of a
-            // multi-byte character); anything earlier is an error.
-            let bad = e.valid_up_to();
-            let line_start = bytes[..bad]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-            let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
-            let rest = &bytes[bad..];
-            let newline = rest.iter().position(|&b| b == b'\n');
-            let last = newline.is_none_or(|i| rest[i + 1..].iter().all(u8::is_ascii_whitespace));
-            if !last || line_start == 0 {
-                return Err(line_error(&name, line, "not valid UTF-8 text"));
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        return parse_capture(&name, text);
+    }
+    // A crash in the middle of a multi-byte character cuts the last line; a damaged disk
+    // block garbles one in the middle. Either line is skipped with a warning (its number kept
+    // so that every message names the right line); the header must be readable.
+    let mut warnings = Vec::new();
+    let pieces: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let last = pieces
+        .iter()
+        .rposition(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .unwrap_or(0);
+    let mut seen_header = false;
+    let mut text = String::with_capacity(bytes.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        match std::str::from_utf8(piece) {
+            Ok(line) => {
+                seen_header |= !line.trim().is_empty();
+                text.push_str(line);
             }
-            // Checked above: everything before `line_start` is valid UTF-8.
-            let text = String::from_utf8_lossy(&bytes[..line_start]);
-            let mut capture = parse_capture(&name, &text)?;
-            capture.warnings.push(format!(
-                "{name}:{line}: last line is not valid UTF-8 (cut off?); ignored"
-            ));
-            Ok(capture)
+            Err(_) if !seen_header => return Err(line_error(&name, i + 1, "not valid UTF-8 text")),
+            Err(_) if i == last => warnings.push(format!(
+                "{name}:{}: last line is not valid UTF-8 (cut off?); ignored",
+                i + 1
+            )),
+            Err(_) => warnings.push(format!(
+                "{name}:{}: not valid UTF-8 text; line skipped",
+                i + 1
+            )),
         }
     }
+    let mut capture = parse_capture(&name, &text)?;
+    capture.warnings.extend(warnings);
+    Ok(capture)
 }
 
 /// Parses the text of a capture; `name` is used in error and warning messages.
 ///
 /// The header (first non-empty line) must be a JSON object with
-/// `"format":"eboard-capture"` and `"version":1`. Each record needs a number `t` (seconds,
-/// ≥ 0), a string `dev` and one of `rx`/`tx` (hex), `op` (object) or `note` (string);
-/// unknown fields are ignored, a record with none of the four is skipped with a warning, and
-/// so is a last line that is not valid JSON. A `t` smaller than the previous record's is
+/// `"format":"eboard-capture"` and `"version":1`: without it the file is an error. Each record
+/// needs a number `t` (seconds, ≥ 0), a string `dev` and one payload (`rx`/`tx`/`notify`/
+/// `write`/`op`/`link`/`note`); unknown fields are ignored. A record line that is not one
+/// (damaged, cut off, not JSON, a bad field) is skipped with a warning naming the file and the
+/// line, and every good record before and after it is kept. A `t` smaller than the previous record's is
 /// raised to it with a warning, so the records' times never decrease.
 pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
     let lines: Vec<(usize, &str)> = text
@@ -70,61 +83,17 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
     let mut warnings = Vec::new();
     let mut last_t: Option<Micros> = None;
     for (i, &(line, text)) in lines.iter().enumerate().skip(1) {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) if i + 1 == lines.len() => {
+        let last = i + 1 == lines.len();
+        match parse_record(text, &mut last_t, &mut warnings, (name, line)) {
+            Ok(Some(record)) => records.push(record),
+            Ok(None) => {}
+            Err(RecordError::NotJson(e)) if last => {
                 warnings.push(format!(
                     "{name}:{line}: last line is not valid JSON (cut off?); ignored: {e}"
                 ));
-                break;
             }
-            Err(e) => return Err(line_error(name, line, &format!("not valid JSON: {e}"))),
-        };
-        let err = |reason: &str| line_error(name, line, reason);
-        let Value::Object(obj) = value else {
-            return Err(err("a record must be a JSON object"));
-        };
-        let mut t = parse_t(&obj).map_err(err)?;
-        if let Some(prev) = last_t
-            && t < prev
-        {
-            // The format promises never-decreasing times, but a whole round's replay should
-            // not fail over one misordered line: keep the record, at the previous time.
-            warnings.push(format!(
-                "{name}:{line}: t goes back in time ({} s after {} s); taken as {} s",
-                seconds(t),
-                seconds(prev),
-                seconds(prev)
-            ));
-            t = prev;
-        }
-        last_t = Some(t);
-        let dev = match obj.get("dev") {
-            Some(Value::String(d)) => d.clone(),
-            Some(_) => return Err(err("\"dev\" must be a string")),
-            None => return Err(err("record has no \"dev\"")),
-        };
-        let kinds: Vec<&str> = PAYLOADS
-            .into_iter()
-            .filter(|k| obj.contains_key(*k))
-            .collect();
-        let Some(&key) = kinds.first() else {
-            warnings.push(format!(
-                "{name}:{line}: record has none of rx/tx/notify/write/op/link/note; ignored"
-            ));
-            continue;
-        };
-        if kinds.len() > 1 {
-            warnings.push(format!(
-                "{name}:{line}: record has several of rx/tx/notify/write/op/link/note; only \"{key}\" is used"
-            ));
-        }
-        match parse_kind(key, &obj).map_err(err)? {
-            Some(kind) => records.push(Record { t, dev, kind }),
-            None => warnings.push(format!(
-                "{name}:{line}: a {key} record this build does not know ({}); ignored",
-                super::printable(&obj[key].to_string(), 40)
-            )),
+            // A damaged line never costs the records around it: it is skipped, named.
+            Err(e) => warnings.push(format!("{name}:{line}: {e}; line skipped")),
         }
     }
     Ok(Capture {
@@ -132,6 +101,78 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
         records,
         warnings,
     })
+}
+
+/// Why one record line was not taken.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    /// The line is not JSON (a cut-off or garbled line).
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The line is JSON but not a record this format allows.
+    #[error("{0}")]
+    Bad(&'static str),
+}
+
+/// One record line: the record, `None` for a line skipped with a warning of its own (no
+/// payload, an extension this build does not know), or why it is not a record. A `t` smaller
+/// than the previous record's is raised to it with a warning.
+fn parse_record(
+    text: &str,
+    last_t: &mut Option<Micros>,
+    warnings: &mut Vec<String>,
+    (name, line): (&str, usize),
+) -> Result<Option<Record>, RecordError> {
+    let value: Value = serde_json::from_str(text).map_err(RecordError::NotJson)?;
+    let Value::Object(obj) = value else {
+        return Err(RecordError::Bad("a record must be a JSON object"));
+    };
+    let mut t = parse_t(&obj).map_err(RecordError::Bad)?;
+    let dev = match obj.get("dev") {
+        Some(Value::String(d)) => d.clone(),
+        Some(_) => return Err(RecordError::Bad("\"dev\" must be a string")),
+        None => return Err(RecordError::Bad("record has no \"dev\"")),
+    };
+    let kinds: Vec<&str> = PAYLOADS
+        .into_iter()
+        .filter(|k| obj.contains_key(*k))
+        .collect();
+    let Some(&key) = kinds.first() else {
+        warnings.push(format!(
+            "{name}:{line}: record has none of rx/tx/notify/write/op/link/note; ignored"
+        ));
+        return Ok(None);
+    };
+    let kind = parse_kind(key, &obj).map_err(RecordError::Bad)?;
+    if let Some(prev) = *last_t
+        && t < prev
+    {
+        // The format promises never-decreasing times, but a whole round's replay should
+        // not fail over one misordered line: keep the record, at the previous time.
+        warnings.push(format!(
+            "{name}:{line}: t goes back in time ({} s after {} s); taken as {} s",
+            seconds(t),
+            seconds(prev),
+            seconds(prev)
+        ));
+        t = prev;
+    }
+    *last_t = Some(t);
+    if kinds.len() > 1 {
+        warnings.push(format!(
+            "{name}:{line}: record has several of rx/tx/notify/write/op/link/note; only \"{key}\" is used"
+        ));
+    }
+    match kind {
+        Some(kind) => Ok(Some(Record { t, dev, kind })),
+        None => {
+            warnings.push(format!(
+                "{name}:{line}: a {key} record this build does not know ({}); ignored",
+                super::printable(&obj[key].to_string(), 40)
+            ));
+            Ok(None)
+        }
+    }
 }
 
 fn line_error(name: &str, line: usize, reason: &str) -> CaptureError {
@@ -262,10 +303,6 @@ mod tests {
         parse_capture("x.jsonl", &format!("{HEADER}\n{body}"))
     }
 
-    fn error(body: &str) -> String {
-        parse(body).unwrap_err().to_string()
-    }
-
     #[test]
     fn sample_captures_all_read() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/captures");
@@ -344,16 +381,22 @@ mod tests {
     }
 
     #[test]
-    fn bad_middle_line_is_an_error_with_its_line() {
-        let e = error(
-            "{\"t\":1,\"dev\":\"b\",\"rx\":\"00\"}\n{\"t\":2,\n{\"t\":3,\"dev\":\"b\",\"rx\":\"00\"}\n",
-        );
-        assert!(e.starts_with("x.jsonl:3: not valid JSON"), "{e}");
-        assert!(!e.contains('\n'));
+    fn bad_middle_line_is_skipped_with_its_line_and_the_rest_kept() {
+        let cap = parse(
+            "{\"t\":1,\"dev\":\"b\",\"rx\":\"00\"}\n{\"t\":2,\n{\"t\":3,\"dev\":\"b\",\"rx\":\"01\"}\n",
+        )
+        .unwrap();
+        let rx: Vec<&RecordKind> = cap.records.iter().map(|r| &r.kind).collect();
+        assert_eq!(rx, [&RecordKind::Rx(vec![0]), &RecordKind::Rx(vec![1])]);
+        assert_eq!(cap.warnings.len(), 1, "{:?}", cap.warnings);
+        let w = &cap.warnings[0];
+        assert!(w.starts_with("x.jsonl:3: not valid JSON"), "{w}");
+        assert!(w.ends_with("line skipped"), "{w}");
+        assert!(!w.contains('\n'));
     }
 
     #[test]
-    fn record_errors() {
+    fn record_errors_skip_the_line() {
         let cases = [
             (r#"{"dev":"b","rx":"00"}"#, "no \"t\""),
             (r#"{"t":"1","dev":"b","rx":"00"}"#, "must be a number"),
@@ -368,12 +411,17 @@ mod tests {
             (r#"[1,2]"#, "JSON object"),
         ];
         for (line, reason) in cases {
-            // The bad line is not the last one: followed by a good record.
-            let e = error(&format!(
+            // The bad line is not the last one: followed by a good record, which is kept.
+            let cap = parse(&format!(
                 "{line}\n{{\"t\":9,\"dev\":\"b\",\"rx\":\"00\"}}\n"
-            ));
-            assert!(e.starts_with("x.jsonl:2: "), "{line}: {e}");
-            assert!(e.contains(reason), "{line}: {e}");
+            ))
+            .unwrap();
+            assert_eq!(cap.records.len(), 1, "{line}");
+            assert_eq!(cap.records[0].t, 9_000_000, "{line}");
+            assert_eq!(cap.warnings.len(), 1, "{line}: {:?}", cap.warnings);
+            let w = &cap.warnings[0];
+            assert!(w.starts_with("x.jsonl:2: "), "{line}: {w}");
+            assert!(w.contains(reason), "{line}: {w}");
         }
     }
 
@@ -440,10 +488,22 @@ mod tests {
         assert_eq!(cap.warnings.len(), 1);
         assert!(cap.warnings[0].contains(":3: last line is not valid UTF-8"));
 
+        // Broken UTF-8 in the middle: that line is skipped, the records around it are kept.
         bytes.extend(b"\"}\n{\"t\":3,\"dev\":\"b\",\"rx\":\"00\"}\n");
         std::fs::write(&path, &bytes).unwrap();
+        let cap = read_capture(&path).unwrap();
+        assert_eq!(cap.records.len(), 2);
+        assert_eq!(cap.records[1].t, 3_000_000);
+        assert_eq!(cap.warnings.len(), 1, "{:?}", cap.warnings);
+        assert!(
+            cap.warnings[0].ends_with("cut.jsonl:3: not valid UTF-8 text; line skipped"),
+            "{:?}",
+            cap.warnings
+        );
+        // The header must be readable.
+        std::fs::write(&path, b"{\"format\":\"eboard-\xC3\n").unwrap();
         let e = read_capture(&path).unwrap_err().to_string();
-        assert!(e.ends_with("cut.jsonl:3: not valid UTF-8 text"), "{e}");
+        assert!(e.ends_with("cut.jsonl:1: not valid UTF-8 text"), "{e}");
 
         let missing = read_capture(&dir.join("missing.jsonl"))
             .unwrap_err()

@@ -160,8 +160,8 @@ fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
 
 /// The outputs of `eboardd run`: the output flags completed from the configuration file,
 /// with the players configured per board (they reach every output, as they reach the
-/// captures).
-fn output_setup(
+/// captures). `eboardd check` checks them the same way.
+pub(super) fn output_setup(
     flags: &super::output::OutputArgs,
     file: Option<&crate::config::Config>,
 ) -> Result<crate::daemon::OutputSetup, super::output::ArgError> {

@@ -4,8 +4,10 @@
 //! - [`daemon`]: `run`, `simulate`, `demo`, and logging set-up;
 //! - [`output`]: the broadcast outputs' flags (shared by `run` and `demo`) and `serve-replay`;
 //! - [`round`]: `round load`, a pairings file sent to the running daemon;
+//! - [`check`]: `check`, the configuration and what it names checked without starting;
 //! - here: the command tree and `replay`.
 
+pub mod check;
 pub mod daemon;
 pub mod output;
 pub mod round;
@@ -52,6 +54,9 @@ pub enum Command {
     /// Rounds of the running daemon: `eboardd round load FILE --round R` sends a round's
     /// pairings (FIDE TRF or CSV) to its API with the token.
     Round(round::RoundArgs),
+    /// Check the configuration file and what it names (ports, token files, capture directory)
+    /// without starting anything: one line per problem and exit status 1, or OK and 0.
+    Check(check::CheckArgs),
 }
 
 /// Run the command line; returns the process exit code.
@@ -63,6 +68,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::ServeReplay(args) => output::serve_replay(*args),
         Command::ServeMqtt(args) => output::serve_mqtt(*args),
         Command::Round(args) => round::run(args),
+        Command::Check(args) => check::run(args),
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.

@@ -375,7 +375,15 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     for w in plan.warnings() {
         eprintln!("eboardd: warning: {w}");
     }
+    // The same tags as `eboardd replay` of the same captures writes: their date, and their
+    // event and site where the flags give none.
     info.date = plan.date();
+    if info.event.is_none() {
+        info.event = plan.event();
+    }
+    if info.site.is_none() {
+        info.site = plan.site();
+    }
     let boards: Vec<String> = plan.boards().map(String::from).collect();
     if out.round.is_none()
         && let Some(r) = plan.round().filter(|r| (1..=999).contains(r))

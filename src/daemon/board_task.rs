@@ -123,6 +123,16 @@ pub async fn serve_port(
     }
     let mut backoff = Duration::from_millis(250);
     let mut failing_since: Option<String> = None;
+    // A configured port (or a board's own USB id) that does not open is in health until it
+    // does, or until its task ends.
+    let reported = matches!(
+        origin,
+        Origin::Configured { .. } | Origin::Discovered { generic: false, .. }
+    );
+    let fault = PortFault {
+        ctx: &ctx,
+        name: path.display().to_string(),
+    };
     loop {
         if *stop.borrow() {
             return PortEnd::Stopped;
@@ -144,6 +154,8 @@ pub async fn serve_port(
                     drop(port);
                 } else {
                     failing_since = None;
+                    fault.set(None);
+                    backoff = backoff.min(Duration::from_secs(5));
                     let started = Instant::now();
                     let end = Port::new(&ctx, &path, origin)
                         .serve(SerialWire::new(port), &mut stop)
@@ -172,10 +184,31 @@ pub async fn serve_port(
                 if matches!(origin, Origin::Discovered { .. }) && !path.exists() {
                     return PortEnd::Gone;
                 }
-                let msg = e.to_string();
-                if failing_since.as_deref() != Some(&msg) {
-                    tracing::info!("{}: cannot open ({msg}); retrying", path.display());
-                    failing_since = Some(msg);
+                let failure = super::serial::diagnose(&path, &e);
+                if failing_since.as_deref() != Some(&failure.reason) {
+                    if failure.lasting {
+                        tracing::warn!(
+                            "{}: cannot open: {}; tried again every {} s",
+                            path.display(),
+                            failure.reason,
+                            SLOW_RETRY.as_secs()
+                        );
+                    } else {
+                        tracing::info!(
+                            "{}: cannot open ({}); retrying",
+                            path.display(),
+                            failure.reason
+                        );
+                    }
+                    failing_since = Some(failure.reason.clone());
+                }
+                if reported {
+                    fault.set(Some(failure.reason));
+                }
+                if failure.lasting {
+                    backoff = SLOW_RETRY;
+                } else if backoff >= SLOW_RETRY {
+                    backoff = Duration::from_millis(250);
                 }
             }
         }
@@ -183,7 +216,33 @@ pub async fn serve_port(
             _ = tokio::time::sleep(backoff) => {}
             _ = stop.changed() => return PortEnd::Stopped,
         }
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        if backoff < SLOW_RETRY {
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+/// How often a port that waiting cannot heal (permission, not a serial device) is tried again.
+pub const SLOW_RETRY: Duration = Duration::from_secs(30);
+
+/// A port task's entry in health's failing parts: cleared when the port opens and when the
+/// task ends.
+struct PortFault<'a> {
+    ctx: &'a Ctx,
+    name: String,
+}
+
+impl PortFault<'_> {
+    fn set(&self, why: Option<String>) {
+        self.ctx
+            .metrics
+            .set_fault(crate::output::metrics::Part::Port, &self.name, why);
+    }
+}
+
+impl Drop for PortFault<'_> {
+    fn drop(&mut self) {
+        self.set(None);
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Weak;
 
 use super::ctx::Ctx;
 use crate::core::observation::OperatorAction;
+use crate::output::Pairing;
 use crate::output::corrections::ControlError;
 
 /// The daemon's [`crate::output::Control`]: holds the daemon's context weakly (the outputs must
@@ -20,10 +21,7 @@ impl crate::output::Control for DaemonControl {
     }
 
     fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
-        let ctx = self
-            .ctx
-            .upgrade()
-            .ok_or_else(|| ControlError::Unavailable("the daemon is stopping".into()))?;
+        let ctx = self.ctx()?;
         let state = ctx
             .boards
             .lock()
@@ -33,5 +31,37 @@ impl crate::output::Control for DaemonControl {
             .ok_or_else(|| ControlError::UnknownBoard(board.to_string()))?;
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.correct(action, &ctx.hub).map(|_| ())
+    }
+
+    /// The players go to the board's capture (a `set_tags` record) before the hub shows them;
+    /// a board with no capture open yet (configured, never connected) gets them in its
+    /// header when it opens (from the hub).
+    fn players(&self, board: &str, pairing: &Pairing) -> Result<(), ControlError> {
+        let ctx = self.ctx()?;
+        let state = ctx
+            .boards
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(board)
+            .cloned();
+        let Some(state) = state else {
+            return Ok(());
+        };
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut meta = s.meta().clone();
+        meta.white.clone_from(&pairing.white.name);
+        meta.black.clone_from(&pairing.black.name);
+        s.set_meta(meta).map_err(|e| {
+            ControlError::Unavailable(format!("the players could not be captured: {e}"))
+        })
+    }
+}
+
+impl DaemonControl {
+    /// The daemon's context, while it runs.
+    fn ctx(&self) -> Result<std::sync::Arc<Ctx>, ControlError> {
+        self.ctx
+            .upgrade()
+            .ok_or_else(|| ControlError::Unavailable("the daemon is stopping".into()))
     }
 }

@@ -4,12 +4,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::board::{BoardMeta, LiveBoard};
 use super::captures::{self, CaptureStore};
-use super::configure_round;
+use super::reconfigure_round;
 use crate::config::Config;
 use crate::output::{Hub, LinkState};
 
@@ -29,6 +29,8 @@ pub struct Ctx {
     pub(super) sessions: AtomicU64,
     /// The Bluetooth LE adapters the BLE port tasks share.
     pub(super) ble: super::ble::BleRoom,
+    /// Whether the capture directory could not be written at the last check.
+    capture_failing: AtomicBool,
 }
 
 impl Ctx {
@@ -48,7 +50,34 @@ impl Ctx {
             open_ports: Mutex::default(),
             sessions: AtomicU64::new(0),
             ble: Default::default(),
+            capture_failing: AtomicBool::new(false),
         }
+    }
+
+    /// Checks that captures can be written in the capture directory now
+    /// ([`captures::check_writable`]); health lists it (`failing`, part `capture`) while they
+    /// cannot. Logged when it turns failing and when it heals.
+    pub fn check_capture_dir(&self) {
+        let checked = captures::check_writable(&self.store.dir);
+        self.capture_fault(checked.err());
+    }
+
+    /// The capture directory fails for `why` (`None`: it works).
+    pub(super) fn capture_fault(&self, why: Option<String>) {
+        let was = self.capture_failing.swap(why.is_some(), Ordering::Relaxed);
+        match (&why, was) {
+            (Some(why), false) => tracing::error!("{why}: no board can be served"),
+            (None, true) => tracing::info!(
+                "captures can be written again in {}",
+                self.store.dir.display()
+            ),
+            _ => {}
+        }
+        self.metrics.set_fault(
+            crate::output::metrics::Part::Capture,
+            &self.store.dir.display().to_string(),
+            why,
+        );
     }
 
     /// The configuration in force.
@@ -110,7 +139,17 @@ impl Ctx {
     /// round loaded over the API, or set by the arbiter): the captures name the players every
     /// output shows.
     pub(super) fn with_hub_players(&self, id: &str, mut meta: BoardMeta) -> BoardMeta {
-        let pairing = self.hub.with_round(|r| r.pairing(id));
+        let (pairing, event, site) = self
+            .hub
+            .with_round(|r| (r.pairing(id), r.info.event.clone(), r.info.site.clone()));
+        // The event and site the outputs show (a pairings file's `012`/`022` fill them when
+        // the configuration has none): replay then tags games as the outputs did.
+        if meta.event.is_none() {
+            meta.event = event;
+        }
+        if meta.site.is_none() {
+            meta.site = site;
+        }
         if let Some(name) = pairing.white.name {
             meta.white = Some(name);
         }
@@ -151,13 +190,14 @@ impl Ctx {
                 return Ok(b.clone());
             }
         }
-        let b = Arc::new(Mutex::new(LiveBoard::open(
-            &self.store,
-            id,
-            meta,
-            None,
-            link,
-        )?));
+        let opened = LiveBoard::open(&self.store, id, meta, None, link);
+        if let Err(e) = &opened {
+            self.capture_fault(Some(format!(
+                "captures cannot be written in {}: board {id}: {e}",
+                self.store.dir.display()
+            )));
+        }
+        let b = Arc::new(Mutex::new(opened?));
         boards.insert(id.to_string(), b.clone());
         Ok(b)
     }
@@ -271,9 +311,11 @@ impl Ctx {
 
     /// Applies a new configuration to the boards in memory.
     pub(super) fn reconfigure(&self, cfg: Config) {
+        let old = self.config();
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(cfg);
         let cfg = self.config();
-        self.hub.update_info(|info| configure_round(info, &cfg));
+        self.hub
+            .update_info(|info| reconfigure_round(info, &old, &cfg));
         for b in self.all_boards() {
             let mut s = b.lock().unwrap_or_else(|e| e.into_inner());
             let old = s.meta().clone();

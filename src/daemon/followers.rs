@@ -43,39 +43,70 @@ pub(super) fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
 
 /// Players set from the outputs — a round loaded over the API, players set by the arbiter —
 /// reach the board's capture as a `set_tags` record (the hub's `players` messages), so that
-/// `eboardd replay` names them as every output does.
+/// `eboardd replay` names them as every output does. When the follower falls behind the hub
+/// (messages lost to lag), every board's players are written again from the hub: no change
+/// is skipped.
 pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
     let mut rx = hub.receiver();
     tokio::spawn(async move {
         loop {
-            let m = match rx.recv().await {
-                Ok(m) => m,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            let (board, round) = match rx.recv().await {
+                Ok(m) => match &m.message {
+                    Message::Notice(Notice::Players { round, .. }) => {
+                        (Some(m.board.to_string()), *round)
+                    }
+                    _ => continue,
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(
+                        skipped = n,
+                        "players follower lagged: every board's players written again"
+                    );
+                    (None, None)
+                }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             };
-            let Message::Notice(Notice::Players { round, .. }) = m.message else {
-                continue;
-            };
             let Some(ctx) = ctx.upgrade() else { break };
-            let board = ctx
-                .boards
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&*m.board)
-                .cloned();
-            let Some(board) = board else { continue };
-            let number = ctx.hub.with_round(|r| r.board_number(&m.board));
-            let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
-            let mut meta = ctx.with_hub_players(&m.board, s.meta().clone());
-            if let Some(r) = round {
-                meta.round = Some(match meta.number.map(|n| n as usize).or(number) {
-                    Some(n) => format!("{r}.{n}"),
-                    None => r.to_string(),
-                });
-            }
-            if let Err(e) = s.set_meta(meta) {
-                tracing::error!(board = %m.board, error = %e, "capture write failed");
+            // After a lag: every board, in the round in force.
+            let (ids, round): (Vec<String>, Option<u32>) = match board {
+                Some(b) => (vec![b], round),
+                None => (
+                    ctx.boards
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .keys()
+                        .cloned()
+                        .collect(),
+                    Some(ctx.hub.with_round(|r| r.info.round)),
+                ),
+            };
+            for id in ids {
+                capture_players(&ctx, &id, round);
             }
         }
     })
+}
+
+/// Writes the players the hub has for board `id` (and, with `round`, its `Round "R.B"`) into
+/// its capture when they changed.
+fn capture_players(ctx: &Ctx, id: &str, round: Option<u32>) {
+    let board = ctx
+        .boards
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(id)
+        .cloned();
+    let Some(board) = board else { return };
+    let number = ctx.hub.with_round(|r| r.board_number(id));
+    let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
+    let mut meta = ctx.with_hub_players(id, s.meta().clone());
+    if let Some(r) = round {
+        meta.round = Some(match meta.number.map(|n| n as usize).or(number) {
+            Some(n) => format!("{r}.{n}"),
+            None => r.to_string(),
+        });
+    }
+    if let Err(e) = s.set_meta(meta) {
+        tracing::error!(board = %id, error = %e, "capture write failed");
+    }
 }

@@ -65,6 +65,9 @@ pub enum DaemonError {
     /// Emulated boards (`simulate`, `demo`) could not be made as asked.
     #[error("emulated boards: {0}")]
     Emulator(String),
+    /// Another daemon uses the capture directory.
+    #[error(transparent)]
+    Locked(#[from] captures::lock::LockError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
@@ -209,10 +212,22 @@ pub async fn serve(
     let notifier = notify::Notifier::from_env();
     let cfg = opts.config.load()?;
     let dir = cfg.capture_dir();
-    std::fs::create_dir_all(&dir).map_err(io_err(format!(
-        "creating the capture directory {}",
-        dir.display()
-    )))?;
+    // One daemon per capture directory. A directory that cannot be made or written is no
+    // reason to stop: health says why (part `capture`) until it can be written.
+    let _lock = match std::fs::create_dir_all(&dir)
+        .map_err(|source| captures::lock::LockError::Io {
+            dir: dir.clone(),
+            source,
+        })
+        .and_then(|()| captures::lock::lock(&dir))
+    {
+        Ok(lock) => Some(lock),
+        Err(e @ captures::lock::LockError::Held { .. }) => return Err(e.into()),
+        Err(e) => {
+            tracing::error!("{e}");
+            None
+        }
+    };
     // Boards first: say at once when the descriptor limit cannot hold the boards configured.
     let boards = cfg.boards.len().max(cfg.daemon.ports.len());
     if let Some(line) = descriptors::shortfall(boards, crate::output::server::nofile()) {
@@ -222,6 +237,7 @@ pub async fn serve(
     hub.set_recovering(Some((0, 0)));
     let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
     hub.set_metrics(ctx.metrics.clone());
+    ctx.check_capture_dir();
     // Operator actions and corrections from the outputs are carried out at once on the board
     // (checked, captured, applied), so that a refused one is answered.
     hub.set_control(Arc::new(control::DaemonControl {
@@ -346,7 +362,10 @@ pub async fn serve(
                 }
             },
             _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
-            _ = status_tick.tick() => status(&ctx),
+            _ = status_tick.tick() => {
+                ctx.check_capture_dir();
+                status(&ctx);
+            }
             _ = async {
                 match until.as_mut() {
                     Some(rx) => { let _ = rx.await; }
@@ -420,8 +439,81 @@ pub fn configure_round(info: &mut crate::output::RoundInfo, cfg: &Config) {
     }
 }
 
+/// What a reload changes in the round the outputs show: only what the configuration itself
+/// changed (a round loaded over the API, its players, event and site, is never thrown away by
+/// a reload of a file that did not touch them). A new `round` number in the file starts that
+/// round (the round in force keeps its games, as a round loaded over the API does) and is saved
+/// in the round file, so that reload, restart and replay agree.
+fn reload_round(
+    hub: &Hub,
+    old: &crate::output::RoundInfo,
+    new: &crate::output::RoundInfo,
+    round_file: Option<&std::path::Path>,
+) {
+    let changed = |a: &Option<String>, b: &Option<String>| (a != b).then(|| b.clone());
+    let (event, site, time_control) = (
+        changed(&old.event, &new.event),
+        changed(&old.site, &new.site),
+        changed(&old.time_control, &new.time_control),
+    );
+    if event.is_some() || site.is_some() || time_control.is_some() {
+        hub.update_info(|i| {
+            if let Some(v) = event {
+                i.event = v;
+            }
+            if let Some(v) = site {
+                i.site = v;
+            }
+            if let Some(v) = time_control {
+                i.time_control = v;
+            }
+        });
+    }
+    if new.round == old.round || new.round == hub.with_round(|r| r.info.round) {
+        return;
+    }
+    let info = hub.with_round(|r| crate::output::RoundInfo {
+        round: new.round,
+        pairings: new.pairings.clone(),
+        ..r.info.clone()
+    });
+    match hub.start_round(info) {
+        Ok(()) => tracing::info!("round {} started by the reloaded configuration", new.round),
+        Err(e) => tracing::error!(
+            "round {} of the reloaded configuration refused: {e}",
+            new.round
+        ),
+    }
+    if let Some(path) = round_file
+        && let Err(e) = crate::output::rounds::save(hub, path)
+    {
+        tracing::warn!("round not saved to {}: {e}", path.display());
+    }
+}
+
+/// The configured boards' players a reload brings: those the file changed (a board added, or
+/// its `white`/`black` edited). Players loaded over the API or set by the arbiter for boards
+/// whose configuration did not change are kept. Boards and serial numbers follow the file.
+pub fn reconfigure_round(info: &mut crate::output::RoundInfo, old: &Config, new: &Config) {
+    let mut before = crate::output::RoundInfo::default();
+    configure_round(&mut before, old);
+    let mut after = crate::output::RoundInfo::default();
+    configure_round(&mut after, new);
+    for id in after.boards {
+        if !info.boards.contains(&id) {
+            info.boards.push(id);
+        }
+    }
+    info.serials.extend(after.serials);
+    for (id, p) in after.pairings {
+        if before.pairings.get(&id) != Some(&p) {
+            info.pairings.insert(id, p);
+        }
+    }
+}
+
 /// Brings the running outputs to a reloaded setup: the round's event, site, round number and
-/// time control change in place; when an address, folder, broker, token or delay changed, the
+/// time control change where the file changed them ([`reload_round`]); when an address, folder, broker, token or delay changed, the
 /// outputs restart on the same hub (clients reconnect; the event streams resume by `seq`). If
 /// the new setup cannot start (an address in use), the previous one is started again.
 async fn reload_outputs(
@@ -430,13 +522,12 @@ async fn reload_outputs(
     new: OutputSetup,
     running: Option<crate::output::Outputs>,
 ) -> Option<crate::output::Outputs> {
-    let info = new.round.clone();
-    hub.update_info(|i| {
-        i.event = info.event;
-        i.site = info.site;
-        i.round = info.round;
-        i.time_control = info.time_control;
-    });
+    reload_round(
+        hub,
+        &current.round,
+        &new.round,
+        new.config.round_file.as_deref(),
+    );
     if new.config == current.config && running.is_some() {
         current.round = new.round;
         return running;

@@ -100,6 +100,14 @@ pub trait Control: Send + Sync {
     fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         self.operator(board, action)
     }
+
+    /// Record the players an output set for `board` before they take effect (the daemon
+    /// writes them to the board's capture as a `set_tags` record, so a restart and a replay
+    /// name them). By default nothing is recorded.
+    fn players(&self, board: &str, pairing: &Pairing) -> Result<(), ControlError> {
+        let _ = (board, pairing);
+        Ok(())
+    }
 }
 
 /// Any `Fn(board, action) -> Result<(), ControlError>` is a [`Control`].
@@ -716,10 +724,14 @@ impl Hub {
         let _ = self.apply(&mut self.lock(), change);
     }
 
-    /// Set the players of a board. Publishes a `players` message.
+    /// Set the players of a board: checked, recorded by the installed [`Control`] (the board's
+    /// capture) first, then applied. Publishes a `players` message.
     pub fn set_pairing(&self, board: &str, pairing: Pairing) -> Result<(), HubError> {
         pairing.white.validate()?;
         pairing.black.validate()?;
+        if let Some(c) = self.control() {
+            c.players(board, &pairing)?;
+        }
         let change = Change::Pairing {
             board: board.to_string(),
             pairing,

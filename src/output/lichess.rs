@@ -9,8 +9,10 @@
 //! - lichess's answer (`{"games": [{"tags": …, "moves": N} | {"tags": …, "error": "…"}]}`) is
 //!   kept per round and shown in `GET /api/v1/health` and on the page: a game lichess refused
 //!   says why.
-//! - 429 waits for `Retry-After`; any other failure backs off from 1 s, doubling to 60 s; 401
-//!   stops pushing (the token is wrong) until the daemon is restarted with another one.
+//! - 429 waits for `Retry-After`; a refusal that waiting will not mend (401: the token is
+//!   wrong; 403, 404: the round is unknown or not the token's; 400, 410, 422) is tried again
+//!   only every [`REFUSED_RETRY`]; any other failure backs off from 1 s, doubling to 60 s. Every
+//!   failure is in health's `failing` (part `lichess`, the round id) until a push is taken.
 //! - With a broadcast delay the pusher is given the delayed hub: lichess gets the delayed view.
 //! - The token is never logged, shown or serialised ([`Token`]).
 
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::hub::Hub;
+use super::metrics::Part;
 use super::model::RoundState;
 use super::render;
 
@@ -32,6 +35,8 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 pub const BACKOFF_START: Duration = Duration::from_secs(1);
 /// The longest wait after failed requests.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// The wait after lichess refused a push for a reason waiting will not mend (401, 403, 404).
+pub const REFUSED_RETRY: Duration = Duration::from_secs(600);
 /// How long one request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// lichess's address.
@@ -183,8 +188,11 @@ pub enum PushState {
     RateLimited,
     /// The last request failed: retrying after a back-off.
     Retrying,
-    /// lichess refused the token (401): nothing more is pushed.
+    /// lichess refused the token (401): tried again only every [`REFUSED_RETRY`].
     TokenRefused,
+    /// lichess refused the push for a reason waiting will not mend (403, 404: the round id is
+    /// unknown or not the token's account's): tried again only every [`REFUSED_RETRY`].
+    Refused,
 }
 
 /// One game as lichess answered for it.
@@ -313,6 +321,8 @@ enum Outcome {
     TooMany(Duration),
     /// 401: the token is wrong.
     Unauthorized,
+    /// 400, 403, 404, 410, 422: refused for a reason waiting will not mend.
+    Refused(u16, String),
     /// Any other failure: the status (or none: no answer) and what was said.
     Failed(Option<u16>, String),
 }
@@ -324,6 +334,7 @@ impl Outcome {
             Outcome::Taken(_) => "ok",
             Outcome::TooMany(_) => "rate_limited",
             Outcome::Unauthorized => "unauthorized",
+            Outcome::Refused(..) => "refused",
             Outcome::Failed(Some(s), _) if *s >= 500 => "server_error",
             Outcome::Failed(Some(_), _) => "refused",
             Outcome::Failed(None, _) => "unreachable",
@@ -406,7 +417,11 @@ async fn push(client: &reqwest::Client, cfg: &LichessConfig, id: &str, body: Str
                 .ok()
                 .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
                 .unwrap_or(text);
-            Outcome::Failed(Some(s), one_line(&said))
+            if matches!(s, 400 | 403 | 404 | 410 | 422) {
+                Outcome::Refused(s, one_line(&said))
+            } else {
+                Outcome::Failed(Some(s), one_line(&said))
+            }
         }
     }
 }
@@ -427,7 +442,6 @@ pub struct Pusher {
     /// No request before this.
     next_at: Instant,
     backoff: Duration,
-    stopped: bool,
 }
 
 impl Pusher {
@@ -446,7 +460,6 @@ impl Pusher {
             taken: vec![None; n],
             next_at: Instant::now(),
             backoff: BACKOFF_START,
-            stopped: false,
         })
     }
 
@@ -469,6 +482,18 @@ impl Pusher {
         let outcome = push(&self.client, &self.cfg, &id, body.clone()).await;
         if let Some(m) = hub.metrics() {
             m.lichess_push(outcome.label());
+            let failing = match &outcome {
+                Outcome::Taken(_) | Outcome::TooMany(_) => None,
+                Outcome::Unauthorized => Some(
+                    "401: lichess refused the token (check [outputs.lichess] token_file: a \
+                     token with the study:write scope)"
+                        .to_string(),
+                ),
+                Outcome::Refused(s, said) => Some(format!("{s}: {said}")),
+                Outcome::Failed(Some(s), said) => Some(format!("{s}: {said}")),
+                Outcome::Failed(None, said) => Some(format!("no answer: {said}")),
+            };
+            m.set_fault(Part::Lichess, &id, failing);
         }
         let now = Instant::now();
         self.next_at = now + MIN_INTERVAL;
@@ -511,18 +536,42 @@ impl Pusher {
                 false
             }
             Outcome::Unauthorized => {
-                self.stopped = true;
-                tracing::error!(
-                    "lichess refused the token (401): check [outputs.lichess] token_file (a token \
-                     with the study:write scope, of an account that may push to round {id}); \
-                     nothing more is pushed until eboardd restarts"
-                );
+                self.next_at = now + REFUSED_RETRY;
+                if self.report.snapshot().state != PushState::TokenRefused {
+                    tracing::error!(
+                        "lichess refused the token (401): check [outputs.lichess] token_file (a \
+                         token with the study:write scope, of an account that may push to round \
+                         {id}); tried again every {} min",
+                        REFUSED_RETRY.as_secs() / 60
+                    );
+                }
                 self.report.update(|r| {
                     r.state = PushState::TokenRefused;
-                    r.message = Some(
-                        "401: lichess refused the token; pushing stopped until restart".into(),
+                    r.message = Some("401: lichess refused the token".into());
+                    r.retry_in_secs = Some(REFUSED_RETRY.as_secs());
+                    r.rounds[i].pushes += 1;
+                });
+                false
+            }
+            Outcome::Refused(status, said) => {
+                self.next_at = now + REFUSED_RETRY;
+                let what = format!("{status}: {said}");
+                let hint = if status == 404 {
+                    " (is the round id right? [outputs.lichess] round)"
+                } else {
+                    ""
+                };
+                if self.report.snapshot().message.as_deref() != Some(&what) {
+                    tracing::error!(
+                        "lichess refused the push to round {id} ({what}){hint}; tried again \
+                         every {} min",
+                        REFUSED_RETRY.as_secs() / 60
                     );
-                    r.retry_in_secs = None;
+                }
+                self.report.update(|r| {
+                    r.state = PushState::Refused;
+                    r.message = Some(what);
+                    r.retry_in_secs = Some(REFUSED_RETRY.as_secs());
                     r.rounds[i].pushes += 1;
                 });
                 false
@@ -562,11 +611,7 @@ impl Pusher {
             if *stop.borrow() {
                 break;
             }
-            let pending = if self.stopped {
-                Vec::new()
-            } else {
-                self.pending(&hub)
-            };
+            let pending = self.pending(&hub);
             if pending.is_empty() {
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { break },
@@ -582,7 +627,7 @@ impl Pusher {
                 if !self.send(&hub, i).await {
                     break;
                 }
-                if self.stopped || *stop.borrow() {
+                if *stop.borrow() {
                     break;
                 }
                 tokio::select! {
@@ -592,11 +637,17 @@ impl Pusher {
             }
         }
         // The last state, when lichess would take it now.
-        if !self.stopped && Instant::now() >= self.next_at {
+        if Instant::now() >= self.next_at {
             for i in self.pending(&hub) {
                 if !self.send(&hub, i).await {
                     break;
                 }
+            }
+        }
+        // This pusher's failures end with it (a reload may push elsewhere).
+        if let Some(m) = hub.metrics() {
+            for id in &self.cfg.rounds {
+                m.set_fault(Part::Lichess, id, None);
             }
         }
     }

@@ -12,9 +12,15 @@
 //!   reply;
 //! - clients: a [`ClientGuard`] held by each WebSocket, SSE and LiveChess connection;
 //! - capture bytes: in the capture files' writer (`daemon::captures`);
-//! - lichess pushes: [`Metrics::lichess_push`], for the lichess pusher.
+//! - lichess pushes: [`Metrics::lichess_push`], for the lichess pusher;
+//! - failing parts ([`Metrics::set_fault`]): a configured port that cannot open, the capture
+//!   directory, the MQTT broker, lichess. Health (`GET /api/v1/health`, `failing`) lists them
+//!   with their reasons; `eboardd_failing{part}` counts them.
 //!
 //! Nothing here is per board: every label has a small fixed set of values.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -108,6 +114,53 @@ impl LinkError {
     }
 }
 
+/// A part of the daemon that can fail while it runs (label `part` of `eboardd_failing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// A configured board port that cannot be opened (or served).
+    Port,
+    /// The capture directory (cannot be written).
+    Capture,
+    /// The MQTT broker (cannot be reached).
+    Mqtt,
+    /// The lichess push (lichess refuses it, or cannot be reached).
+    Lichess,
+}
+
+impl Part {
+    /// Every part, in the order they are exposed.
+    pub const ALL: [Part; 4] = [Part::Port, Part::Capture, Part::Mqtt, Part::Lichess];
+
+    /// Its label value (and its name in health).
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Port => "port",
+            Part::Capture => "capture",
+            Part::Mqtt => "mqtt",
+            Part::Lichess => "lichess",
+        }
+    }
+}
+
+/// A part failing now, as health lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fault {
+    /// Which kind of part.
+    pub part: Part,
+    /// Which one: the port as configured, the directory, the broker's address, the round id.
+    pub name: String,
+    /// Why, on one line, with what to do when the daemon knows it.
+    pub reason: String,
+    /// Wall-clock epoch ms since when it fails (this reason or another).
+    pub since_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PartLabels {
+    part: &'static str,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
@@ -138,6 +191,8 @@ pub struct Metrics {
     clients: Family<KindLabels, Gauge>,
     capture_bytes: Counter,
     lichess_push: Family<StatusLabels, Counter>,
+    failing: Family<PartLabels, Gauge>,
+    faults: Mutex<BTreeMap<(Part, String), Fault>>,
 }
 
 impl Default for Metrics {
@@ -161,6 +216,8 @@ impl Metrics {
             clients: Family::default(),
             capture_bytes: Counter::default(),
             lichess_push: Family::default(),
+            failing: Family::default(),
+            faults: Mutex::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -215,6 +272,15 @@ impl Metrics {
             "Pushes of games to lichess, by outcome",
             m.lichess_push.clone(),
         );
+        registry.register(
+            "failing",
+            "Parts failing now, by kind: configured ports that cannot open, the capture \
+             directory, the MQTT broker, lichess (GET /api/v1/health lists them with the reason)",
+            m.failing.clone(),
+        );
+        for part in Part::ALL {
+            drop(m.failing.get_or_create(&PartLabels { part: part.name() }));
+        }
         for state in LINK_STATES {
             drop(m.boards.get_or_create(&StateLabels {
                 state: link_state_name(state),
@@ -281,6 +347,44 @@ impl Metrics {
             .inc();
     }
 
+    /// `part` named `name` fails for `reason` (`None`: it works again). A part that keeps
+    /// failing keeps the time it started failing.
+    pub fn set_fault(&self, part: Part, name: &str, reason: Option<String>) {
+        let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (part, name.to_string());
+        match reason {
+            Some(reason) => {
+                let since_ms = faults.get(&key).map_or_else(now_ms, |f| f.since_ms);
+                faults.insert(
+                    key,
+                    Fault {
+                        part,
+                        name: name.to_string(),
+                        reason,
+                        since_ms,
+                    },
+                );
+            }
+            None => {
+                faults.remove(&key);
+            }
+        }
+        let n = faults.keys().filter(|(p, _)| *p == part).count();
+        self.failing
+            .get_or_create(&PartLabels { part: part.name() })
+            .set(n as i64);
+    }
+
+    /// The parts failing now, by kind then name.
+    pub fn faults(&self) -> Vec<Fault> {
+        self.faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
     /// The exposition (Prometheus text format), with the gauges read from `hub`'s round model
     /// now (boards by link state, irregularities open).
     pub fn encode(&self, hub: &Hub) -> String {
@@ -309,6 +413,12 @@ impl Metrics {
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A connected client, counted in `eboardd_clients{kind}` until dropped.
@@ -362,6 +472,33 @@ mod tests {
         let text = m.encode(&hub);
         assert!(text.contains("eboardd_lichess_push_total{status=\"ok\"} 1"));
         assert!(text.contains("eboardd_link_errors_total{kind=\"repair\"} 2"));
+    }
+
+    #[test]
+    fn failing_parts_are_listed_and_counted_until_they_heal() {
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+        let m = Metrics::new();
+        assert!(m.encode(&hub).contains("eboardd_failing{part=\"port\"} 0"));
+        m.set_fault(Part::Port, "/dev/a", Some("Permission denied".into()));
+        m.set_fault(Part::Port, "/dev/b", Some("Not a typewriter".into()));
+        m.set_fault(Part::Mqtt, "127.0.0.1:1", Some("refused".into()));
+        let since = m.faults()[0].since_ms;
+        m.set_fault(Part::Port, "/dev/a", Some("No such file".into()));
+        let text = m.encode(&hub);
+        assert!(text.contains("eboardd_failing{part=\"port\"} 2"), "{text}");
+        assert!(text.contains("eboardd_failing{part=\"mqtt\"} 1"), "{text}");
+        let f = m.faults();
+        assert_eq!(
+            (f[0].name.as_str(), f[0].reason.as_str()),
+            ("/dev/a", "No such file")
+        );
+        assert_eq!(f[0].since_ms, since, "still failing since the first reason");
+        m.set_fault(Part::Port, "/dev/a", None);
+        m.set_fault(Part::Mqtt, "127.0.0.1:1", None);
+        let text = m.encode(&hub);
+        assert!(text.contains("eboardd_failing{part=\"port\"} 1"), "{text}");
+        assert!(text.contains("eboardd_failing{part=\"mqtt\"} 0"), "{text}");
+        assert_eq!(m.faults().len(), 1);
     }
 
     #[tokio::test]

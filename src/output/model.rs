@@ -247,6 +247,21 @@ impl BoardState {
             .map_or(self.round, |x| x.round)
     }
 
+    /// Whether no board has been seen yet under this id (a configured or paired board waiting
+    /// for its board to be connected): no link event, no status, no game.
+    pub fn waiting(&self) -> bool {
+        self.connected.is_none()
+            && self.status.state == LinkState::Unknown
+            && self.games.is_empty()
+            && self.archived == 0
+    }
+
+    /// The round of what the board shows: its current game's (a game still running when the
+    /// next round was loaded stays in its own round until it ends), else the round in progress.
+    pub fn shown_round(&self) -> u32 {
+        self.game().map_or(self.round, |g| self.round_of(g))
+    }
+
     /// Serial number: the daemon's, else the connect event's.
     pub fn serial(&self) -> Option<&str> {
         self.status.serial.as_deref().or(self.serial.as_deref())
@@ -710,9 +725,15 @@ impl RoundState {
         }
     }
 
-    /// The players of a board.
+    /// The players of a board in the current round (the players of the next game it starts).
     pub fn pairing(&self, board: &str) -> Pairing {
         self.info.pairings.get(board).cloned().unwrap_or_default()
+    }
+
+    /// The players of what board `b` shows: its current game's round's (see
+    /// [`BoardState::shown_round`]), else the current round's.
+    pub fn shown_pairing(&self, b: &BoardState) -> Pairing {
+        self.pairing_in(b.shown_round(), &b.id)
     }
 
     /// The information of round `round`: the current one's, an earlier one's, else the
@@ -744,7 +765,8 @@ impl RoundState {
     }
 
     /// Make `info` the current round: the round it replaces becomes an earlier round (its games
-    /// keep their round and players); boards it lists are created. Loading the current round
+    /// keep their round and players); boards it lists or pairs are created (a pairing for a
+    /// board not connected yet shows as that board, waiting: [`BoardState::waiting`]). Loading the current round
     /// again only replaces its information.
     pub fn start_round(&mut self, info: RoundInfo) {
         let old = std::mem::replace(&mut self.info, info);
@@ -757,6 +779,12 @@ impl RoundState {
             b.round = round;
         }
         for id in self.info.boards.clone() {
+            self.board_mut(&id);
+        }
+        // A pairing for a board not connected yet shows as that board, waiting for it.
+        let mut paired: Vec<String> = self.info.pairings.keys().cloned().collect();
+        paired.sort_by_key(|id| (configured_number(id), id.clone()));
+        for id in paired {
             self.board_mut(&id);
         }
     }
@@ -849,16 +877,18 @@ pub fn game_json(g: &GameRecord) -> Value {
 
 /// JSON snapshot of one board (the `boards[]` items of `GET /api/v1/boards`, the MQTT state).
 pub fn board_json(round: &RoundState, b: &BoardState) -> Value {
-    let pairing = round.pairing(&b.id);
+    let pairing = round.shown_pairing(b);
     let irregularities: Vec<&Irregularity> = b.open_irregularities().collect();
     json!({
         "board": b.id,
         "number": round.board_number(&b.id),
         "link": b.link(),
+        "waiting": b.waiting(),
         "connected": b.connected,
         "driver": b.driver,
         "serial": b.serial(),
         "status": b.status,
+        "round": b.shown_round(),
         "white": pairing.white,
         "black": pairing.black,
         "game": b.game().map(game_json),

@@ -12,16 +12,19 @@
 //! Subscribe to `PREFIX/+/board/+/events` for every event of every daemon and
 //! `PREFIX/+/board/+/state` for the current state of every board.
 //!
-//! Publishing never blocks the boards: events go into a bounded queue (oldest dropped first,
-//! counted) that is emptied while the broker is connected; the connection is retried with
-//! exponential backoff (0.2 s to 10 s). States are published once per batch of events.
+//! Publishing never blocks the boards: every event published after [`spawn`] returns goes into
+//! a bounded queue (oldest dropped first, counted), also before the first connection, that is
+//! emptied while the broker is connected; the connection is retried with exponential backoff
+//! (0.2 s to 10 s). Events handed to the MQTT client but not acknowledged by the broker when the
+//! connection breaks are sent again first on the next connection (QoS 1: at least once). States
+//! are published once per batch of events.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event, LastWill, MqttOptions, Packet, QoS};
+use rumqttc::{AsyncClient, Event, LastWill, MqttOptions, Packet, QoS, Request};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
@@ -182,25 +185,56 @@ pub fn spawn(
     // The event loop: connects, reconnects with backoff, reports each new connection.
     let loop_stats = stats.clone();
     let mut loop_stop = stop.clone();
+    // Health lists the broker while it cannot be reached (part `mqtt`).
+    let broker = format!("{}:{}", cfg.host, cfg.port);
+    let fault = {
+        let hub = hub.clone();
+        move |why: Option<String>| {
+            if let Some(m) = hub.metrics() {
+                m.set_fault(super::metrics::Part::Mqtt, &broker, why);
+            }
+        }
+    };
     let driver = tokio::spawn(async move {
         let mut backoff = Duration::from_millis(200);
+        // Publishes handed to the client but not acknowledged by the broker when the connection
+        // broke (in flight, or still in the client's channel). The client keeps them only for a
+        // session the broker kept, and ours are clean: they go first on the next connection.
+        let mut unacked: VecDeque<Request> = VecDeque::new();
+        let mut unreachable: Option<String> = None;
         loop {
             tokio::select! {
                 _ = loop_stop.changed() => break,
                 ev = eventloop.poll() => match ev {
-                    Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                        if !ack.session_present {
+                            eventloop.pending.extend(unacked.drain(..));
+                        }
                         backoff = Duration::from_millis(200);
+                        if unreachable.take().is_some() {
+                            tracing::info!("MQTT broker reached");
+                        }
+                        fault(None);
                         loop_stats.connected.store(true, Ordering::Relaxed);
                         let n = loop_stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
                         conn_tx.send_replace(n);
                     }
                     Ok(_) => {}
                     Err(e) => {
+                        unacked.extend(
+                            eventloop
+                                .pending
+                                .drain(..)
+                                .filter(|r| matches!(r, Request::Publish(_))),
+                        );
+                        let why = e.to_string();
                         if loop_stats.connected.swap(false, Ordering::Relaxed) {
-                            tracing::warn!("MQTT broker connection lost: {e}");
-                        } else {
-                            tracing::debug!("MQTT broker not reachable: {e}");
+                            tracing::warn!("MQTT broker connection lost: {why}");
+                        } else if unreachable.as_deref() != Some(&why) {
+                            tracing::warn!("MQTT broker not reachable: {why}; retrying");
                         }
+                        fault(Some(format!("not reachable: {why}")));
+                        unreachable = Some(why);
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
                             _ = loop_stop.changed() => break,
@@ -219,11 +253,14 @@ pub fn spawn(
             }
         })
         .await;
+        fault(None);
     });
 
+    // Subscribed here, before the task runs: every event published once `spawn` returns is
+    // queued, even while the task has not started yet and the broker is not connected.
+    let mut rx = hub.receiver();
     let pub_stats = stats.clone();
     let handle = tokio::spawn(async move {
-        let mut rx = hub.receiver();
         let mut queue: VecDeque<Arc<Msg>> = VecDeque::new();
         let mut dirty: BTreeSet<Arc<str>> = BTreeSet::new();
         let mut all_dirty = false;

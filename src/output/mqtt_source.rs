@@ -11,8 +11,13 @@
 //! - events are read back into core events ([`CoreEvent::from_wire`]) and published into the
 //!   hub, so the round model is built exactly as on the node; the node's own messages
 //!   (`board_status`, `players`, `irregularity_acknowledged`) are applied as such;
-//! - a node that goes offline (its Last Will) marks its boards disconnected with a comment
-//!   naming the node; their games stay as they were.
+//! - a node that goes offline (its Last Will, or the offline status of a clean stop) marks its
+//!   boards disconnected with a comment naming the node; their games stay as they were. The
+//!   status is retained, so a source that starts (or reconnects) after the node went offline
+//!   restores the node's boards from their retained states and still shows them offline; the
+//!   node's next `online` status and states bring them back;
+//! - while the source itself has no broker connection, every board shows disconnected (the
+//!   source cannot know more); the retained states of the next connection restore them.
 //!
 //! Board ids are the nodes' ids (give each hall its own board numbers); a board id that two
 //! nodes use is served as `NODE.BOARD` for the second one.
@@ -93,6 +98,8 @@ pub struct Assembler {
     synced: HashSet<String>,
     /// (served id, the node's irregularity id) → the hub's irregularity id.
     irregularities: HashMap<(String, u64), u64>,
+    /// Nodes whose last status said offline.
+    offline: HashSet<String>,
 }
 
 impl Assembler {
@@ -124,6 +131,16 @@ impl Assembler {
         self.synced.clear();
     }
 
+    /// The broker connection is lost: nothing is known of any node until it is back, so every
+    /// board shows disconnected (the next connection's retained states restore them).
+    pub fn broker_lost(&mut self, hub: &Hub) {
+        let ids: Vec<String> = self.ids.values().cloned().collect();
+        for id in ids {
+            mark_disconnected(hub, &id, "MQTT broker connection lost".into());
+        }
+        self.synced.clear();
+    }
+
     /// Apply one message of topic `topic` with payload `payload` to `hub`.
     pub fn apply(&mut self, hub: &Hub, topic: &Topic<'_>, payload: &[u8]) {
         let Ok(v) = serde_json::from_slice::<Value>(payload) else {
@@ -136,6 +153,10 @@ impl Assembler {
                 let id = self.id(node, board);
                 if self.synced.insert(id.clone()) {
                     restore(hub, &id, &v);
+                    if self.offline.contains(node) {
+                        // Its state was retained before the node went offline.
+                        mark_disconnected(hub, &id, format!("node {node} offline"));
+                    }
                 }
             }
             Topic::Events { node, board } => {
@@ -146,28 +167,27 @@ impl Assembler {
     }
 
     fn node_status(&mut self, hub: &Hub, node: &str, v: &Value) {
-        if v["online"] != Value::Bool(false) {
-            return;
-        }
-        tracing::warn!(
-            node,
-            "node offline (its Last Will): its boards keep their last state"
-        );
         let boards: Vec<String> = self
             .ids
             .iter()
             .filter(|((n, _), _)| n == node)
             .map(|(_, id)| id.clone())
             .collect();
+        // Either way the node's next state restores its boards (their link, when it is back).
+        for id in &boards {
+            self.synced.remove(id);
+        }
+        if v["online"] != Value::Bool(false) {
+            self.offline.remove(node);
+            return;
+        }
+        tracing::warn!(
+            node,
+            "node offline (its Last Will): its boards keep their last state"
+        );
+        self.offline.insert(node.to_string());
         for id in boards {
-            let mut status = hub
-                .with_round(|r| r.board(&id).map(|b| b.status.clone()))
-                .unwrap_or_default();
-            status.state = LinkState::Disconnected;
-            status.comment = Some(format!("node {node} offline"));
-            hub.set_status(&id, status);
-            // Its next state, when it is back, restores the board again.
-            self.synced.remove(&id);
+            mark_disconnected(hub, &id, format!("node {node} offline"));
         }
     }
 
@@ -204,6 +224,16 @@ impl Assembler {
             },
         }
     }
+}
+
+/// Show board `id` disconnected, with `comment` saying why; its game stays.
+fn mark_disconnected(hub: &Hub, id: &str, comment: String) {
+    let mut status = hub
+        .with_round(|r| r.board(id).map(|b| b.status.clone()))
+        .unwrap_or_default();
+    status.state = LinkState::Disconnected;
+    status.comment = Some(comment);
+    hub.set_status(id, status);
 }
 
 /// Restore a board from its retained state: current game, players, health.
@@ -272,6 +302,7 @@ pub fn spawn(
     let (client, mut eventloop) = AsyncClient::new(opts, 1024);
     tokio::spawn(async move {
         let mut assembler = Assembler::default();
+        let mut connected = false;
         let mut backoff = Duration::from_millis(200);
         loop {
             tokio::select! {
@@ -279,6 +310,7 @@ pub fn spawn(
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
                         backoff = Duration::from_millis(200);
+                        connected = true;
                         assembler.reconnected();
                         tracing::info!(host = %cfg.host, port = cfg.port, prefix = %prefix, "reading the round from the MQTT broker");
                         for filter in [
@@ -297,6 +329,9 @@ pub fn spawn(
                     Ok(_) => {}
                     Err(e) => {
                         tracing::warn!("MQTT broker not reachable: {e}");
+                        if std::mem::take(&mut connected) {
+                            assembler.broker_lost(&hub);
+                        }
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
                             _ = stop.changed() => break,

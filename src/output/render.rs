@@ -9,16 +9,18 @@ use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::pgn::{self, GameTags};
 
-/// `Round "R.B"` of a board in the current round.
-pub fn round_tag(round: &RoundState, board: &BoardState) -> String {
-    format!("{}.{}", round.info.round, board.number)
+/// `Round "R.B"` of what a board shows (its current game's round, else the current round).
+pub fn round_tag(board: &BoardState) -> String {
+    format!("{}.{}", board.shown_round(), board.number)
 }
 
-/// The game of board `b` shown for round `r`: the current game for the current round, else
-/// the last game started in round `r` (read back from the archive when it left the board).
+/// The game of board `b` shown for round `r`: for the current round, the board's current game
+/// when it was started in that round; for an earlier round, the last game started in it (a
+/// game of that round still running included; read back from the archive when it left the
+/// board). A game never shows under a round it was not started in.
 pub fn game_for<'a>(round: &'a RoundState, b: &'a BoardState, r: u32) -> Option<Shown<'a>> {
     if r == round.info.round {
-        current(b)
+        current(b).filter(|g| g.round == r)
     } else {
         round.game_in(b, r)
     }
@@ -27,7 +29,7 @@ pub fn game_for<'a>(round: &'a RoundState, b: &'a BoardState, r: u32) -> Option<
 /// Whether board `b` shows a game for round `r` (as [`game_for`]), and whether it ended.
 pub fn ended_for(round: &RoundState, b: &BoardState, r: u32) -> Option<bool> {
     if r == round.info.round {
-        b.game().map(GameRecord::ended)
+        current(b).filter(|g| g.round == r).map(|g| g.ended())
     } else {
         round.ended_in(b, r)
     }
@@ -41,6 +43,18 @@ fn current(b: &BoardState) -> Option<Shown<'_>> {
     })
 }
 
+/// The PGN date (`YYYY.MM.DD`, UTC) a game started on, as `eboardd replay` dates it from its
+/// capture: known when the board's or the round's time origin is. A round's configured date
+/// (or a paced replay's, the captures' own) comes first.
+pub fn game_date(round: &RoundState, board: &BoardState, game: &GameRecord) -> Option<String> {
+    if board.status.t0_ms.is_none() && round.info.epoch_ms == 0 {
+        return None;
+    }
+    let ms = round.epoch_ms(board, game.started_at);
+    let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)?;
+    Some(at.format("%Y.%m.%d").to_string())
+}
+
 /// Append one game as PGN: the same writer as `eboardd replay`, with the stable tags of the
 /// round the game was played in (Event, Site, Round `R.B`, players) and extra tags (FIDE ids,
 /// titles, ratings, TimeControl).
@@ -52,7 +66,7 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out:
     let tags = GameTags {
         event: info.event.clone(),
         site: info.site.clone(),
-        date: info.date.clone(),
+        date: info.date.clone().or_else(|| game_date(round, board, game)),
         round: Some(format!("{r}.{number}")),
         white: pairing.white.name.clone(),
         black: pairing.black.name.clone(),
@@ -198,17 +212,16 @@ pub fn lcc_player(p: &Player) -> Value {
 /// LCC `tournament.json`.
 pub fn lcc_tournament(round: &RoundState) -> Value {
     let name = round.info.event.clone().unwrap_or_else(|| "eboardd".into());
-    let count = round.boards().iter().filter(|b| b.game().is_some()).count();
-    let live = round.boards().iter().filter(|b| b.live()).count();
+    // Each round counts the games started in it (a game still running when the next round
+    // was loaded counts, live, in its own round).
     let rounds: Vec<Value> = (1..=round.info.round.max(1))
         .map(|r| {
-            if r == round.info.round {
-                json!({"count": count, "live": live})
-            } else {
-                let games = round.boards().iter().filter_map(|b| round.ended_in(b, r));
-                let (n, l) = games.fold((0, 0), |(n, l), e| (n + 1, l + usize::from(!e)));
-                json!({"count": n, "live": l})
-            }
+            let games = round.boards().iter().filter_map(|b| {
+                let ended = ended_for(round, b, r)?;
+                Some(!ended && (r != round.info.round || b.live()))
+            });
+            let (n, l) = games.fold((0, 0), |(n, l), live| (n + 1, l + usize::from(live)));
+            json!({"count": n, "live": l})
         })
         .collect();
     let chess960 = round
@@ -271,8 +284,20 @@ pub fn lcc_index_of(round: &RoundState, r: u32) -> Value {
             })
         })
         .collect();
+    // The round's date: the configured one, else the day its first game started.
+    let date = round.info_of(r).date.clone().or_else(|| {
+        round
+            .boards()
+            .iter()
+            .filter_map(|b| {
+                let g = game_for(round, b, r)?;
+                Some((g.started_at, game_date(round, b, &g)?))
+            })
+            .min()
+            .map(|(_, d)| d)
+    });
     json!({
-        "date": iso_date(round.info_of(r).date.as_deref()),
+        "date": iso_date(date.as_deref()),
         "pairings": pairings,
     })
 }

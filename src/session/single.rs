@@ -9,7 +9,9 @@
 //! 2. **Memory.** A board back after a long absence (or after a daemon restart) with a game in
 //!    progress is asked for its own memory of what it sensed, when its family keeps one
 //!    ([`BoardDriver::memory_request`]); streaming starts when the memory is in (the core
-//!    recovers the moves made meanwhile from it, exactly) or after [`MEMORY_WAIT`].
+//!    recovers the moves made meanwhile from it, exactly), or when the line stays silent for
+//!    [`MEMORY_SILENCE`] (a board that does not answer costs a moment, not the whole wait), or
+//!    after [`MEMORY_WAIT`].
 //! 3. **Streaming.** The driver's start bytes (DGT: update mode and a board dump, which the core
 //!    compares with the game), then the [`Link`] state machine keeps the link right
 //!    (keep-alive, dumps after bad frames and unexplained boards, a board that reset put back
@@ -30,6 +32,10 @@ pub const HANDSHAKE_RETRY: Duration = Duration::from_secs(2);
 const SERIAL_TRIES: u32 = 3;
 /// How long the board's memory may take (a DGT board's 7.9 KB take about 8 s at 9600 baud).
 pub const MEMORY_WAIT: Duration = Duration::from_secs(20);
+/// How long the line may stay silent while the memory is awaited: a memory that is coming shows
+/// its first bytes at once and then streams without a pause, so a board that does not answer
+/// (or stops answering) costs this long, not [`MEMORY_WAIT`], before its game streams again.
+pub const MEMORY_SILENCE: Duration = Duration::from_millis(1500);
 
 #[derive(Debug)]
 enum Phase {
@@ -44,8 +50,12 @@ enum Phase {
     },
     /// Known; waiting for its capture to open.
     Known,
-    /// Its memory asked for, until it comes or the deadline.
-    Recalling { until: Instant },
+    /// Its memory asked for, until it comes, the line stays silent until `quiet_until`, or the
+    /// deadline `until`.
+    Recalling {
+        until: Instant,
+        quiet_until: Instant,
+    },
     /// Streaming.
     Streaming { link: Box<Link> },
 }
@@ -169,7 +179,9 @@ impl Session for SingleBoard {
                 self.identified(out);
             }
             Phase::Known => {}
-            Phase::Recalling { .. } => {
+            Phase::Recalling { quiet_until, .. } => {
+                // Bytes are coming: the memory is on its way.
+                *quiet_until = now + MEMORY_SILENCE;
                 if msgs
                     .iter()
                     .any(|m| matches!(m, Message::Observation(Observation::Memory(_))))
@@ -214,6 +226,7 @@ impl Session for SingleBoard {
                 Self::send(bytes, out);
                 self.phase = Phase::Recalling {
                     until: now + MEMORY_WAIT,
+                    quiet_until: now + MEMORY_SILENCE,
                 };
             }
             None => self.stream(now, out),
@@ -251,8 +264,8 @@ impl Session for SingleBoard {
                 Self::send(self.driver.handshake_retry(), out);
             }
             Phase::Known => {}
-            Phase::Recalling { until } => {
-                if now >= *until {
+            Phase::Recalling { until, quiet_until } => {
+                if now >= *until || now >= *quiet_until {
                     Self::note(Note::MemoryLate, out);
                     self.stream(now, out);
                 }
@@ -282,7 +295,7 @@ impl Session for SingleBoard {
     fn deadline(&self) -> Option<Instant> {
         match &self.phase {
             Phase::Hello { next_try, .. } => Some(*next_try),
-            Phase::Recalling { until } => Some(*until),
+            Phase::Recalling { until, quiet_until } => Some((*until).min(*quiet_until)),
             _ => None,
         }
     }
@@ -384,6 +397,93 @@ mod tests {
         );
         // Update mode and a dump, then the clock's VERSION probe.
         assert_eq!(sent(&out), [0x4B, 0x42, 0x2B, 0x03, 0x03, 0x09, 0x00]);
+    }
+
+    /// A DGT board identified and asked for its memory at `t0`.
+    fn recalling(t0: Instant, view: &View) -> SingleBoard {
+        let mut s = SingleBoard::new(&Dgt, cfg(false));
+        let mut out = Vec::new();
+        s.open(t0, &mut out);
+        s.received(t0, Some(0), &[version(3, 1)], 0, view, &mut out);
+        let serial = Message::Session(SessionMessage::Serial("10001".into()));
+        s.received(t0, Some(0), &[serial], 0, view, &mut out);
+        out.clear();
+        s.opened(t0, 0, view, &mut out);
+        assert_eq!(sent(&out), [0x49], "memory asked");
+        s
+    }
+
+    fn late(out: &[Action]) -> bool {
+        out.iter().any(|a| {
+            matches!(
+                a,
+                Action::Note {
+                    note: Note::MemoryLate,
+                    ..
+                }
+            )
+        })
+    }
+
+    #[test]
+    fn a_memory_that_does_not_come_costs_a_moment_not_the_whole_wait() {
+        let t0 = Instant::now();
+        let view = View { memory: true };
+        let mut s = recalling(t0, &view);
+        assert_eq!(s.deadline(), Some(t0 + MEMORY_SILENCE));
+        let mut out = Vec::new();
+        s.poll(
+            t0 + MEMORY_SILENCE - Duration::from_millis(1),
+            &view,
+            &mut out,
+        );
+        assert!(out.is_empty(), "{out:?}");
+        s.poll(t0 + MEMORY_SILENCE, &view, &mut out);
+        assert!(late(&out), "{out:?}");
+        assert_eq!(
+            sent(&out),
+            [0x4B, 0x42, 0x2B, 0x03, 0x03, 0x09, 0x00],
+            "streaming at once"
+        );
+    }
+
+    #[test]
+    fn a_memory_that_is_coming_is_waited_for_while_its_bytes_flow() {
+        let t0 = Instant::now();
+        let view = View { memory: true };
+        let mut s = recalling(t0, &view);
+        let mut out = Vec::new();
+        // Bytes (no whole message yet) every second for 12 s: still waiting.
+        for k in 1..=12 {
+            let t = t0 + Duration::from_secs(k);
+            s.received(t, Some(0), &[], 0, &view, &mut out);
+            s.poll(t, &view, &mut out);
+        }
+        assert!(out.is_empty(), "{out:?}");
+        let t = t0 + Duration::from_secs(12);
+        let memory = Message::Observation(Observation::Memory(Vec::new()));
+        s.received(t, Some(0), &[memory], 0, &view, &mut out);
+        assert!(!late(&out));
+        assert_eq!(sent(&out)[..2], [0x4B, 0x42], "update mode and a dump");
+        // A transfer that stops half-way is given up after the silence too.
+        let mut s = recalling(t0, &view);
+        let mut out = Vec::new();
+        s.received(
+            t0 + Duration::from_secs(1),
+            Some(0),
+            &[],
+            0,
+            &view,
+            &mut out,
+        );
+        s.poll(t0 + Duration::from_secs(2), &view, &mut out);
+        assert!(out.is_empty());
+        s.poll(
+            t0 + Duration::from_secs(1) + MEMORY_SILENCE,
+            &view,
+            &mut out,
+        );
+        assert!(late(&out), "{out:?}");
     }
 
     #[test]

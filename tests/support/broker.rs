@@ -96,3 +96,89 @@ impl Drop for Broker {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A TCP relay to a broker on 127.0.0.1 that can hold (swallow) what its clients send and cut
+/// their connections: what was held never reaches the broker, as on a link that died.
+pub struct Relay {
+    /// Its port on 127.0.0.1 (give it to the client instead of the broker's).
+    pub port: u16,
+    hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    cut: tokio::sync::watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    /// Relay to the broker on `broker_port`, forwarding everything until told otherwise.
+    pub async fn start(broker_port: u16) -> Relay {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hold = Arc::new(AtomicBool::new(false));
+        let (cut, cut_rx) = tokio::sync::watch::channel(0u64);
+        let held = hold.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(broker) = tokio::net::TcpStream::connect(("127.0.0.1", broker_port)).await
+                else {
+                    continue;
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut br, mut bw) = broker.into_split();
+                let (hold, mut cut) = (held.clone(), cut_rx.clone());
+                cut.mark_unchanged();
+                // Held from the cut on too, until the connection is closed.
+                let generation = *cut.borrow();
+                let cut_view = cut_rx.clone();
+                tokio::spawn(async move {
+                    let up = async {
+                        let mut buf = vec![0u8; 64 << 10];
+                        loop {
+                            let n = cr.read(&mut buf).await.unwrap_or(0);
+                            if n == 0 {
+                                break;
+                            }
+                            let held =
+                                hold.load(Ordering::SeqCst) || *cut_view.borrow() != generation;
+                            if !held && bw.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    let down = tokio::io::copy(&mut br, &mut cw);
+                    tokio::select! {
+                        _ = up => {}
+                        _ = down => {}
+                        _ = cut.changed() => {}
+                    }
+                    // Dropping both halves of both sockets closes them.
+                });
+            }
+        });
+        Relay {
+            port,
+            hold,
+            cut,
+            task,
+        }
+    }
+
+    /// From now on, swallow what the clients send instead of passing it to the broker.
+    pub fn hold(&self) {
+        self.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Close every connection open now (the clients see the link die), then forward again.
+    pub fn cut(&self) {
+        self.cut.send_modify(|n| *n += 1);
+        self.hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

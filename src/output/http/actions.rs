@@ -175,9 +175,26 @@ pub(super) async fn correct(post: BoardPost) -> Response {
         .await
 }
 
+/// Players set by the arbiter: captured first (the hub's [`crate::output::Control`]), then
+/// shown, and kept in the round file so that a restart keeps them.
 pub(super) async fn set_players(post: BoardPost) -> Response {
-    post.run(|app, id, p: Pairing| done(app.hub.set_pairing(id, p), |_| StatusCode::BAD_REQUEST))
-        .await
+    post.run(|app, id, p: Pairing| {
+        let set = app.hub.set_pairing(id, p);
+        if set.is_ok()
+            && let Some(path) = &app.round_file
+            && let Err(e) = crate::output::rounds::save(&app.hub, path)
+        {
+            tracing::warn!(
+                "players of {id} set but not saved to {}: {e}",
+                path.display()
+            );
+        }
+        done(set, |e| match e {
+            crate::output::HubError::Control(c) => c.status(),
+            _ => StatusCode::BAD_REQUEST,
+        })
+    })
+    .await
 }
 
 pub(super) async fn acknowledge(

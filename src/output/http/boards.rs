@@ -28,8 +28,12 @@ pub(super) async fn health(State(app): State<App>, headers: HeaderMap) -> Respon
     } else {
         StatusCode::OK
     };
+    // The parts failing now (a configured port that cannot open, the capture directory, the
+    // MQTT broker, lichess), with their reasons: `ok` is false while one does.
+    let failing = app.hub.metrics().map(|m| m.faults()).unwrap_or_default();
     let body = json!({
-        "ok": recovering.is_none(),
+        "ok": recovering.is_none() && failing.is_empty(),
+        "failing": failing,
         "state": if recovering.is_some() { "recovering" } else { "ready" },
         "recovery": recovering.map(|(done, total)| json!({"done": done, "total": total})),
         "earlier_games": app.hub.backfill().map(|(done, total)| json!({"boards_done": done, "boards": total})),
