@@ -140,13 +140,20 @@ fn capture_of(caps: &std::path::Path, id: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| panic!("no capture of {id} in {}", caps.display()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
-    let dir = scratch("e2e-round-history");
-    let caps = dir.join("captures");
+/// A board playing a real game cut after [`PLIES`] plies with no result (it stays in
+/// progress), in a fresh scratch directory.
+struct Unfinished {
+    dir: std::path::PathBuf,
+    caps: std::path::PathBuf,
+    link: std::path::PathBuf,
+    game: eboardd::sim::pgn::ScriptGame,
+    board: eboardd::sim::emulator::runner::Handle,
+}
+
+fn unfinished(name: &str, index: usize, serial: &str) -> Unfinished {
+    let dir = scratch(name);
     let link = dir.join("board");
-    // A real game cut after PLIES plies with no result: it stays in progress.
-    let mut game = demo_games().swap_remove(2);
+    let mut game = demo_games().swap_remove(index);
     game.moves.truncate(PLIES);
     game.clocks.truncate(PLIES);
     for (k, v) in &mut game.tags {
@@ -157,12 +164,30 @@ async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
     let board = board(
         std::slice::from_ref(&game),
         Style::Human,
-        2,
-        "41011",
+        index as u64,
+        serial,
         &link,
         200.0,
         None,
     );
+    Unfinished {
+        caps: dir.join("captures"),
+        dir,
+        link,
+        game,
+        board,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
+    let Unfinished {
+        dir,
+        caps,
+        link,
+        game,
+        board,
+    } = unfinished("e2e-round-history", 2, "41011");
     let (http, livechess) = (free_port(), free_port());
     let token = dir.join("token");
     std::fs::write(&token, "e2e-history-token\n").unwrap();
@@ -193,24 +218,7 @@ async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
         "board,white,black\n1,\"Gamma, Gus\",\"Delta, Dan\"\n3,\"Epsilon, Eve\",\"Zeta, Zed\"\n",
     )
     .unwrap();
-    let out = tokio::task::spawn_blocking({
-        let (csv, cfg) = (csv.clone(), cfg.clone());
-        move || {
-            std::process::Command::new(bin())
-                .args(["round", "load"])
-                .arg(&csv)
-                .args(["--round", "2", "--config", &cfg])
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    round_load(&csv, 2, &cfg).await;
     json_until(http, "/api/v1/boards", |v| v["round"] == 2).await;
     check_outputs(http, livechess, "after the load").await;
 
@@ -279,26 +287,13 @@ async fn a_game_keeps_its_round_through_a_load_a_reload_a_crash_and_replay() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_set_by_the_arbiter_are_captured_first_and_survive_a_crash_and_replay() {
-    let dir = scratch("e2e-players-captured");
-    let caps = dir.join("captures");
-    let link = dir.join("board");
-    let mut game = demo_games().swap_remove(1);
-    game.moves.truncate(PLIES);
-    game.clocks.truncate(PLIES);
-    for (k, v) in &mut game.tags {
-        if k == "Result" {
-            *v = "*".into();
-        }
-    }
-    let board = board(
-        std::slice::from_ref(&game),
-        Style::Human,
-        1,
-        "41012",
-        &link,
-        200.0,
-        None,
-    );
+    let Unfinished {
+        dir,
+        caps,
+        link,
+        board,
+        ..
+    } = unfinished("e2e-players-captured", 1, "41012");
     let http = free_port();
     let token = dir.join("token");
     std::fs::write(&token, "e2e-players-token\n").unwrap();

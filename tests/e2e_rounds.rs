@@ -58,24 +58,7 @@ async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {
         "board,white,black,white_rating\n1,\"Gamma, Gus\",\"Delta, Dan\",2100\n",
     )
     .unwrap();
-    let out = tokio::task::spawn_blocking({
-        let (csv, cfg) = (csv.clone(), cfg.clone());
-        move || {
-            std::process::Command::new(bin())
-                .args(["round", "load"])
-                .arg(&csv)
-                .args(["--round", "2", "--config", &cfg])
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    round_load(&csv, 2, &cfg).await;
 
     let boards = json(http, "/api/v1/boards").await;
     assert_eq!(boards["round"], 2);

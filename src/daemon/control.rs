@@ -23,11 +23,7 @@ impl crate::output::Control for DaemonControl {
     fn correct(&self, board: &str, action: OperatorAction) -> Result<(), ControlError> {
         let ctx = self.ctx()?;
         let state = ctx
-            .boards
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(board)
-            .cloned()
+            .board_in_memory(board)
             .ok_or_else(|| ControlError::UnknownBoard(board.to_string()))?;
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.correct(action, &ctx.hub).map(|_| ())
@@ -38,13 +34,7 @@ impl crate::output::Control for DaemonControl {
     /// header when it opens (from the hub).
     fn players(&self, board: &str, pairing: &Pairing) -> Result<(), ControlError> {
         let ctx = self.ctx()?;
-        let state = ctx
-            .boards
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(board)
-            .cloned();
-        let Some(state) = state else {
+        let Some(state) = ctx.board_in_memory(board) else {
             return Ok(());
         };
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());

@@ -303,6 +303,18 @@ impl Ctx {
         }
     }
 
+    /// Board `id`, when it is in memory (its capture open).
+    pub(super) fn board_in_memory(&self, id: &str) -> Option<Arc<Mutex<LiveBoard>>> {
+        let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        boards.get(id).cloned()
+    }
+
+    /// The ids of the boards in memory.
+    pub(super) fn board_ids(&self) -> Vec<String> {
+        let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        boards.keys().cloned().collect()
+    }
+
     /// Every board in memory.
     pub(super) fn all_boards(&self) -> Vec<Arc<Mutex<LiveBoard>>> {
         let boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());

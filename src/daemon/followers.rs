@@ -70,15 +70,7 @@ pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle
             // After a lag: every board, in the round in force.
             let (ids, round): (Vec<String>, Option<u32>) = match board {
                 Some(b) => (vec![b], round),
-                None => (
-                    ctx.boards
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .keys()
-                        .cloned()
-                        .collect(),
-                    Some(ctx.hub.with_round(|r| r.info.round)),
-                ),
+                None => (ctx.board_ids(), Some(ctx.hub.with_round(|r| r.info.round))),
             };
             for id in ids {
                 capture_players(&ctx, &id, round);
@@ -90,13 +82,9 @@ pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle
 /// Writes the players the hub has for board `id` (and, with `round`, its `Round "R.B"`) into
 /// its capture when they changed.
 fn capture_players(ctx: &Ctx, id: &str, round: Option<u32>) {
-    let board = ctx
-        .boards
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(id)
-        .cloned();
-    let Some(board) = board else { return };
+    let Some(board) = ctx.board_in_memory(id) else {
+        return;
+    };
     let number = ctx.hub.with_round(|r| r.board_number(id));
     let mut s = board.lock().unwrap_or_else(|e| e.into_inner());
     let mut meta = ctx.with_hub_players(id, s.meta().clone());

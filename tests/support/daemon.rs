@@ -398,6 +398,27 @@ pub fn san(game: &ScriptGame) -> Vec<String> {
         .collect()
 }
 
+/// `eboardd round load FILE --round R --config CONFIG` against the running daemon; panics with
+/// its standard error unless it succeeds.
+pub async fn round_load(file: &Path, round: u32, config: &str) {
+    let (file, config) = (file.to_path_buf(), config.to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(bin())
+            .args(["round", "load"])
+            .arg(&file)
+            .args(["--round", &round.to_string(), "--config", &config])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "round load: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `eboardd replay PATH` → PGN text.
 pub fn replay(path: &Path) -> String {
     let out = Command::new(bin())
