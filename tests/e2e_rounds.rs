@@ -5,29 +5,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
-use serde_json::Value;
 use support::daemon::*;
-use support::http::{self, free_port};
+use support::http::free_port;
 
-/// A plain HTTP/1.0 GET: (status code, body); `None` while nothing listens.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    http::try_get(http::local(port), path).map(|r| (r.status, r.body))
-}
-
-/// GET, waiting (up to 20 s) for the server to listen; the JSON body of a 200.
-async fn json(port: u16, path: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some((code, body)) = get(port, path) {
-            assert_eq!(code, 200, "{path}: {body}");
-            return serde_json::from_str(&body).expect("json");
-        }
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use support::http::{get_local as get, json_when_up as json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loaded_round_reaches_the_daemons_outputs_and_survives_a_restart() {

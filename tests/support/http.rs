@@ -97,3 +97,25 @@ pub fn try_get(addr: impl ToSocketAddrs, path: &str) -> Option<Response> {
 pub fn get(addr: impl ToSocketAddrs, path: &str) -> Response {
     try_get(addr, path).unwrap_or_else(|| panic!("no HTTP answer to GET {path}"))
 }
+
+/// A GET on localhost `port`: (status code, body); `None` while nothing listens.
+pub fn get_local(port: u16, path: &str) -> Option<(u16, String)> {
+    try_get(local(port), path).map(|r| (r.status, r.body))
+}
+
+/// GET on localhost `port`, waiting (up to 20 s) for the server to listen; the JSON body of a
+/// 200 (panics on another status).
+pub async fn json_when_up(port: u16, path: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some((code, body)) = get_local(port, path) {
+            assert_eq!(code, 200, "{path}: {body}");
+            return serde_json::from_str(&body).expect("json");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
