@@ -177,6 +177,77 @@ fn a_board_turned_round_after_calibration_is_found_by_the_core() {
     );
 }
 
+/// Games played on `cfg(seed)` boards: the ones not exact, described.
+fn not_exact(games: &[&ScriptGame], cfg: impl Fn(u64) -> CertaboConfig) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (k, game) in games.iter().enumerate() {
+        let seed = 300 + k as u64;
+        let p = play(game, Style::Human, seed, cfg(seed));
+        let (got, want) = (p.sans(), sans_of(game));
+        let wrong: Vec<String> = p
+            .irregularities()
+            .into_iter()
+            .filter(|c| ["moves_missing", "displaced_pieces", "illegal_move"].contains(&c.as_str()))
+            .collect();
+        if got != want || !wrong.is_empty() {
+            let ply = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            failed.push(format!(
+                "game {k} (seed {seed}): {} of {} plies, first difference at ply {}: {:?} for {:?}; {wrong:?}",
+                got.len(),
+                want.len(),
+                ply + 1,
+                got.get(ply),
+                want.get(ply)
+            ));
+        }
+    }
+    failed
+}
+
+#[test]
+fn misreading_readers_at_two_and_three_percent_with_low_gain_chips_lose_no_move() {
+    let games = corpus("pychess_world_matches.pgn");
+    let picked: Vec<&ScriptGame> = games.iter().step_by(29).take(6).collect();
+    for rate in [0.02, 0.03] {
+        let failed = not_exact(&picked, |seed| CertaboConfig::misreading(seed, rate));
+        assert!(failed.is_empty(), "{rate}: {failed:#?}");
+    }
+}
+
+#[test]
+fn a_board_turned_round_while_it_is_calibrated_plays_exact_games() {
+    let games = corpus("pychess_dortmund.pgn");
+    let picked: Vec<&ScriptGame> = games.iter().step_by(5).take(4).collect();
+    for spare_queens in [1, 0] {
+        for noisy in [false, true] {
+            let cfg = |seed| {
+                let base = if noisy {
+                    CertaboConfig::misreading(seed, 0.02)
+                } else {
+                    CertaboConfig {
+                        seed,
+                        ..CertaboConfig::default()
+                    }
+                };
+                CertaboConfig {
+                    spare_queens,
+                    turned_at_calibration: true,
+                    ..base
+                }
+            };
+            let failed = not_exact(&picked, cfg);
+            assert!(failed.is_empty(), "spares {spare_queens}, noisy {noisy}: {failed:#?}");
+            let p = play(picked[0], Style::Human, 77, cfg(77));
+            let reversed = p
+                .irregularities()
+                .iter()
+                .filter(|c| *c == "board_reversed")
+                .count();
+            assert_eq!(reversed, 1, "{:?}", p.irregularities());
+        }
+    }
+}
+
 #[test]
 fn a_piece_the_board_never_saw_raises_no_move() {
     // No spare queen shown: the promoted queen's id is unknown to the table.
@@ -245,5 +316,61 @@ fn wider_sample_with_noisy_reads() {
             "{style:?}: {exact}/{} exact; failed (game, seed, ply): {failed:?}; irregularities: {codes:?}",
             picked.len()
         );
+    }
+}
+
+#[test]
+#[ignore]
+fn debug_one() {
+    let games = corpus(&std::env::var("FILE").unwrap_or("pychess_world_matches.pgn".into()));
+    let k: usize = std::env::var("K").unwrap().parse().unwrap();
+    let step: usize = std::env::var("STEP").unwrap_or("29".into()).parse().unwrap();
+    let rate: f64 = std::env::var("RATE").unwrap_or("0.02".into()).parse().unwrap();
+    let game = games.iter().step_by(step).nth(k).unwrap();
+    let seed = 300 + k as u64;
+    let mut cfg = CertaboConfig::misreading(seed, rate);
+    if std::env::var("DROP0").is_ok() { cfg.dropout = 0.0; }
+    if std::env::var("TURNED").is_ok() { cfg.turned_at_calibration = true; }
+    let p = play(game, Style::Human, seed, cfg);
+    for e in p.json() {
+        let k = e["kind"].as_str().unwrap_or("");
+        if k == "move_made" || k == "irregularity" || k == "game_started" || k.contains("revers") {
+            println!("{e}");
+        }
+    }
+    println!("want {:?}", sans_of(game));
+}
+
+#[test]
+#[ignore]
+fn debug_obs() {
+    use eboardd::driver::Decoder;
+    let games = corpus(&std::env::var("FILE").unwrap_or("pychess_world_matches.pgn".into()));
+    let k: usize = std::env::var("K").unwrap().parse().unwrap();
+    let step: usize = std::env::var("STEP").unwrap_or("29".into()).parse().unwrap();
+    let rate: f64 = std::env::var("RATE").unwrap_or("0.02".into()).parse().unwrap();
+    let from: f64 = std::env::var("FROM").unwrap().parse().unwrap();
+    let to: f64 = std::env::var("TO").unwrap().parse().unwrap();
+    let game = games.iter().step_by(step).nth(k).unwrap();
+    let seed = 300 + k as u64;
+    let mut cfg = CertaboConfig::misreading(seed, rate);
+    if std::env::var("DROP0").is_ok() { cfg.dropout = 0.0; }
+    if std::env::var("TURNED").is_ok() { cfg.turned_at_calibration = true; }
+    let script = Script::from_games(std::slice::from_ref(game), &SimConfig::new(Style::Human, seed), 5_000_000);
+    let players = Emulator::new(script, EmulatorConfig { clock: ClockModel::None, ..Default::default() });
+    let mut board = CertaboEmulator::new(players, cfg);
+    let mut dec = eboardd::driver::certabo::CertaboStream::new();
+    let mut out = Vec::new();
+    assert!(board.host_input(&Certabo.start(), &mut out));
+    let mut msgs = Vec::new();
+    while let Some(t) = board.next_due() {
+        if t as f64 / 1e6 > to { break; }
+        out.clear();
+        board.advance(t, &mut out);
+        msgs.clear();
+        dec.decode(&out, &mut msgs);
+        if t as f64 / 1e6 >= from {
+            for m in &msgs { println!("{:.3} {m:?}", t as f64 / 1e6); }
+        }
     }
 }

@@ -92,6 +92,22 @@ pub fn start_piece(orientation: Orientation, field: u8) -> Option<Piece> {
     Board::default().piece_at(orientation.square_of(field))
 }
 
+/// The piece a calibration takes an unknown id on device field `field` for, the board lying
+/// `orientation`: the start position's piece there, else a spare queen of the side whose half
+/// of the board the field is in (ranks 3-4 White's, 5-6 Black's).
+pub fn calibration_piece(orientation: Orientation, field: u8) -> Piece {
+    start_piece(orientation, field).unwrap_or_else(|| {
+        // Ranks 6-5 (fields 16..32) are Black's half the normal way round.
+        let black_half = (field < 32) == (orientation == Orientation::Normal);
+        let color = if black_half {
+            Color::Black
+        } else {
+            Color::White
+        };
+        Role::Queen.of(color)
+    })
+}
+
 /// Whether a device field is a start square (ranks 1, 2, 7 and 8 either way round).
 pub fn is_start_field(field: u8) -> bool {
     !(16..48).contains(&field)
@@ -183,20 +199,7 @@ impl PieceTable {
             if self.ids.contains_key(&id) || new.iter().any(|(n, _)| *n == id) {
                 continue;
             }
-            let piece = match start_piece(orientation, field) {
-                Some(p) => p,
-                None => {
-                    // Ranks 6-5 (fields 16..32) are Black's half the normal way round.
-                    let black_half = (field < 32) == (orientation == Orientation::Normal);
-                    let color = if black_half {
-                        Color::Black
-                    } else {
-                        Color::White
-                    };
-                    Role::Queen.of(color)
-                }
-            };
-            new.push((id, piece));
+            new.push((id, calibration_piece(orientation, field)));
         }
         let room = MAX_IDS.saturating_sub(self.ids.len());
         let left_out = new.len().saturating_sub(room);
@@ -207,6 +210,18 @@ impl PieceTable {
             orientation,
             left_out,
         })
+    }
+
+    /// Takes the ids of a first calibration (`learnt`: each id and the device field it stood
+    /// on) as learnt the board lying `orientation` after all: the first calibration takes a
+    /// board the normal way round, and a board that was lying turned round shows it later
+    /// (see [`super::driver::CertaboStream`]).
+    pub fn relearn(&mut self, learnt: &BTreeMap<PieceId, u8>, orientation: Orientation) {
+        for (id, field) in learnt {
+            if self.ids.contains_key(id) {
+                self.ids.insert(*id, calibration_piece(orientation, *field));
+            }
+        }
     }
 
     /// Adds one id (a table kept from elsewhere); `false` when the table is full or the id is

@@ -70,6 +70,14 @@ impl PieceId {
         self.0.iter().filter(|b| **b == 0).count() > 2
     }
 
+    /// Whether `other` could be this id misread: three of the five bytes the same (a misread
+    /// spoils one or two of the last three bytes, the real "with noise" line). Every id of one
+    /// set resembles every other (they share their first three bytes); junk on an empty
+    /// square resembles none (`217 253 175 8 35` beside set A's `3 0 84 …`).
+    pub fn resembles(&self, other: &PieceId) -> bool {
+        self.0.iter().zip(other.0.iter()).filter(|(a, b)| a == b).count() >= 3
+    }
+
     /// The reading with every empty form made [`PieceId::EMPTY`].
     pub fn normalized(self) -> PieceId {
         if self.is_empty() {

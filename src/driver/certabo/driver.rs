@@ -12,12 +12,15 @@
 //! pieces, empty squares as empty, and an unknown id that has stood two lines as an *unknown
 //! object*: a king of a side whose own king is on the board (see [`CertaboStream`]).
 
+use std::collections::BTreeMap;
+
 use shakmaty::{Color, Role};
 
-use super::calibration::{PieceTable, Reading};
-use super::codec::{CertaboFrame, CertaboLine, LEDS_OFF, LineDecoder, SQUARES};
+use super::calibration::{PieceTable, Reading, is_start_field};
+use super::codec::{CertaboFrame, CertaboLine, LEDS_OFF, LineDecoder, PieceId, SQUARES};
 use super::filter::{CONFIRM_LINES, ReadFilter};
 use crate::core::observation::{FieldArray, SquareReading};
+use crate::core::sensed::Orientation;
 use crate::driver::positions::PositionDiff;
 use crate::driver::{
     BoardDriver, Decoder, LineSettings, Message, Parity, SessionMessage, Transport, UsbId,
@@ -149,6 +152,36 @@ pub struct CertaboStream {
     unsettled: bool,
     /// Lines since an accepted reading last changed.
     quiet: u32,
+    /// The first calibration, while its way round is not known.
+    first: Option<Box<FirstCalibration>>,
+}
+
+/// What a first calibration learnt (every id and the device field it stood on), kept until
+/// the spare queens or the first move show which way round the board lay.
+#[derive(Debug, Default)]
+struct FirstCalibration {
+    learnt: BTreeMap<PieceId, u8>,
+    decided: bool,
+}
+
+/// Which way round a board calibrated the first time lies, from what stood or moved in the
+/// middle ranks (device fields 16..48): `Some(true)` for turned round.
+///
+/// - The spare queens of the calibration ([`super::calibration`]): picochess shows them on d3
+///   and d6; a board lying turned round shows them on its e6 and e3. Spare queens all on the
+///   e-file say turned; anywhere else, normal.
+/// - Else the first move: on a board lying turned round, the first move (White's) is made in
+///   what the board takes for Black's half (fields 16..32).
+fn turned_from(middle: impl Iterator<Item = u8>, spares: bool) -> Option<bool> {
+    let fields: Vec<u8> = middle.filter(|f| (16..48).contains(f)).collect();
+    if fields.is_empty() {
+        return None;
+    }
+    Some(if spares {
+        fields.iter().all(|f| f % 8 == 4)
+    } else {
+        fields.iter().all(|f| *f < 32)
+    })
 }
 
 /// The device fields of `color`'s king in `fields`.
@@ -210,13 +243,17 @@ impl CertaboStream {
         if !std::mem::replace(&mut self.identified, true) {
             out.push(Message::Session(SessionMessage::Answer));
         }
-        let changed_now = self.filter.update(line);
+        let table = &self.table;
+        let changed_now = self.filter.update_known(line, |id| table.piece(id).is_some());
         // A board that is no start position teaches nothing: that is the usual case.
-        let _ = self.table.learn(&self.filter.settled());
+        let first_ever = self.table.is_empty();
+        let settled = self.filter.settled();
+        let learned = self.table.learn(&settled);
         // Nothing before an id is known, nor before every square had its two lines.
         if self.table.is_empty() || self.filter.lines() < u64::from(CONFIRM_LINES) {
             return;
         }
+        let turned_now = self.first_calibration(first_ever, learned.is_ok(), &settled);
         let mut real = [SquareReading::Empty; SQUARES];
         let mut objects = 0u64;
         for (i, r) in real.iter_mut().enumerate() {
@@ -225,6 +262,14 @@ impl CertaboStream {
                 Reading::Unknown(_) => objects |= 1 << i,
                 Reading::Empty => {}
             }
+        }
+        if turned_now && self.positions.last().is_some() {
+            // The board lay turned round after all (its first move said so): what was reported
+            // as the start position is the start position turned round; the move comes next.
+            let start = self.turned_start();
+            self.positions.dump(&start, out);
+            self.last_real = Some(Box::new(start));
+            self.objects = 0;
         }
         let last_real = self.last_real.as_deref();
         // A side whose king stands on the same field in the last position and this one.
@@ -305,6 +350,66 @@ impl CertaboStream {
         };
         self.object_side = side.or(self.object_side);
         self.last_real = Some(Box::new(real));
+    }
+}
+
+impl CertaboStream {
+    /// Follows a first calibration until its way round is known: records what it learnt,
+    /// then decides from the spare queens or the first move ([`turned_from`]) and, for a board
+    /// lying turned round, learns every id again that way round. Whether it turned the table
+    /// now.
+    fn first_calibration(
+        &mut self,
+        first_ever: bool,
+        start_shown: bool,
+        settled: &[Option<PieceId>; SQUARES],
+    ) -> bool {
+        if first_ever {
+            self.first = Some(Box::default());
+        }
+        let Some(first) = self.first.as_mut().filter(|f| !f.decided) else {
+            return false;
+        };
+        let turned = if start_shown {
+            for (field, id) in settled.iter().enumerate() {
+                if let Some(id) = id.filter(|id| self.table.piece(id).is_some()) {
+                    first.learnt.entry(id).or_insert(field as u8);
+                }
+            }
+            turned_from(first.learnt.values().copied(), true)
+        } else {
+            // The first move: pieces now on the middle ranks.
+            let table = &self.table;
+            turned_from(
+                (0..SQUARES as u8).filter(|&f| {
+                    table.piece(&self.filter.accepted(usize::from(f))).is_some()
+                }),
+                false,
+            )
+        };
+        let Some(turned) = turned else {
+            return false;
+        };
+        first.decided = true;
+        if turned {
+            self.table.relearn(&first.learnt, Orientation::Reversed);
+        }
+        turned
+    }
+
+    /// The start position the first calibration saw, its ids read through the table.
+    fn turned_start(&self) -> FieldArray {
+        let mut fields = [SquareReading::Empty; SQUARES];
+        if let Some(first) = &self.first {
+            for (id, field) in &first.learnt {
+                if is_start_field(*field)
+                    && let Some(p) = self.table.piece(id)
+                {
+                    fields[usize::from(*field)] = SquareReading::Piece(p);
+                }
+            }
+        }
+        fields
     }
 }
 

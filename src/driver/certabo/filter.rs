@@ -1,53 +1,48 @@
-//! Misreads, drop-outs and junk: a square's reading counts only once two successive lines
-//! agree on it.
+//! Misreads, drop-outs and junk: a square's reading changes only when a majority of the last
+//! three lines reads the new thing.
 //!
 //! What goes wrong on a Certabo board's readers (the samples in `tests/data/certabo/`): junk
 //! ids on empty squares, different in every line (set A: 16-37 % of the empty squares of each
-//! line); single bytes of an id misread (`B-h7-lifted-noise`: five ids off by one or two of
-//! their last three bytes; picochess answers with a majority over the last three lines for
-//! boards with "low gain" chips, Certabo's software with the most frequent reading over its
-//! last three lines); a square dropping out (reading empty) for a line.
+//! line); one or two bytes of an id misread (`B-h7-lifted-noise`: five of 32 ids at once, off
+//! in one or two of their last three bytes; picochess answers with a majority over the last
+//! three lines for boards with "low gain" chips, Certabo's software with the most frequent
+//! known reading over its history); a square dropping out (reading empty).
 //!
-//! The rule here: a square keeps its accepted reading until two lines read the same new thing
-//! there (empty forms count as one, [`PieceId::normalized`]): two successive lines, or two
-//! with one line between them that reads something else again (a misread or a drop-out of the
-//! new piece must not put its change off to the line where the next move begins), but not the
-//! old reading (except an empty one: a drop-out reads empty).
-//! Junk, misreads and drop-outs that last one line are never accepted; a lifted piece and a
-//! placed one are, one line (about 0.56 s) after they happen. It is close to a majority of
-//! three lines at the same delay, but a reading that comes back to the accepted one in
-//! between never counts. Matching a
+//! The rule here, picochess's majority: a square keeps its accepted reading until
+//! [`CONFIRM_LINES`] of the last [`WINDOW_LINES`] lines read the same new thing there (empty
+//! forms count as one, [`PieceId::normalized`]) — two successive lines, or two with one line
+//! between that reads anything else (a misread or a drop-out of a new piece does not put its
+//! change off to the line where the next move begins; junk between two empty readings of a
+//! lifted piece's square does not put the lift off) — but not when the old reading, a piece,
+//! is read again after the new one was first read (a piece read between two empty lines is
+//! still there). Errors drawn afresh in every line, even line after line at a low-gain chip's
+//! rate, are never accepted unless the same wrong reading comes twice in three lines; a lifted
+//! piece and a placed one are accepted one line (about 0.56 s) after they happen, two when a
+//! read between was spoilt, and count from the line they were first read in. Matching a
 //! misread id to the nearest known id would be wrong: the ids of one set share their first
 //! bytes, and in set A a king and a pawn (`3 0 84 107 52` / `… 56`), a rook and a pawn, a rook
 //! and a knight differ in a single byte, so a one-byte misread can name another piece.
 //!
-//! Errors that last two lines or more are read as changes: a square that drops out for two
+//! Errors that hold a majority are read as changes: a square that drops out for two of three
 //! lines is a lifted piece, a stable misread an unknown id.
 
 use super::codec::{CertaboLine, PieceId, SQUARES};
 
-/// Lines that must read a new thing before a square's reading changes (within one more line).
+/// Lines of the last [`WINDOW_LINES`] that must read a new thing before a square's reading
+/// changes.
 pub const CONFIRM_LINES: u32 = 2;
 /// Lines a square's accepted reading must have stood before it counts as settled (for
 /// calibration): about 3.4 s at the board's two lines a second.
 pub const SETTLE_LINES: u32 = 6;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Candidate {
-    id: PieceId,
-    /// The line it was first read in.
-    first: u64,
-    /// The line it was last read in.
-    last: u64,
-}
+/// Lines a new reading is judged over: it must be read in a majority of them.
+pub const WINDOW_LINES: usize = 3;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Square {
     accepted: PieceId,
-    /// The reading of the last line.
-    prev: PieceId,
-    /// A new reading waiting for a second line.
-    candidate: Option<Candidate>,
+    /// The readings of the last [`WINDOW_LINES`] lines, newest last.
+    recent: [PieceId; WINDOW_LINES],
     /// The line the accepted reading was first read in.
     read_at: u64,
     /// Lines since `accepted` last changed.
@@ -78,47 +73,76 @@ impl ReadFilter {
         ReadFilter::default()
     }
 
-    /// Takes one line; whether an accepted reading changed.
+    /// Takes one line, no id known as a piece ([`ReadFilter::update_known`]); whether an
+    /// accepted reading changed.
     pub fn update(&mut self, line: &CertaboLine) -> bool {
+        self.update_known(line, |_| false)
+    }
+
+    /// Takes one line; whether an accepted reading changed.
+    ///
+    /// A square's reading changes to a new one read in [`CONFIRM_LINES`] of the last
+    /// [`WINDOW_LINES`] lines (this one included) — a majority — unless the accepted reading,
+    /// when it is a piece, was read again after the new one was first read (a piece read
+    /// between two empty lines is still there: readers drop out to empty, they never read an
+    /// absent piece). The change counts from the first of those lines ([`ReadFilter::read_at`]).
+    ///
+    /// A new reading like the piece that stood there (three bytes the same,
+    /// [`PieceId::resembles`]) that `known` does not know as a piece could be that piece
+    /// misread the same way twice (a low-gain chip): every line of the window must read it.
+    pub fn update_known(&mut self, line: &CertaboLine, known: impl Fn(&PieceId) -> bool) -> bool {
         self.lines += 1;
         let now = self.lines;
-        let window = u64::from(CONFIRM_LINES);
         let mut changed = false;
         for (sq, raw) in self.squares.iter_mut().zip(line.squares.iter()) {
             let r = raw.normalized();
             sq.since = sq.since.saturating_add(1);
-            let prev = std::mem::replace(&mut sq.prev, r);
-            let recent = sq.candidate.filter(|c| now - c.last < window);
+            // The oldest reading leaves the window: noise if it was read while the accepted
+            // reading stood and is not it.
+            let leaving = now.checked_sub(WINDOW_LINES as u64);
+            if leaving.is_some_and(|l| l > 0 && l >= sq.read_at) && sq.recent[0] != sq.accepted {
+                self.ignored += 1;
+            }
+            sq.recent.rotate_left(1);
+            sq.recent[WINDOW_LINES - 1] = r;
             if r == sq.accepted {
-                // Back to the accepted reading: the candidate was noise. But an empty line
-                // between two reads of a piece put down is a drop-out (a reader drops out to
-                // empty; it does not read an absent piece).
-                let dropout = r == PieceId::EMPTY && recent.is_some();
-                if !dropout && sq.candidate.take().is_some() {
-                    self.ignored += 1;
-                }
                 continue;
             }
-            let again = sq.candidate.filter(|c| c.id == r && now - c.last <= window);
-            if (now > 1 && prev == r) || again.is_some() {
-                sq.accepted = r;
-                sq.read_at = again.map_or(now - 1, |c| c.first);
-                sq.candidate = None;
-                sq.since = 0;
-                changed = true;
-                continue;
-            }
-            // A candidate of the last line stays through one other reading.
-            if recent.is_none() {
-                if sq.candidate.is_some() {
-                    self.ignored += 1;
+            // Only lines taken count (the window is shorter in the first lines).
+            let taken = (now as usize).min(WINDOW_LINES);
+            let window = &sq.recent[WINDOW_LINES - taken..];
+            let first = if r.is_empty() && !sq.accepted.is_empty() {
+                // A piece's square: lifted only when no line of the window read anything like
+                // the piece (drop-outs come two in three lines far more often than three in a
+                // row; junk on the emptied square, unlike a misread, is nothing like it).
+                let gone = taken == WINDOW_LINES
+                    && window.iter().all(|x| x.is_empty() || !x.resembles(&sq.accepted));
+                if !gone {
+                    continue;
                 }
-                sq.candidate = Some(Candidate {
-                    id: r,
-                    first: now,
-                    last: now,
-                });
-            }
+                0
+            } else {
+                let reads = window.iter().filter(|x| **x == r).count();
+                let Some(first) = window.iter().position(|x| *x == r) else {
+                    continue;
+                };
+                let old_again = !sq.accepted.is_empty()
+                    && window[first..].iter().any(|x| *x == sq.accepted);
+                let needed = if !sq.accepted.is_empty() && r.resembles(&sq.accepted) && !known(&r)
+                {
+                    WINDOW_LINES
+                } else {
+                    CONFIRM_LINES as usize
+                };
+                if reads < needed || old_again {
+                    continue;
+                }
+                first
+            };
+            sq.accepted = r;
+            sq.read_at = now - (window.len() - 1 - first) as u64;
+            sq.since = 0;
+            changed = true;
         }
         changed
     }
@@ -147,7 +171,20 @@ impl ReadFilter {
 
     /// New readings never confirmed (junk, misreads, drop-outs).
     pub fn ignored_reads(&self) -> u64 {
-        self.ignored
+        let pending: usize = self
+            .squares
+            .iter()
+            .map(|sq| {
+                (0..WINDOW_LINES)
+                    .filter(|&k| {
+                        let line = (self.lines + 1 + k as u64).checked_sub(WINDOW_LINES as u64);
+                        line.is_some_and(|l| l > 0 && l >= sq.read_at)
+                            && sq.recent[k] != sq.accepted
+                    })
+                    .count()
+            })
+            .sum();
+        self.ignored + pending as u64
     }
 }
 

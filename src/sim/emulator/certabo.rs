@@ -15,10 +15,16 @@
 //! first, picochess's layout), then without them; with [`CertaboConfig::reversed`] the board is
 //! turned round when the spare queens go (calibrated the normal way round, played the other).
 //!
-//! Noisy readers ([`CertaboConfig`]): single bytes of an id misread, a square dropping out
-//! (reading `0 0 0 0 0`), junk on empty squares (random bytes, or the `0 0 x 0 0` forms of
-//! Certabo's simulator); a square is never noisy in two successive lines, the real boards'
-//! errors in the public samples last one line.
+//! Noisy readers ([`CertaboConfig`]): one or two of bytes 2-4 of an id misread (as in the
+//! "with noise" sample of the real lines, `B-h7-lifted-noise`: five of 32 ids at once), a
+//! square dropping out (reading `0 0 0 0 0`), junk on empty squares (random bytes, or the
+//! `0 0 x 0 0` forms of Certabo's simulator). By default a square is never noisy in two
+//! successive lines (the real boards' errors in the public samples last one line); with
+//! [`CertaboConfig::independent`] every line draws its errors afresh, so a square can be
+//! misread line after line, as the hosts' filters are built for (picochess: the majority of
+//! each square over the last three lines for "low gain" chips; Certabo's software: the most
+//! frequent known code over a history), and [`CertaboConfig::low_gain`] of the pieces carry
+//! chips misread four times as often.
 //!
 //! Strict about what it is sent: the board takes LED commands only, eight bytes each, and like
 //! Certabo's simulator (`chess_sim.ino`) throws away whatever else is waiting once it has
@@ -57,6 +63,15 @@ pub struct CertaboConfig {
     pub dropout: f64,
     /// Chance that an empty square reads junk in a line.
     pub junk: f64,
+    /// Errors drawn afresh in every line (a square may be noisy line after line); else a
+    /// square noisy in one line is read right in the next.
+    pub independent: bool,
+    /// Share of the pieces (the set and the spares) whose chips are "low gain": misread four
+    /// times as often as [`CertaboConfig::misread`].
+    pub low_gain: f64,
+    /// The board lies turned round from the start (line index 0 on h1), calibration included:
+    /// the host learns the ids from the start position seen turned round.
+    pub turned_at_calibration: bool,
 }
 
 impl Default for CertaboConfig {
@@ -71,6 +86,9 @@ impl Default for CertaboConfig {
             misread: 0.0,
             dropout: 0.0,
             junk: 0.0,
+            independent: false,
+            low_gain: 0.0,
+            turned_at_calibration: false,
         }
     }
 }
@@ -84,6 +102,21 @@ impl CertaboConfig {
             misread: 0.03,
             dropout: 0.03,
             junk: 0.25,
+            ..CertaboConfig::default()
+        }
+    }
+
+    /// Misreading readers at `rate` per id and line, drawn afresh every line, a quarter of the
+    /// chips low gain (4 × `rate`), with drop-outs at `rate` and junk on a quarter of the empty
+    /// squares: the worst the sources report (a real line with 5 of 32 ids misread at once).
+    pub fn misreading(seed: u64, rate: f64) -> CertaboConfig {
+        CertaboConfig {
+            seed,
+            misread: rate,
+            dropout: rate,
+            junk: 0.25,
+            independent: true,
+            low_gain: 0.25,
             ..CertaboConfig::default()
         }
     }
@@ -134,6 +167,8 @@ pub struct CertaboEmulator {
     next_link_line: Micros,
     /// Line indexes noisy in the last line (bit per index).
     noisy: u64,
+    /// The ids of low-gain chips.
+    low_gain: Vec<PieceId>,
     host: Vec<u8>,
     leds: [u8; 8],
     unknown: Unknown,
@@ -166,6 +201,7 @@ impl CertaboEmulator {
             link_now: 0,
             next_link_line: 0,
             noisy: 0,
+            low_gain: Vec::new(),
             host: Vec::new(),
             leds: [0; 8],
             unknown: Unknown::default(),
@@ -205,7 +241,13 @@ impl CertaboEmulator {
                 em.spares.push((spare_field(color, k), q, id));
             }
         }
+        em.low_gain = shown
+            .iter()
+            .filter(|_| rng.chance(em.cfg.low_gain))
+            .map(|(_, id)| *id)
+            .collect();
         em.shown = shown;
+        em.turned = em.cfg.turned_at_calibration;
         em
     }
 
@@ -301,7 +343,7 @@ impl CertaboEmulator {
             for (_, p, id) in std::mem::take(&mut self.spares) {
                 self.off.push((p, id));
             }
-            self.turned = self.cfg.reversed;
+            self.turned = self.cfg.reversed || self.cfg.turned_at_calibration;
         }
         if !self.started && t >= self.cfg.setup {
             self.started = true;
@@ -337,12 +379,21 @@ impl CertaboEmulator {
                     .find(|(f, _, _)| *f == field)
                     .map(|(_, _, id)| *id)
             });
-            let calm = self.noisy & (1 << i) == 0;
+            let calm = self.cfg.independent || self.noisy & (1 << i) == 0;
             *sq = match id {
                 Some(mut id) => {
-                    if calm && self.rng.chance(self.cfg.misread) {
-                        let b = 2 + self.rng.below(3) as usize;
-                        id.0[b] = id.0[b].wrapping_add(1 + self.rng.below(254) as u8).max(1);
+                    let misread = if self.low_gain.contains(&id) {
+                        (self.cfg.misread * 4.0).min(1.0)
+                    } else {
+                        self.cfg.misread
+                    };
+                    if calm && self.rng.chance(misread) {
+                        // One or two of bytes 2-4, as in the real "with noise" line.
+                        let first = 2 + self.rng.below(3) as usize;
+                        let second = 2 + self.rng.below(3) as usize;
+                        for b in [first, second].into_iter().take(1 + self.rng.below(2) as usize) {
+                            id.0[b] = id.0[b].wrapping_add(1 + self.rng.below(254) as u8).max(1);
+                        }
                         noisy |= 1 << i;
                         self.noise.0 += 1;
                     } else if calm && self.rng.chance(self.cfg.dropout) {
