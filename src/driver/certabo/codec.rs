@@ -75,7 +75,12 @@ impl PieceId {
     /// set resembles every other (they share their first three bytes); junk on an empty
     /// square resembles none (`217 253 175 8 35` beside set A's `3 0 84 …`).
     pub fn resembles(&self, other: &PieceId) -> bool {
-        self.0.iter().zip(other.0.iter()).filter(|(a, b)| a == b).count() >= 3
+        self.0
+            .iter()
+            .zip(other.0.iter())
+            .filter(|(a, b)| a == b)
+            .count()
+            >= 3
     }
 
     /// The reading with every empty form made [`PieceId::EMPTY`].

@@ -244,7 +244,9 @@ impl CertaboStream {
             out.push(Message::Session(SessionMessage::Answer));
         }
         let table = &self.table;
-        let changed_now = self.filter.update_known(line, |id| table.piece(id).is_some());
+        let changed_now = self
+            .filter
+            .update_known(line, |id| table.piece(id).is_some());
         // A board that is no start position teaches nothing: that is the usual case.
         let first_ever = self.table.is_empty();
         let settled = self.filter.settled();
@@ -370,23 +372,31 @@ impl CertaboStream {
         let Some(first) = self.first.as_mut().filter(|f| !f.decided) else {
             return false;
         };
-        let turned = if start_shown {
+        if start_shown {
             for (field, id) in settled.iter().enumerate() {
                 if let Some(id) = id.filter(|id| self.table.piece(id).is_some()) {
                     first.learnt.entry(id).or_insert(field as u8);
                 }
             }
-            turned_from(first.learnt.values().copied(), true)
-        } else {
-            // The first move: pieces now on the middle ranks.
-            let table = &self.table;
+        }
+        let spares = first
+            .learnt
+            .values()
+            .copied()
+            .filter(|f| !is_start_field(*f));
+        let turned = turned_from(spares, true).or_else(|| {
+            // The first move: pieces of the start squares now on the middle ranks (read while
+            // the square they left may not count as empty yet).
+            let learnt = &first.learnt;
             turned_from(
                 (0..SQUARES as u8).filter(|&f| {
-                    table.piece(&self.filter.accepted(usize::from(f))).is_some()
+                    learnt
+                        .get(&self.filter.accepted(usize::from(f)))
+                        .is_some_and(|from| is_start_field(*from))
                 }),
                 false,
             )
-        };
+        });
         let Some(turned) = turned else {
             return false;
         };
@@ -560,12 +570,14 @@ mod tests {
             index: field(sq) as u8,
             reading,
         };
+        // The placement a line late, the lift two (three lines without the piece).
         assert_eq!(
             obs(&feed(&mut d, &l, 1)),
-            vec![
-                f(Square::E4, SquareReading::Piece(Color::White.pawn())),
-                f(Square::E2, SquareReading::Empty),
-            ]
+            vec![f(Square::E4, SquareReading::Piece(Color::White.pawn()))]
+        );
+        assert_eq!(
+            obs(&feed(&mut d, &l, 1)),
+            vec![f(Square::E2, SquareReading::Empty)]
         );
         assert!(d.ignored_reads() >= 3);
         // Standing still: the whole board once more after three quiet lines, then nothing.
@@ -586,7 +598,7 @@ mod tests {
         let mut l = start();
         let knight = l.squares[field(Square::G1)];
         l.squares[field(Square::G1)] = PieceId::EMPTY;
-        feed(&mut d, &l, 2); // g1 lifted
+        feed(&mut d, &l, 3); // g1 lifted
         l.squares[field(Square::F3)] = knight;
         feed(&mut d, &l, 1); // f3 read once
         // f3 drops out in the line where the reply's lift is first read.
@@ -594,20 +606,21 @@ mod tests {
         dropped.squares[field(Square::F3)] = PieceId::EMPTY;
         dropped.squares[field(Square::G8)] = PieceId::EMPTY;
         assert!(obs(&feed(&mut d, &dropped, 1)).is_empty());
-        // Both are accepted in the next line: the knight first, read a line earlier.
+        // The knight is accepted in the next line, the reply's lift in the one after.
         l.squares[field(Square::G8)] = PieceId::EMPTY;
         assert_eq!(
             obs(&feed(&mut d, &l, 1)),
-            vec![
-                Observation::Field {
-                    index: field(Square::F3) as u8,
-                    reading: SquareReading::Piece(Color::White.knight())
-                },
-                Observation::Field {
-                    index: field(Square::G8) as u8,
-                    reading: SquareReading::Empty
-                },
-            ]
+            vec![Observation::Field {
+                index: field(Square::F3) as u8,
+                reading: SquareReading::Piece(Color::White.knight())
+            }]
+        );
+        assert_eq!(
+            obs(&feed(&mut d, &l, 1)),
+            vec![Observation::Field {
+                index: field(Square::G8) as u8,
+                reading: SquareReading::Empty
+            }]
         );
     }
 
@@ -628,14 +641,14 @@ mod tests {
         assert_eq!(d.unknown_fields(), vec![field(Square::E3) as u8]);
         // The white king lifted: the object becomes Black's king before e1 empties.
         l.squares[field(Square::E1)] = PieceId::EMPTY;
-        let out = obs(&feed(&mut d, &l, 2));
+        let out = obs(&feed(&mut d, &l, 3));
         assert_eq!(
             out,
             vec![f(Square::E3, bk), f(Square::E1, SquareReading::Empty)]
         );
         // Both kings off: the object reads empty first.
         l.squares[field(Square::E8)] = PieceId::EMPTY;
-        let out = obs(&feed(&mut d, &l, 2));
+        let out = obs(&feed(&mut d, &l, 3));
         assert_eq!(
             out,
             vec![
@@ -650,10 +663,10 @@ mod tests {
         // The object replaces a pawn: the pawn's field goes straight to the object.
         l.squares[field(Square::E3)] = PieceId::EMPTY;
         l.squares[field(Square::A2)] = object;
-        let out = obs(&feed(&mut d, &l, 2));
+        let out = obs(&feed(&mut d, &l, 3));
         assert_eq!(
             out,
-            vec![f(Square::E3, SquareReading::Empty), f(Square::A2, wk)]
+            vec![f(Square::A2, wk), f(Square::E3, SquareReading::Empty)]
         );
     }
 

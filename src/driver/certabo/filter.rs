@@ -116,7 +116,9 @@ impl ReadFilter {
                 // the piece (drop-outs come two in three lines far more often than three in a
                 // row; junk on the emptied square, unlike a misread, is nothing like it).
                 let gone = taken == WINDOW_LINES
-                    && window.iter().all(|x| x.is_empty() || !x.resembles(&sq.accepted));
+                    && window
+                        .iter()
+                        .all(|x| x.is_empty() || !x.resembles(&sq.accepted));
                 if !gone {
                     continue;
                 }
@@ -126,10 +128,9 @@ impl ReadFilter {
                 let Some(first) = window.iter().position(|x| *x == r) else {
                     continue;
                 };
-                let old_again = !sq.accepted.is_empty()
-                    && window[first..].iter().any(|x| *x == sq.accepted);
-                let needed = if !sq.accepted.is_empty() && r.resembles(&sq.accepted) && !known(&r)
-                {
+                let old_again =
+                    !sq.accepted.is_empty() && window[first..].iter().any(|x| *x == sq.accepted);
+                let needed = if !sq.accepted.is_empty() && r.resembles(&sq.accepted) && !known(&r) {
                     WINDOW_LINES
                 } else {
                     CONFIRM_LINES as usize
@@ -260,7 +261,9 @@ mod tests {
         f.update(&line(ID));
         assert!(!f.update(&line(PieceId::EMPTY)));
         assert_eq!(f.accepted(0), ID);
-        assert!(f.update(&line(PieceId::EMPTY)), "two empty lines: lifted");
+        // Two empty lines after it are drop-outs as often as a lift: three are a lift.
+        assert!(!f.update(&line(PieceId::EMPTY)));
+        assert!(f.update(&line(PieceId::EMPTY)), "three empty lines: lifted");
         assert_eq!(f.read_at(0), 5);
     }
 

@@ -391,7 +391,10 @@ impl CertaboEmulator {
                         // One or two of bytes 2-4, as in the real "with noise" line.
                         let first = 2 + self.rng.below(3) as usize;
                         let second = 2 + self.rng.below(3) as usize;
-                        for b in [first, second].into_iter().take(1 + self.rng.below(2) as usize) {
+                        for b in [first, second]
+                            .into_iter()
+                            .take(1 + self.rng.below(2) as usize)
+                        {
                             id.0[b] = id.0[b].wrapping_add(1 + self.rng.below(254) as u8).max(1);
                         }
                         noisy |= 1 << i;
