@@ -128,8 +128,7 @@ impl ReadFilter {
                 let Some(first) = window.iter().position(|x| *x == r) else {
                     continue;
                 };
-                let old_again =
-                    !sq.accepted.is_empty() && window[first..].iter().any(|x| *x == sq.accepted);
+                let old_again = !sq.accepted.is_empty() && window[first..].contains(&sq.accepted);
                 let needed = if !sq.accepted.is_empty() && r.resembles(&sq.accepted) && !known(&r) {
                     WINDOW_LINES
                 } else {
