@@ -7,7 +7,8 @@
 //! both games come out exact in the event stream and in the replay of the daemon's captures. A
 //! board whose link cuts every frame to 20 bytes (ATT MTU 23) gives an error naming the MTU in
 //! health, and never a position or a move. Every board took every write (none not taken), and
-//! the stand-in refused no call. Without `dbus-daemon` the tests fail, saying so.
+//! the stand-in refused no call. The stand-in itself refuses what BlueZ refuses and counts the
+//! writes a board does not take. Without `dbus-daemon` the tests fail, saying so.
 
 mod support;
 
@@ -240,5 +241,121 @@ async fn a_link_cutting_frames_to_the_mtu_gives_an_error_naming_it_and_no_move()
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .collect::<String>();
     assert!(log.contains("MTU 23"), "the log names the MTU:\n{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_stand_in_refuses_what_bluez_refuses_and_counts_writes_not_taken() {
+    use dbus::arg::{PropMap, RefArg};
+    use dbus::blocking::Connection;
+    use std::collections::HashMap;
+
+    type Objects = HashMap<dbus::Path<'static>, HashMap<String, PropMap>>;
+    let dir = scratch("ble-strict");
+    let games = demo_games();
+    let address = "C0:FF:EE:00:00:5E";
+    let bz = bluez(
+        &dir,
+        vec![chessnut(&games[47], 14, "Chessnut GO", address, 185)],
+    );
+    let mut ch = dbus::channel::Channel::open_private(bz.bus_address()).unwrap();
+    ch.register().unwrap();
+    let conn = Connection::from(ch);
+    let t = Duration::from_secs(5);
+    let dev = format!("/org/bluez/hci0/dev_{}", address.replace(':', "_"));
+    let objects = |conn: &Connection| -> Objects {
+        let (o,): (Objects,) = conn
+            .with_proxy("org.bluez", "/", t)
+            .method_call(
+                "org.freedesktop.DBus.ObjectManager",
+                "GetManagedObjects",
+                (),
+            )
+            .unwrap();
+        o
+    };
+    let call = |path: &str, iface: &str, method: &str| -> Result<(), String> {
+        conn.with_proxy("org.bluez", path, t)
+            .method_call::<(), _, _, _>(iface, method, ())
+            .map_err(|e| e.name().unwrap_or("").to_string())
+    };
+    let write = |path: &str, bytes: &[u8]| -> Result<(), String> {
+        conn.with_proxy("org.bluez", path, t)
+            .method_call::<(), _, _, _>(
+                "org.bluez.GattCharacteristic1",
+                "WriteValue",
+                (bytes.to_vec(), PropMap::new()),
+            )
+            .map_err(|e| e.name().unwrap_or("").to_string())
+    };
+    // In range, not connected: the adapter and the device, no services.
+    let o = objects(&conn);
+    let d = &o[&dbus::Path::from(dev.clone())]["org.bluez.Device1"];
+    assert_eq!(d["Name"].0.as_str(), Some("Chessnut GO"));
+    assert_eq!(d["Address"].0.as_str(), Some(address));
+    assert!(o.contains_key(&dbus::Path::from("/org/bluez/hci0")));
+    assert_eq!(o.len(), 2, "{:?}", o.keys());
+    // Unknown methods and objects are errors.
+    assert_eq!(
+        call(&dev, "org.bluez.Device1", "Pair").unwrap_err(),
+        "org.freedesktop.DBus.Error.UnknownMethod"
+    );
+    assert!(call(&format!("{dev}/service0010"), "org.bluez.GattService1", "X").is_err());
+    // Connected: the services are resolved; connecting again is refused.
+    call(&dev, "org.bluez.Device1", "Connect").unwrap();
+    assert_eq!(
+        call(&dev, "org.bluez.Device1", "Connect").unwrap_err(),
+        "org.bluez.Error.AlreadyConnected"
+    );
+    let o = objects(&conn);
+    let d = &o[&dbus::Path::from(dev.clone())]["org.bluez.Device1"];
+    assert_eq!(
+        d["ServicesResolved"].0.as_any().downcast_ref::<bool>(),
+        Some(&true)
+    );
+    let chars: Vec<(&dbus::Path, &PropMap)> = o
+        .iter()
+        .filter_map(|(p, i)| i.get("org.bluez.GattCharacteristic1").map(|c| (p, c)))
+        .collect();
+    assert_eq!(chars.len(), 3);
+    let by_uuid = |u: &str| -> String {
+        chars
+            .iter()
+            .find(|(_, c)| c["UUID"].0.as_str() == Some(u))
+            .map(|(p, _)| p.to_string())
+            .unwrap()
+    };
+    let (pos, wr) = (
+        by_uuid("1b7e8262-2877-41c3-b46e-cf057c562023"),
+        by_uuid("1b7e8272-2877-41c3-b46e-cf057c562023"),
+    );
+    assert_eq!(
+        call(&wr, "org.bluez.GattCharacteristic1", "StartNotify").unwrap_err(),
+        "org.bluez.Error.NotSupported"
+    );
+    call(&pos, "org.bluez.GattCharacteristic1", "StartNotify").unwrap();
+    // Every write reaches the board: a command it does not know is counted, as is a write
+    // to its position characteristic (refused by BlueZ too: not writable).
+    write(&wr, &[0x21, 0x01, 0x00]).unwrap();
+    write(&wr, &[0x44]).unwrap();
+    assert_eq!(
+        write(&pos, &[0x21, 0x01, 0x00]).unwrap_err(),
+        "org.bluez.Error.NotPermitted"
+    );
+    call(&dev, "org.bluez.Device1", "Disconnect").unwrap();
+    assert_eq!(
+        call(&dev, "org.bluez.Device1", "Disconnect").unwrap_err(),
+        "org.bluez.Error.NotConnected"
+    );
+    // Its services are gone with the link: the write reaches no board (1 taken, below).
+    assert!(write(&wr, &[0x21, 0x01, 0x00]).is_err());
+    assert_eq!(objects(&conn).len(), 2);
+    let refused = bz.refused();
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    let st = bz.stop().unwrap();
+    assert_eq!(st[0].writes_taken, 1);
+    // Counted in bytes: 1 + 3.
+    assert_eq!(st[0].unknown_writes, 4, "{:?}", st[0].unknown_sample);
+    assert_eq!(st[0].connections, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

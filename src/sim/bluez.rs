@@ -201,7 +201,8 @@ pub struct BoardStatus {
     pub cut: u64,
     /// Writes the board took.
     pub writes_taken: u64,
-    /// Writes the board did not take: tests assert 0.
+    /// Bytes of the writes the board did not take ([`GattBoard::unknown_writes`]): tests
+    /// assert 0.
     pub unknown_writes: u64,
     /// The first write it did not take (characteristic, bytes).
     pub unknown_sample: Option<(String, Vec<u8>)>,

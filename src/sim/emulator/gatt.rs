@@ -54,7 +54,8 @@ pub trait GattBoard: Send + 'static {
     fn plies_settled(&self, t: Micros) -> usize;
     /// Script time after `k` more plies from `t`.
     fn after_plies(&self, t: Micros, k: usize) -> Micros;
-    /// Writes not taken (unknown command, wrong characteristic, wrong length): tests assert 0.
+    /// Bytes of the writes not taken (unknown command, wrong characteristic, wrong length; an
+    /// empty write counts one): tests assert 0.
     fn unknown_writes(&self) -> u64;
     /// The first write not taken, for reports.
     fn unknown_sample(&self) -> Option<&(String, Vec<u8>)>;
