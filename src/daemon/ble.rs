@@ -272,6 +272,14 @@ fn ble(e: bluer::Error) -> NoBoard {
     NoBoard::Failed(format!("BlueZ: {e}"))
 }
 
+/// The ATT MTU BlueZ reports (its `MTU` property) from `bluer`'s `Characteristic::mtu`, which
+/// gives 5 bytes less (its `mtu_workaround`: what it deems safe to send at once), so that the
+/// error of a cut frame names the MTU BlueZ reports (found by `tests/e2e_ble.rs`: a link of MTU
+/// 23 was named "MTU 18").
+fn att_mtu(bluer_mtu: usize) -> usize {
+    bluer_mtu + 5
+}
+
 /// The key under which a board is claimed (one port serves it).
 fn claim_key(address: &str) -> PathBuf {
     PathBuf::from(format!("ble:{address}"))
@@ -508,7 +516,7 @@ async fn connect(
     };
     let (tx, heard) = mpsc::channel(1024);
     let mut tasks = Vec::new();
-    let mut mtu = write.mtu().await.ok();
+    let mut mtu = write.mtu().await.ok().map(att_mtu);
     for &n in profile.notify {
         let c = match find(n) {
             Ok(c) => c,
@@ -518,7 +526,7 @@ async fn connect(
             }
         };
         if mtu.is_none() {
-            mtu = c.mtu().await.ok();
+            mtu = c.mtu().await.ok().map(att_mtu);
         }
         let stream = match c.notify().await {
             Ok(s) => s,

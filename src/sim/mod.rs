@@ -6,6 +6,7 @@
 //! ([`scan`]) and what the clock reports ([`clock`]) → `rx` records of encoded frames. Everything
 //! is driven by one seed: the same game and configuration give the same bytes.
 
+pub mod bluez;
 pub mod clock;
 pub mod emulator;
 pub mod hand;

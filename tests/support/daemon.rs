@@ -184,6 +184,17 @@ impl Daemon {
     /// `eboardd run --no-discovery --events --capture-dir DIR --port P...` plus `extra` (with
     /// `--http off` unless `extra` gives `--http` or a `--config` file that sets `http`).
     pub fn start(ports: &[PathBuf], capture_dir: &Path, extra: &[&str]) -> Daemon {
+        Daemon::start_env(ports, capture_dir, extra, &[])
+    }
+
+    /// [`Daemon::start`] with environment variables set for the daemon (the stand-in BlueZ's
+    /// bus: `DBUS_SYSTEM_BUS_ADDRESS`).
+    pub fn start_env(
+        ports: &[PathBuf],
+        capture_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let log = capture_dir.with_extension(format!(
             "log{}",
             std::time::SystemTime::now()
@@ -210,6 +221,7 @@ impl Daemon {
         }
         cmd.args(extra)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap());

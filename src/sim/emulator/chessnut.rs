@@ -11,19 +11,44 @@
 //! a square whose piece is not sensed (the real GO's a8 rook) while a piece stands still on
 //! it, and a board turned round (h8 where a1 should be).
 
-use super::gatt::{GattBoard, Notification};
+use super::gatt::{GattBoard, GattChar, GattService, Notification};
 use super::{Emulator, Unknown};
 use crate::core::observation::{FieldArray, Micros};
 use crate::driver::GattProfile;
 use crate::driver::chessnut::codec::{
-    BATTERY_REQUEST, BATTERY_TAG, LEDS, POSITION_CHAR, PROFILE, REPLY_CHAR, START_STREAM,
-    WRITE_CHAR, encode_position,
+    BATTERY_REQUEST, BATTERY_TAG, COMMAND_SERVICE, LEDS, POSITION_CHAR, POSITION_SERVICE, PROFILE,
+    REPLY_CHAR, START_STREAM, WRITE_CHAR, encode_position,
 };
 
 /// The DGT mode command that sets the players going on the inner emulator (UPDATE_BOARD).
 const DGT_UPDATE_BOARD: u8 = 0x44;
 /// Script time between two position frames (about ten a second).
 pub const FRAME_EVERY: Micros = 100_000;
+
+/// The board's GATT server (`docs/boards.md` §Chessnut): the position service with its
+/// notify characteristic, the command service with the write and the reply characteristics.
+pub static SERVICES: [GattService; 2] = [
+    GattService {
+        uuid: POSITION_SERVICE,
+        chars: &[GattChar {
+            uuid: POSITION_CHAR,
+            flags: &["notify"],
+        }],
+    },
+    GattService {
+        uuid: COMMAND_SERVICE,
+        chars: &[
+            GattChar {
+                uuid: WRITE_CHAR,
+                flags: &["write-without-response", "write"],
+            },
+            GattChar {
+                uuid: REPLY_CHAR,
+                flags: &["notify"],
+            },
+        ],
+    },
+];
 
 /// How an emulated Chessnut misbehaves.
 #[derive(Debug, Clone, Default)]
@@ -106,6 +131,10 @@ impl GattBoard for ChessnutEmulator {
 
     fn profile(&self) -> &'static GattProfile {
         &PROFILE
+    }
+
+    fn services(&self) -> &'static [GattService] {
+        &SERVICES
     }
 
     fn write(&mut self, now: Micros, char: &str, bytes: &[u8], out: &mut Vec<Notification>) {
