@@ -333,3 +333,63 @@ fn wider_sample_with_noisy_reads() {
         );
     }
 }
+
+/// The read filter's delay, for the closing note and `docs/boards.md`: from the hand letting
+/// go of a move's piece to the move's event, in script time, on clean, misreading and turned
+/// boards (`cargo test --release --test certabo_core filter_delay -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn filter_delay() {
+    let games = corpus("pychess_world_matches.pgn");
+    let picked: Vec<&ScriptGame> = games.iter().step_by(13).take(12).collect();
+    let cases: [(&str, fn(u64) -> CertaboConfig); 4] = [
+        ("clean", |seed| CertaboConfig {
+            seed,
+            ..CertaboConfig::default()
+        }),
+        ("misreading 2 %", |seed| {
+            CertaboConfig::misreading(seed, 0.02)
+        }),
+        ("misreading 3 %", |seed| {
+            CertaboConfig::misreading(seed, 0.03)
+        }),
+        ("turned, 2 %, no spare", |seed| CertaboConfig {
+            spare_queens: 0,
+            turned_at_calibration: true,
+            ..CertaboConfig::misreading(seed, 0.02)
+        }),
+    ];
+    for (name, cfg) in cases {
+        let mut delays = Vec::new();
+        let mut exact = 0;
+        for (k, game) in picked.iter().enumerate() {
+            let seed = 500 + k as u64;
+            let c = cfg(seed);
+            let setup = c.setup;
+            let p = play(game, Style::Human, seed, c);
+            if p.sans() == sans_of(game) {
+                exact += 1;
+            }
+            let marks = &p.board.players().script().plies;
+            for e in p.json() {
+                if e["kind"] == "move_made" && e["recovered"] != true {
+                    let ply = e["ply"].as_u64().unwrap() as usize;
+                    let t = (e["t"].as_f64().unwrap() * 1e6) as i64;
+                    if let Some(m) = marks.iter().find(|m| m.ply == ply) {
+                        delays.push(t - setup - m.last_action);
+                    }
+                }
+            }
+        }
+        delays.sort_unstable();
+        let q = |f: f64| delays[((delays.len() - 1) as f64 * f) as usize] as f64 / 1e3;
+        println!(
+            "{name}: {exact}/{} exact, {} moves, move -> event ms p50 {:.0} p90 {:.0} max {:.0}",
+            picked.len(),
+            delays.len(),
+            q(0.5),
+            q(0.9),
+            q(1.0)
+        );
+    }
+}

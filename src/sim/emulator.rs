@@ -130,6 +130,8 @@ pub struct PlyMark {
     pub ply: usize,
     /// Time of the first hand action.
     pub first_action: Micros,
+    /// Time of the last hand action (the move's piece let go).
+    pub last_action: Micros,
     /// Time of the clock press (or of the last action when the move ends the game).
     pub settled: Micros,
 }
@@ -261,6 +263,7 @@ impl Script {
                     game: i,
                     ply: p.ply,
                     first_action: offset + p.first_action,
+                    last_action: offset + p.last_action,
                     settled: offset + p.press.unwrap_or(p.last_action),
                 });
             }

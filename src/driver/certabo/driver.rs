@@ -4,8 +4,9 @@
 //! battery.
 //!
 //! [`CertaboStream`] turns the lines into the core's observations: the [`ReadFilter`] accepts a
-//! square's reading once two lines agree on it; the [`PieceTable`] is learnt from the start
-//! position ([`super::calibration`]); nothing is reported before it knows an id, then the
+//! square's new reading once a majority of three lines reads it; the [`PieceTable`] is learnt from the start
+//! position ([`super::calibration`]; a board lying turned round at its first calibration is
+//! found from the spare queens or the first move, [`CertaboStream`]); nothing is reported before it knows an id, then the
 //! first position is a board dump and every later one the squares that changed
 //! ([`PositionDiff`], shared with the other whole-position family), with a whole board again
 //! once a position has stood still after a change. Known ids read as their

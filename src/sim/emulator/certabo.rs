@@ -251,6 +251,11 @@ impl CertaboEmulator {
         em
     }
 
+    /// The players (their script: when each ply's hand actions happen).
+    pub fn players(&self) -> &Emulator {
+        &self.players
+    }
+
     /// What the board's sensors read now (players' field numbering, the board normal).
     pub fn fields(&self) -> &FieldArray {
         &self.fields
