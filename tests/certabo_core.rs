@@ -342,7 +342,8 @@ fn wider_sample_with_noisy_reads() {
 fn filter_delay() {
     let games = corpus("pychess_world_matches.pgn");
     let picked: Vec<&ScriptGame> = games.iter().step_by(13).take(12).collect();
-    let cases: [(&str, fn(u64) -> CertaboConfig); 4] = [
+    type Case = (&'static str, fn(u64) -> CertaboConfig);
+    let cases: [Case; 4] = [
         ("clean", |seed| CertaboConfig {
             seed,
             ..CertaboConfig::default()
