@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{BoardStatus, Pairing, Player, RoundInfo};
+use super::model::{BoardStatus, GameResult, Pairing, Player, RoundInfo};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::vocab::IrregularityCode;
@@ -78,6 +78,15 @@ pub enum Change {
         board: String,
         /// Irregularity id.
         id: u64,
+    },
+    /// A board's result in a round, confirmed or set by the arbiter.
+    Result {
+        /// The round.
+        round: u32,
+        /// Board id.
+        board: String,
+        /// The result.
+        result: GameResult,
     },
     /// New round information.
     Info(Box<RoundInfo>),

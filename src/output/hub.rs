@@ -555,6 +555,22 @@ impl Hub {
                 self.publish_own(st, &board, notice);
                 Ok(Some(Change::Ack { board, id }))
             }
+            Change::Result {
+                round,
+                board,
+                result,
+            } => {
+                st.rev += 1;
+                st.round
+                    .info_of_mut(round)
+                    .results
+                    .insert(board.clone(), result);
+                Ok(Some(Change::Result {
+                    round,
+                    board,
+                    result,
+                }))
+            }
             Change::Info(info) => {
                 st.rev += 1;
                 st.round.info = (*info).clone();
@@ -753,6 +769,21 @@ impl Hub {
         drop(st);
         self.inner.changed.send_replace(seq);
         Ok(())
+    }
+
+    /// Record board `board`'s result in round `round` as the arbiter confirmed or set it (the
+    /// round JSON shows it `"confirmed": true`; results files write it).
+    pub fn set_result(&self, round: u32, board: &str, result: super::model::GameResult) {
+        let mut st = self.lock();
+        let change = Change::Result {
+            round,
+            board: board.to_string(),
+            result,
+        };
+        let _ = self.apply(&mut st, change);
+        let seq = st.next_seq - 1;
+        drop(st);
+        self.inner.changed.send_replace(seq);
     }
 
     /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.

@@ -6,6 +6,7 @@
 
 pub mod csv;
 pub mod pairing;
+pub mod pairs;
 pub mod results;
 pub mod trf;
 

@@ -137,6 +137,15 @@ impl GameResult {
     }
 }
 
+/// The TRF a round was loaded from and its boards' start ranks: what results are written into.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoundSource {
+    /// The file as it was loaded, byte for byte.
+    pub trf: Vec<u8>,
+    /// Start ranks (White, Black) by board id.
+    pub ranks: HashMap<String, (u32, u32)>,
+}
+
 /// One board of a round with its confirmed result, by the players' start ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RankedResult {
@@ -267,6 +276,24 @@ fn parse_points(raw: &str) -> i64 {
 /// — is unchanged. Players not in `results` (byes, a board not confirmed yet) keep their
 /// round-`round` columns as the file has them.
 pub fn write_trf(trf: &[u8], round: u32, results: &[RankedResult]) -> Result<Vec<u8>, WriteError> {
+    // Start rank -> (opponent, colour, code).
+    let mut wanted: HashMap<u32, (u32, char, char)> = HashMap::new();
+    for r in results {
+        let (w, b) = r.result.trf_codes();
+        wanted.insert(r.white, (r.black, 'w', w));
+        wanted.insert(r.black, (r.white, 'b', b));
+    }
+    fill_round(trf, round, &wanted)
+}
+
+/// The TRF `trf` with round `round`'s columns of the players in `wanted` (start rank ->
+/// opponent or 0, colour, result code) written, their points moved by the new code's score
+/// less the old one's, and every rank recomputed (as [`write_trf`] says); every other byte kept.
+pub fn fill_round(
+    trf: &[u8],
+    round: u32,
+    wanted: &HashMap<u32, (u32, char, char)>,
+) -> Result<Vec<u8>, WriteError> {
     if round == 0 || round > 999 {
         return Err(WriteError::Round(round));
     }
@@ -275,15 +302,10 @@ pub fn write_trf(trf: &[u8], round: u32, results: &[RankedResult]) -> Result<Vec
         None => (&trf[..0], trf),
     };
     let utf8 = std::str::from_utf8(body).is_ok();
-    // Start rank -> (opponent, colour, code).
-    let mut wanted: HashMap<u32, (u32, char, char)> = HashMap::new();
-    for r in results {
-        let (w, b) = r.result.trf_codes();
-        wanted.insert(r.white, (r.black, 'w', w));
-        wanted.insert(r.black, (r.white, 'b', b));
-    }
     let base = 91 + 10 * (round as usize - 1);
-    let mut lines: Vec<(Option<Vec<char>>, &[u8], &[u8])> = Vec::new();
+    // Each line: its characters when a player line (to edit), its bytes and its end.
+    type Line<'a> = (Option<Vec<char>>, &'a [u8], &'a [u8]);
+    let mut lines: Vec<Line> = Vec::new();
     // (line index, start rank, points in half points, old rank)
     let mut players: Vec<(usize, u32, i64, u32)> = Vec::new();
     for (content, end) in lines_with_ends(body) {
@@ -298,18 +320,25 @@ pub fn write_trf(trf: &[u8], round: u32, results: &[RankedResult]) -> Result<Vec
         if let Some(&(opp, colour, code)) = wanted.get(&start) {
             let old = chars.get(base + 7).copied().unwrap_or(' ');
             half += half_points(code) - half_points(old);
-            put(&mut chars, base, &format!("{opp:>4} {colour} {code}"));
+            let opp = if opp == 0 {
+                "0000".to_string()
+            } else {
+                format!("{opp:>4}")
+            };
+            put(&mut chars, base, &format!("{opp} {colour} {code}"));
             put(&mut chars, 80, &points_text(half));
         }
         players.push((lines.len(), start, half, old_rank));
         lines.push((Some(chars), content, end));
     }
-    for r in results {
-        for rank in [r.white, r.black] {
-            if !players.iter().any(|p| p.1 == rank) {
-                return Err(WriteError::NoPlayer(rank));
-            }
-        }
+    let mut missing: Vec<u32> = wanted
+        .iter()
+        .flat_map(|(&p, &(o, _, _))| [p, o])
+        .filter(|&r| r != 0 && !players.iter().any(|p| p.1 == r))
+        .collect();
+    missing.sort_unstable();
+    if let Some(&rank) = missing.first() {
+        return Err(WriteError::NoPlayer(rank));
     }
     let mut order: Vec<&(usize, u32, i64, u32)> = players.iter().collect();
     order.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)).then(a.1.cmp(&b.1)));

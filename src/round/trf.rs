@@ -173,7 +173,9 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
         ));
     }
     let r = round as usize;
-    let mut pairs: Vec<(u32, u32, u32, (u32, u32), Pairing)> = Vec::new();
+    // (top score, sum of scores, best start rank, (White's, Black's start rank), players)
+    type Ranked = (u32, u32, u32, (u32, u32), Pairing);
+    let mut pairs: Vec<Ranked> = Vec::new();
     for p in &players {
         let Some(&(opp, colour, _)) = p.rounds.get(r - 1) else {
             continue;

@@ -14,6 +14,7 @@ use super::cache::{cached, json_response};
 use super::{App, JSON_TYPE, PGN_TYPE, Reject, error, reject};
 use crate::output::hub::Hub;
 use crate::output::render;
+use crate::output::rounds::{ResultsFileError, ResultsFormat};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct LoadRoundQuery {
@@ -124,4 +125,66 @@ pub(super) async fn round_games_pgn(
         let body = hub.with_round(|r| render::round_pgn_of(r, n));
         cached(&headers, PGN_TYPE, body)
     })
+}
+
+/// `GET /api/v1/rounds/{R}/results.trf|csv|res`: round R's confirmed results
+/// ([`crate::output::rounds::results_file`]); `X-Round-Complete` says whether every board is
+/// confirmed. 409 for a `.trf`/`.res` of a round not loaded from a TRF.
+fn round_results(app: &App, headers: &HeaderMap, raw: &str, format: ResultsFormat) -> Response {
+    with_round_number(app, headers, raw, |hub, n| {
+        let (file, complete) = hub.with_round(|r| {
+            (
+                crate::output::rounds::results_file(r, n, format),
+                r.complete(n),
+            )
+        });
+        let (ext, kind) = match format {
+            ResultsFormat::Trf => ("trf", "text/plain"),
+            ResultsFormat::Csv => ("csv", "text/csv; charset=utf-8"),
+            ResultsFormat::Res => ("res", "text/plain; charset=utf-8"),
+        };
+        match file {
+            Ok(body) => (
+                [
+                    (header::CONTENT_TYPE, kind.to_string()),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        format!("attachment; filename=\"round-{n}-results.{ext}\""),
+                    ),
+                    (
+                        header::HeaderName::from_static("x-round-complete"),
+                        complete.to_string(),
+                    ),
+                ],
+                body,
+            )
+                .into_response(),
+            Err(e @ ResultsFileError::NoTrf(_)) => error(StatusCode::CONFLICT, e.to_string()),
+            Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        }
+    })
+}
+
+pub(super) async fn round_results_trf(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    round_results(&app, &headers, &raw, ResultsFormat::Trf)
+}
+
+pub(super) async fn round_results_csv(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    round_results(&app, &headers, &raw, ResultsFormat::Csv)
+}
+
+pub(super) async fn round_results_res(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    round_results(&app, &headers, &raw, ResultsFormat::Res)
 }
