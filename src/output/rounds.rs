@@ -82,6 +82,27 @@ pub fn load(hub: &Hub, format: Format, round: u32, bytes: &[u8]) -> Result<Value
         .unwrap_or(Value::Null))
 }
 
+/// Make round `round` of the TRF `trf`, paired by a pairing engine's list `pairs`
+/// ([`round::pairs`]), the current round of `hub`: the list is written into the TRF (which is
+/// kept for the results) and the boards follow the list's order. On any error nothing changes.
+pub fn load_paired(
+    hub: &Hub,
+    round: u32,
+    trf: &[u8],
+    pairs: &[round::pairs::Pair],
+) -> Result<Value, LoadError> {
+    let merged = round::pairs::merge(trf, round, pairs)
+        .map_err(|e| PairingError::new(0, "pairs", e.to_string()))?;
+    let loaded = round::parse(Format::Trf, &merged, round)?;
+    let loaded = round::pairs::in_list_order(loaded, pairs);
+    let info = hub.with_round(|r| info_for(r, &loaded, Some(&merged)));
+    hub.start_round(info)
+        .map_err(|e| LoadError::Refused(e.to_string()))?;
+    Ok(hub
+        .with_round(|r| round_json(r, round))
+        .unwrap_or(Value::Null))
+}
+
 fn pairing_json(p: &Pairing) -> Value {
     json!({ "white": p.white, "black": p.black })
 }

@@ -20,10 +20,34 @@ use crate::output::rounds::{ResultsFileError, ResultsFormat};
 pub(super) struct LoadRoundQuery {
     round: Option<String>,
     format: Option<String>,
+    pairs: Option<String>,
 }
 
-/// `POST /api/v1/round?round=R[&format=trf|csv]` with a pairings file as the body: the token
-/// is checked before a byte of the body is read; a bad file changes nothing.
+/// The `pairs` of a load: a pairing engine's list as `W-B,W-B,...` (`N-0` a bye), in board
+/// order.
+fn query_pairs(raw: &str) -> Result<Vec<crate::round::pairs::Pair>, String> {
+    raw.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (w, b) = p.trim().split_once('-').ok_or_else(|| {
+                format!("pairs: {p:?} is not a pair of start ranks \"white-black\"")
+            })?;
+            let n = |s: &str| {
+                s.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("pairs: {s:?} is not a start rank"))
+            };
+            Ok(crate::round::pairs::Pair {
+                white: n(w)?,
+                black: n(b)?,
+            })
+        })
+        .collect()
+}
+
+/// `POST /api/v1/round?round=R[&format=trf|csv][&pairs=W-B,...]` with a pairings file as the
+/// body (with `pairs`: the TRF the list was paired from): the token is checked before a byte
+/// of the body is read; a bad file changes nothing.
 pub(super) async fn load_round(
     State(app): State<App>,
     Query(q): Query<LoadRoundQuery>,
@@ -47,12 +71,27 @@ pub(super) async fn load_round(
         Some(Ok(f)) => Some(f),
         None => None,
     };
+    let pairs = match q.pairs.as_deref().map(query_pairs) {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, e),
+        Some(Ok(p)) => Some(p),
+        None => None,
+    };
+    if pairs.is_some() && format.is_some_and(|f| f != crate::round::Format::Trf) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "a pairing list goes with the TRF it was paired from: format=trf",
+        );
+    }
     let bytes = match read_body(&app, &headers, body, MAX_PAIRINGS_BODY).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
     let format = format.unwrap_or_else(|| crate::round::Format::guess(&bytes));
-    match crate::output::rounds::load(&app.hub, format, round, &bytes) {
+    let loaded = match &pairs {
+        Some(p) => crate::output::rounds::load_paired(&app.hub, round, &bytes, p),
+        None => crate::output::rounds::load(&app.hub, format, round, &bytes),
+    };
+    match loaded {
         Ok(v) => {
             if let Some(path) = &app.round_file
                 && let Err(e) = crate::output::rounds::save(&app.hub, path)
