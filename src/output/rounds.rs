@@ -1,6 +1,7 @@
-//! Loading a round's pairings into the hub ([`load`]), the list of rounds and an earlier
-//! round's games for the API, and the file that keeps the loaded round across a restart
-//! ([`save`] / [`restore`]).
+//! Loading a round's pairings into the hub ([`load`], [`load_paired`]), the list of rounds and
+//! an earlier round's games for the API, a round's results files ([`results_file`]), and the
+//! file that keeps the loaded round and its confirmed results across a restart ([`save`] /
+//! [`restore`]).
 //!
 //! A pairing for board N goes to the board numbered N (the configured board N, `board-N`, or
 //! the board given number N when it appeared), else to a new board `board-N`.
@@ -258,8 +259,8 @@ pub fn results_file(
     }
 }
 
-/// What the round file keeps: the current round's number, event, site and players, and the
-/// earlier rounds' of this run.
+/// What the round file keeps: the current round's number, event, site and players, the
+/// earlier rounds' of this run, and each round's confirmed results and TRF.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Saved {
     round: u32,
@@ -478,6 +479,72 @@ mod tests {
         let other = Hub::new(RoundInfo::default(), HubConfig::default());
         assert!(restore(&other, &path).is_err());
         assert!(!restore(&other, &dir.join("missing.json")).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn confirmed_results_and_a_latin1_trf_come_back_and_write_the_same_files() {
+        let dir = std::env::temp_dir().join(format!("eboardd-results-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(ROUND_FILE);
+        let line = |start: u32, name: &str, opp: u32, colour: char| -> Vec<u8> {
+            format!(
+                "001 {start:>4} m    {name:<33} 2000 GER {:>11} 2000/01/01  0.0 {start:>4}  {opp:>4} {colour}  \r\n",
+                1_000_000 + start
+            )
+            .chars()
+            .map(|c| u8::try_from(c).unwrap())
+            .collect()
+        };
+        let mut trf = b"012 Latin-1 Open\r\n".to_vec();
+        trf.extend(line(1, "M\u{fc}ller,J\u{f6}rg", 2, 'w'));
+        trf.extend(line(2, "Beta,Bob", 1, 'b'));
+        let hub = Hub::new(RoundInfo::default(), HubConfig::default());
+        load(&hub, Format::Trf, 1, &trf).unwrap();
+        let csv_before = hub
+            .with_round(|r| results_file(r, 1, ResultsFormat::Csv))
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&csv_before).ends_with(",1,2,*\n"),
+            "not confirmed yet"
+        );
+        hub.set_result(1, "board-1", GameResult::Draw);
+        hub.with_round(|r| assert!(r.complete(1)));
+        save(&hub, &path).unwrap();
+        let files = |h: &Hub| {
+            h.with_round(|r| {
+                [ResultsFormat::Trf, ResultsFormat::Csv, ResultsFormat::Res]
+                    .map(|f| results_file(r, 1, f).unwrap())
+            })
+        };
+        let before = files(&hub);
+        // Only the round's columns, points and ranks of the two lines changed.
+        let mut want = b"012 Latin-1 Open\r\n".to_vec();
+        for (l, code) in [
+            (line(1, "M\u{fc}ller,J\u{f6}rg", 2, 'w'), b'='),
+            (line(2, "Beta,Bob", 1, 'b'), b'='),
+        ] {
+            let mut l = l;
+            l[80..84].copy_from_slice(b" 0.5");
+            l[98] = code;
+            want.extend(l);
+        }
+        assert_eq!(before[0], want);
+        assert_eq!(String::from_utf8_lossy(&before[2]), "1 1\n1 2 5\n");
+        let fresh = Hub::new(RoundInfo::default(), HubConfig::default());
+        assert!(restore(&fresh, &path).unwrap());
+        fresh.with_round(|r| assert!(r.complete(1)));
+        assert_eq!(files(&fresh), before);
+        // A round from a CSV has no TRF: its .trf is refused, its .csv written.
+        load(&hub, Format::Csv, 2, b"board,white,black\n1,A,B\n").unwrap();
+        hub.with_round(|r| {
+            assert_eq!(
+                results_file(r, 2, ResultsFormat::Trf),
+                Err(ResultsFileError::NoTrf(2))
+            );
+            assert!(results_file(r, 2, ResultsFormat::Csv).is_ok());
+            assert!(!r.complete(2));
+        });
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
