@@ -120,6 +120,13 @@ pub enum Notice {
         /// Its code.
         code: IrregularityCode,
     },
+    /// The arbiter confirmed or set a board's result of a round.
+    ResultConfirmed {
+        /// The round.
+        round: u32,
+        /// The result (`1-0`, `0-1`, `1/2-1/2`, `+`, `-`, `--`).
+        result: GameResult,
+    },
 }
 
 /// What one numbered message of the hub says, typed (its JSON is [`super::Msg::json`]).
@@ -168,6 +175,8 @@ pub enum MsgKind {
     Players,
     /// [`Notice::IrregularityAcknowledged`].
     IrregularityAcknowledged,
+    /// [`Notice::ResultConfirmed`].
+    ResultConfirmed,
 }
 
 impl MsgKind {
@@ -198,6 +207,7 @@ impl Notice {
             Notice::BoardStatus { .. } => MsgKind::BoardStatus,
             Notice::Players { .. } => MsgKind::Players,
             Notice::IrregularityAcknowledged { .. } => MsgKind::IrregularityAcknowledged,
+            Notice::ResultConfirmed { .. } => MsgKind::ResultConfirmed,
         }
     }
 }
