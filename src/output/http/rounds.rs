@@ -227,3 +227,22 @@ pub(super) async fn round_results_res(
 ) -> Response {
     round_results(&app, &headers, &raw, ResultsFormat::Res)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::round::pairs::Pair;
+
+    #[test]
+    fn the_pairs_of_a_load_query() {
+        assert_eq!(
+            super::query_pairs("3-5,2-4, 7-0,").unwrap(),
+            [
+                Pair { white: 3, black: 5 },
+                Pair { white: 2, black: 4 },
+                Pair { white: 7, black: 0 },
+            ]
+        );
+        assert!(super::query_pairs("3-5,2").unwrap_err().contains("\"2\""));
+        assert!(super::query_pairs("3-x").unwrap_err().contains("\"x\""));
+    }
+}
