@@ -477,11 +477,38 @@ async fn relay_files_lcc_json_and_operator_actions() {
         serde_json::from_str::<Value>(&g2).unwrap()["result"],
         "DRAW"
     );
-    // A second result: no running game.
+    // The arbiter's result is recorded as confirmed; on the ended game, another one replaces it
+    // in the round (the game keeps its own), and `confirm` takes the game's back.
+    let (_, _, r3) = get(s.http, "/api/v1/rounds/3");
+    let r3: Value = serde_json::from_str(&r3).unwrap();
+    let b2 = |r: &Value| r["boards"][1].clone();
     assert_eq!(
-        http(s.http, "POST", path, &[("Authorization", &auth)], body).0,
-        409
+        (b2(&r3)["result"].clone(), b2(&r3)["confirmed"].clone()),
+        (Value::from("1/2-1/2"), Value::from(true))
     );
+    let (status, _, msg) = http(
+        s.http,
+        "POST",
+        path,
+        &[("Authorization", &auth)],
+        r#"{"result":"+"}"#,
+    );
+    assert_eq!(status, 200, "{msg}");
+    let (_, _, r3) = get(s.http, "/api/v1/rounds/3");
+    let r3: Value = serde_json::from_str(&r3).unwrap();
+    assert_eq!(b2(&r3)["result"], "+");
+    assert_eq!(b2(&r3)["game"]["result"], "1/2-1/2");
+    let (status, _, msg) = http(
+        s.http,
+        "POST",
+        path,
+        &[("Authorization", &auth)],
+        r#"{"confirm":true}"#,
+    );
+    assert_eq!(status, 200, "{msg}");
+    let (_, _, r3) = get(s.http, "/api/v1/rounds/3");
+    let r3: Value = serde_json::from_str(&r3).unwrap();
+    assert_eq!(b2(&r3)["result"], "1/2-1/2");
 
     // Players: validated.
     let p = "/api/v1/boards/board-3/players";

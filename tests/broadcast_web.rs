@@ -187,6 +187,7 @@ async fn arbiter_page_in_headless_chromium() {
         "every move (and the start) can be taken back to"
     );
     assert!(dom.contains("data-fixact=\"replace\"") && dom.contains("data-fixact=\"position\""));
+    assert!(dom.contains("data-fixact=\"rresult\"") && dom.contains("data-fixact=\"confirm\""));
     assert!(
         dom.contains("class=\"up\">live<"),
         "the WebSocket connected"

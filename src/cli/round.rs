@@ -1,5 +1,7 @@
-//! `eboardd round load FILE --round R`: send a pairings file to the running daemon's API
-//! (`POST /api/v1/round`) with the token, and say what it answered.
+//! `eboardd round load FILE --round R [--pairs LIST]`: send a pairings file (or a TRF and the
+//! pairing engine's list) to the running daemon's API (`POST /api/v1/round`) with the token,
+//! and say what it answered. `eboardd round results --round R`: fetch the round's results
+//! file the daemon writes (`GET /api/v1/rounds/R/results.trf|csv|res`).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -22,6 +24,40 @@ pub struct RoundArgs {
 pub enum RoundCommand {
     /// Load a round's pairings (FIDE TRF or CSV) into the running daemon.
     Load(LoadArgs),
+    /// Write a round's confirmed results (the loaded TRF filled in, CSV, or Vega's .res).
+    Results(ResultsArgs),
+}
+
+/// How to reach the running daemon.
+#[derive(Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// The daemon's HTTP API [default: [outputs] http of --config, else
+    /// http://127.0.0.1:8080].
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// File holding the access token [default: [outputs] token_file of --config].
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The daemon's configuration, for its address and token file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `eboardd round results`.
+#[derive(Debug, clap::Args)]
+pub struct ResultsArgs {
+    /// The round number.
+    #[arg(long)]
+    pub round: u32,
+    /// trf (the loaded TRF with the round's results, points and ranks), csv, or res (Vega).
+    #[arg(long, default_value = "trf")]
+    pub format: String,
+    /// Write the file here [default: standard output].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The daemon.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
 }
 
 /// `eboardd round load`.
@@ -37,31 +73,28 @@ pub struct LoadArgs {
     /// trf or csv [default: from the file name, else from the content].
     #[arg(long)]
     pub format: Option<String>,
-    /// The daemon's HTTP API [default: [outputs] http of --config, else
-    /// http://127.0.0.1:8080].
-    #[arg(long, value_name = "URL")]
-    pub server: Option<String>,
-    /// File holding the access token [default: [outputs] token_file of --config].
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The daemon's configuration, for its address and token file.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    /// The pairing list JaVaFo or bbpPairings printed (`-p FILE`: the number of pairs, then
+    /// `white black` start ranks a line, `N 0` a bye) for the round; FILE is then the TRF it
+    /// was paired from.
+    #[arg(long, value_name = "LIST")]
+    pub pairs: Option<PathBuf>,
+    /// The daemon.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
 }
 
 /// Run `eboardd round ...`; the exit code.
 pub fn run(a: RoundArgs) -> ExitCode {
-    match a.command {
-        RoundCommand::Load(l) => match load(&l) {
-            Ok(msg) => {
-                println!("{msg}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("eboardd: error: {e}");
-                ExitCode::from(1)
-            }
-        },
+    let done = match a.command {
+        RoundCommand::Load(l) => load(&l).map(|msg| println!("{msg}")),
+        RoundCommand::Results(r) => results(&r),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("eboardd: error: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -78,7 +111,8 @@ fn authority(server: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
-fn load(a: &LoadArgs) -> Result<String, String> {
+/// The daemon's `host:port` and its token (`None` when no token file is given or configured).
+fn daemon(a: &DaemonArgs) -> Result<(String, Option<String>), String> {
     let cfg = match &a.config {
         Some(p) => Some(crate::config::Config::load(p).map_err(|e| e.to_string())?),
         None => None,
@@ -92,12 +126,69 @@ fn load(a: &LoadArgs) -> Result<String, String> {
     let token_file = a
         .token_file
         .clone()
-        .or_else(|| cfg.as_ref().and_then(|c| c.outputs.token_file.clone()))
-        .ok_or("give --token-file (or --config with [outputs] token_file)")?;
-    let token = std::fs::read_to_string(&token_file)
-        .map_err(|e| format!("token file {}: {e}", token_file.display()))?
-        .trim()
-        .to_string();
+        .or_else(|| cfg.as_ref().and_then(|c| c.outputs.token_file.clone()));
+    let token = match token_file {
+        Some(f) => Some(
+            std::fs::read_to_string(&f)
+                .map_err(|e| format!("token file {}: {e}", f.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    Ok((host, token))
+}
+
+/// `eboardd round results`: the daemon's results file of the round, to `--out` or stdout.
+fn results(a: &ResultsArgs) -> Result<(), String> {
+    let format: crate::output::rounds::ResultsFormat = a.format.parse()?;
+    let ext = match format {
+        crate::output::rounds::ResultsFormat::Trf => "trf",
+        crate::output::rounds::ResultsFormat::Csv => "csv",
+        crate::output::rounds::ResultsFormat::Res => "res",
+    };
+    let (host, token) = daemon(&a.daemon)?;
+    let path = format!("/api/v1/rounds/{}/results.{ext}", a.round);
+    let (status, head, body) = request(&host, "GET", &path, token.as_deref(), &[])?;
+    if !(200..300).contains(&status) {
+        return Err(format!(
+            "round {} results refused ({status}): {}",
+            a.round,
+            why(&body)
+        ));
+    }
+    match &a.out {
+        Some(f) => std::fs::write(f, &body).map_err(|e| format!("{}: {e}", f.display()))?,
+        None => std::io::stdout()
+            .write_all(&body)
+            .map_err(|e| format!("standard output: {e}"))?,
+    }
+    let complete = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("x-round-complete:") && l.contains("true")
+    });
+    if !complete {
+        eprintln!(
+            "eboardd: warning: round {} is not complete: the boards without a confirmed result \
+             are left out",
+            a.round
+        );
+    }
+    Ok(())
+}
+
+/// The daemon's reason of a refusal (`{"error": "..."}`), else its body.
+fn why(answer: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(answer).unwrap_or(Value::Null);
+    v.get("error").and_then(Value::as_str).map_or_else(
+        || String::from_utf8_lossy(answer).trim().to_string(),
+        str::to_string,
+    )
+}
+
+fn load(a: &LoadArgs) -> Result<String, String> {
+    let (host, token) = daemon(&a.daemon)?;
+    let token = token.ok_or("give --token-file (or --config with [outputs] token_file)")?;
     let body = std::fs::read(&a.file).map_err(|e| format!("{}: {e}", a.file.display()))?;
     if body.len() > crate::output::http::MAX_PAIRINGS_BODY {
         return Err(format!("{}: larger than 1 MiB", a.file.display()));
@@ -113,6 +204,15 @@ fn load(a: &LoadArgs) -> Result<String, String> {
         (None, Some("csv")) => Some("csv".into()),
         _ => None,
     };
+    let format = match (&a.pairs, format) {
+        (Some(_), Some(f)) if f.parse::<crate::round::Format>()? != crate::round::Format::Trf => {
+            return Err(format!(
+                "--pairs goes with the TRF it was paired from, not a {f} file"
+            ));
+        }
+        (Some(_), _) => Some("trf".to_string()),
+        (None, f) => f,
+    };
     if let Some(f) = &format {
         f.parse::<crate::round::Format>()?;
     }
@@ -120,14 +220,24 @@ fn load(a: &LoadArgs) -> Result<String, String> {
     if let Some(f) = &format {
         path.push_str(&format!("&format={f}"));
     }
-    let (status, answer) = post(&host, &path, &token, &body)?;
+    if let Some(list) = &a.pairs {
+        let bytes = std::fs::read(list).map_err(|e| format!("{}: {e}", list.display()))?;
+        let pairs = crate::round::pairs::parse(&crate::round::decode(&bytes))
+            .map_err(|e| format!("{}: {e}", list.display()))?;
+        let query: Vec<String> = pairs
+            .iter()
+            .map(|p| format!("{}-{}", p.white, p.black))
+            .collect();
+        path.push_str(&format!("&pairs={}", query.join(",")));
+    }
+    let (status, _, answer) = request(&host, "POST", &path, Some(&token), &body)?;
     let v: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
     if !(200..300).contains(&status) {
-        let why = v.get("error").and_then(Value::as_str).map_or_else(
-            || String::from_utf8_lossy(&answer).trim().to_string(),
-            str::to_string,
-        );
-        return Err(format!("round {} refused ({status}): {why}", a.round));
+        return Err(format!(
+            "round {} refused ({status}): {}",
+            a.round,
+            why(&answer)
+        ));
     }
     let boards = v
         .pointer("/round/boards")
@@ -154,8 +264,14 @@ fn load(a: &LoadArgs) -> Result<String, String> {
     Ok(out)
 }
 
-/// One HTTP/1.1 POST; (status, body).
-fn post(host: &str, path: &str, token: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+/// One HTTP/1.1 request (the token sent when given); (status, head, body).
+fn request(
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &[u8],
+) -> Result<(u16, String, Vec<u8>), String> {
     let addr = host
         .to_socket_addrs()
         .map_err(|e| format!("{host}: {e}"))?
@@ -165,8 +281,9 @@ fn post(host: &str, path: &str, token: &str, body: &[u8]) -> Result<(u16, Vec<u8
         .map_err(|e| format!("cannot reach the daemon at http://{host}: {e}"))?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(60)));
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}\
          Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n",
         body.len()
@@ -182,7 +299,7 @@ fn post(host: &str, path: &str, token: &str, body: &[u8]) -> Result<(u16, Vec<u8
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or("the daemon's answer has no end of headers")?;
-    let head = String::from_utf8_lossy(&resp[..split]);
+    let head = String::from_utf8_lossy(&resp[..split]).to_string();
     let status = head
         .split_whitespace()
         .nth(1)
@@ -196,7 +313,7 @@ fn post(host: &str, path: &str, token: &str, body: &[u8]) -> Result<(u16, Vec<u8
     if chunked {
         body = dechunk(&body);
     }
-    Ok((status, body))
+    Ok((status, head, body))
 }
 
 /// The payload of a chunked body (as far as it is well formed).

@@ -472,9 +472,12 @@ fn reload_round(
     if new.round == old.round || new.round == hub.with_round(|r| r.info.round) {
         return;
     }
+    // A new round: none of the round it replaces's results or TRF.
     let info = hub.with_round(|r| crate::output::RoundInfo {
         round: new.round,
         pairings: new.pairings.clone(),
+        results: Default::default(),
+        source: None,
         ..r.info.clone()
     });
     match hub.start_round(info) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{BoardStatus, Pairing, Player, RoundInfo};
+use super::model::{BoardStatus, GameResult, Pairing, Player, RoundInfo};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::vocab::IrregularityCode;
@@ -79,6 +79,15 @@ pub enum Change {
         /// Irregularity id.
         id: u64,
     },
+    /// A board's result in a round, confirmed or set by the arbiter.
+    Result {
+        /// The round.
+        round: u32,
+        /// Board id.
+        board: String,
+        /// The result.
+        result: GameResult,
+    },
     /// New round information.
     Info(Box<RoundInfo>),
     /// A new round started (the previous one keeps its games).
@@ -110,6 +119,13 @@ pub enum Notice {
         irregularity: u64,
         /// Its code.
         code: IrregularityCode,
+    },
+    /// The arbiter confirmed or set a board's result of a round.
+    ResultConfirmed {
+        /// The round.
+        round: u32,
+        /// The result (`1-0`, `0-1`, `1/2-1/2`, `+`, `-`, `--`).
+        result: GameResult,
     },
 }
 
@@ -159,6 +175,8 @@ pub enum MsgKind {
     Players,
     /// [`Notice::IrregularityAcknowledged`].
     IrregularityAcknowledged,
+    /// [`Notice::ResultConfirmed`].
+    ResultConfirmed,
 }
 
 impl MsgKind {
@@ -189,6 +207,7 @@ impl Notice {
             Notice::BoardStatus { .. } => MsgKind::BoardStatus,
             Notice::Players { .. } => MsgKind::Players,
             Notice::IrregularityAcknowledged { .. } => MsgKind::IrregularityAcknowledged,
+            Notice::ResultConfirmed { .. } => MsgKind::ResultConfirmed,
         }
     }
 }

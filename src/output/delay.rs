@@ -93,6 +93,11 @@ fn apply(public: &Hub, change: Change) {
         Change::Ack { board, id } => {
             let _ = public.acknowledge(&board, id);
         }
+        Change::Result {
+            round,
+            board,
+            result,
+        } => public.set_result(round, &board, result),
         Change::Info(info) => public.update_info(|i| *i = *info),
         Change::StartRound(info) => {
             let _ = public.start_round(*info);

@@ -555,6 +555,23 @@ impl Hub {
                 self.publish_own(st, &board, notice);
                 Ok(Some(Change::Ack { board, id }))
             }
+            Change::Result {
+                round,
+                board,
+                result,
+            } => {
+                st.round.board_mut(&board);
+                st.round
+                    .info_of_mut(round)
+                    .results
+                    .insert(board.clone(), result);
+                self.publish_own(st, &board, Notice::ResultConfirmed { round, result });
+                Ok(Some(Change::Result {
+                    round,
+                    board,
+                    result,
+                }))
+            }
             Change::Info(info) => {
                 st.rev += 1;
                 st.round.info = (*info).clone();
@@ -755,6 +772,22 @@ impl Hub {
         Ok(())
     }
 
+    /// Record board `board`'s result in round `round` as the arbiter confirmed or set it (the
+    /// round JSON shows it `"confirmed": true`; results files write it). Publishes a
+    /// `result_confirmed` message.
+    pub fn set_result(&self, round: u32, board: &str, result: super::model::GameResult) {
+        let mut st = self.lock();
+        let change = Change::Result {
+            round,
+            board: board.to_string(),
+            result,
+        };
+        let _ = self.apply(&mut st, change);
+        let seq = st.next_seq - 1;
+        drop(st);
+        self.inner.changed.send_replace(seq);
+    }
+
     /// Mark an irregularity (by id) acknowledged. Publishes `irregularity_acknowledged`.
     pub fn acknowledge(&self, board: &str, id: u64) -> Result<(), HubError> {
         let change = Change::Ack {
@@ -920,5 +953,35 @@ mod tests {
         );
         let v: Value = serde_json::from_slice(&hub.snapshot_text()).unwrap();
         assert_eq!(v, hub.snapshot());
+    }
+
+    #[test]
+    fn a_confirmed_result_is_a_message_and_in_the_board_json() {
+        let info = RoundInfo {
+            round: 2,
+            boards: vec!["board-1".into()],
+            ..Default::default()
+        };
+        let hub = Hub::new(info, HubConfig::default());
+        let (_, mut rx) = hub.subscribe(Some(0));
+        hub.set_result(
+            2,
+            "board-1",
+            super::super::model::GameResult::WhiteByForfeit,
+        );
+        let m = rx.try_recv().expect("a message");
+        assert_eq!(m.kind, MsgKind::ResultConfirmed);
+        let v: Value = serde_json::from_str(&m.json).unwrap();
+        assert_eq!(
+            (&v["kind"], &v["board"], &v["round"], &v["result"]),
+            (
+                &"result_confirmed".into(),
+                &"board-1".into(),
+                &2.into(),
+                &"+".into()
+            )
+        );
+        let b = &hub.snapshot()["boards"][0];
+        assert_eq!((&b["result"], &b["confirmed"]), (&"+".into(), &true.into()));
     }
 }

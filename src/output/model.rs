@@ -20,6 +20,8 @@ use crate::core::game::{GameRecord, mover_of_ply};
 use crate::core::observation::Micros;
 use crate::core::start;
 use crate::core::vocab::{Claim, IrregularityCode};
+/// A board's result as the arbiter confirms it, and the file a round was loaded from.
+pub use crate::round::results::{GameResult, RoundSource};
 /// The pairing types live with the pairings in [`crate::round`]; the model uses them.
 pub use crate::round::{Pairing, Player, PlayerError};
 
@@ -50,6 +52,14 @@ pub struct RoundInfo {
     pub serials: HashMap<String, String>,
     /// Wall-clock epoch milliseconds at event time `t = 0` (for LCC/LiveChess `time` fields).
     pub epoch_ms: i64,
+    /// Results the arbiter confirmed or set, per board id (a board's game proposes its own
+    /// result until then).
+    #[serde(skip_serializing_if = "HashMap::is_empty")]
+    pub results: HashMap<String, GameResult>,
+    /// The TRF the round was loaded from, with its boards' start ranks (`GET
+    /// /api/v1/rounds/R/results.trf` writes the results back into it).
+    #[serde(skip)]
+    pub source: Option<std::sync::Arc<RoundSource>>,
 }
 
 impl Default for RoundInfo {
@@ -64,6 +74,8 @@ impl Default for RoundInfo {
             pairings: HashMap::new(),
             serials: HashMap::new(),
             epoch_ms: 0,
+            results: HashMap::new(),
+            source: None,
         }
     }
 }
@@ -745,6 +757,38 @@ impl RoundState {
         }
     }
 
+    /// The information of round `round` to change: an earlier one's, else the current one's.
+    pub fn info_of_mut(&mut self, round: u32) -> &mut RoundInfo {
+        match self.previous.get_mut(&round) {
+            Some(i) if round != self.info.round => i,
+            _ => &mut self.info,
+        }
+    }
+
+    /// Board `b`'s result in round `round` and whether the arbiter confirmed it: the
+    /// arbiter's, else the one its game `game` (of that round) proposes by ending.
+    pub fn result_in(
+        &self,
+        b: &BoardState,
+        round: u32,
+        game: Option<&GameRecord>,
+    ) -> (Option<GameResult>, bool) {
+        match self.info_of(round).results.get(&b.id) {
+            Some(r) => (Some(*r), true),
+            None => (
+                game.and_then(|g| GameResult::played(crate::pgn::result_of(g))),
+                false,
+            ),
+        }
+    }
+
+    /// Whether every board paired in round `round` has a confirmed result (a round without
+    /// pairings is not complete).
+    pub fn complete(&self, round: u32) -> bool {
+        let info = self.info_of(round);
+        !info.pairings.is_empty() && info.pairings.keys().all(|b| info.results.contains_key(b))
+    }
+
     /// The players of a board in round `round`.
     pub fn pairing_in(&self, round: u32, board: &str) -> Pairing {
         self.info_of(round)
@@ -878,6 +922,9 @@ pub fn game_json(g: &GameRecord) -> Value {
 /// JSON snapshot of one board (the `boards[]` items of `GET /api/v1/boards`, the MQTT state).
 pub fn board_json(round: &RoundState, b: &BoardState) -> Value {
     let pairing = round.shown_pairing(b);
+    let shown = b.shown_round();
+    let game = b.game().filter(|g| b.round_of(g) == shown);
+    let (result, confirmed) = round.result_in(b, shown, game);
     let irregularities: Vec<&Irregularity> = b.open_irregularities().collect();
     json!({
         "board": b.id,
@@ -892,6 +939,8 @@ pub fn board_json(round: &RoundState, b: &BoardState) -> Value {
         "white": pairing.white,
         "black": pairing.black,
         "game": b.game().map(game_json),
+        "result": result.map(GameResult::as_str),
+        "confirmed": confirmed,
         "games": b.games.len() + b.archived as usize,
         "clock": b.clock.as_ref().map(clock_json),
         "irregularities": irregularities,

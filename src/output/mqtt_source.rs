@@ -10,7 +10,8 @@
 //!   its retained state: current game, players, health;
 //! - events are read back into core events ([`CoreEvent::from_wire`]) and published into the
 //!   hub, so the round model is built exactly as on the node; the node's own messages
-//!   (`board_status`, `players`, `irregularity_acknowledged`) are applied as such;
+//!   (`board_status`, `players`, `irregularity_acknowledged`, `result_confirmed`) are applied
+//!   as such;
 //! - a node that goes offline (its Last Will, or the offline status of a clean stop) marks its
 //!   boards disconnected with a comment naming the node; their games stay as they were. The
 //!   status is retained, so a source that starts (or reconnects) after the node went offline
@@ -204,6 +205,13 @@ impl Assembler {
                     black: serde_json::from_value(v["black"].clone()).unwrap_or_default(),
                 };
                 let _ = hub.set_pairing(id, pairing);
+            }
+            Some(MsgKind::ResultConfirmed) => {
+                let round = v["round"].as_u64().and_then(|r| u32::try_from(r).ok());
+                let result = serde_json::from_value(v["result"].clone()).ok();
+                if let (Some(round), Some(result)) = (round, result) {
+                    hub.set_result(round, id, result);
+                }
             }
             Some(MsgKind::IrregularityAcknowledged) => {
                 let theirs = v["irregularity"].as_u64().unwrap_or(0);

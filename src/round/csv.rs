@@ -198,6 +198,7 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
         event: None,
         site: None,
         boards,
+        ranks: HashMap::new(),
     })
 }
 

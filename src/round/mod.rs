@@ -6,7 +6,11 @@
 
 pub mod csv;
 pub mod pairing;
+pub mod pairs;
+pub mod results;
 pub mod trf;
+
+use std::collections::HashMap;
 
 pub use pairing::{Pairing, Player, PlayerError};
 
@@ -54,6 +58,8 @@ pub struct LoadedRound {
     pub site: Option<String>,
     /// `(board number, players)`, board numbers ascending and distinct.
     pub boards: Vec<(u32, Pairing)>,
+    /// Start ranks (White, Black) by board number, when the file gives them (a TRF).
+    pub ranks: HashMap<u32, (u32, u32)>,
 }
 
 /// Why a pairings file was refused: the line (1-based; 0 = the file as a whole) and the field.

@@ -173,7 +173,9 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
         ));
     }
     let r = round as usize;
-    let mut pairs: Vec<(u32, u32, u32, Pairing)> = Vec::new();
+    // (top score, sum of scores, best start rank, (White's, Black's start rank), players)
+    type Ranked = (u32, u32, u32, (u32, u32), Pairing);
+    let mut pairs: Vec<Ranked> = Vec::new();
     for p in &players {
         let Some(&(opp, colour, _)) = p.rounds.get(r - 1) else {
             continue;
@@ -215,6 +217,7 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
             sw.max(sb),
             sw + sb,
             p.rank.min(o.rank),
+            (p.rank, o.rank),
             Pairing {
                 white: p.player.clone(),
                 black: o.player.clone(),
@@ -233,10 +236,15 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
         round,
         event,
         site,
+        ranks: pairs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (i as u32 + 1, x.3))
+            .collect(),
         boards: pairs
             .into_iter()
             .enumerate()
-            .map(|(i, (_, _, _, p))| (i as u32 + 1, p))
+            .map(|(i, (_, _, _, _, p))| (i as u32 + 1, p))
             .collect(),
     })
 }

@@ -15,7 +15,7 @@ use super::{App, JSON_TYPE, error};
 use crate::core::observation::OperatorAction;
 #[cfg(feature = "test-support")]
 use crate::output::hub::Hub;
-use crate::output::model::Pairing;
+use crate::output::model::{GameResult, Pairing};
 use crate::output::render;
 
 /// Parse `body` as each operator action's body would be, and apply a parsed pairing to `hub`
@@ -107,33 +107,119 @@ fn ok() -> Response {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ResultBody {
-    result: String,
+    /// The result the arbiter sets (`1-0`, `0-1`, `1/2-1/2`, `+`, `-`, `--`).
+    #[serde(default)]
+    result: Option<String>,
+    /// `true`: confirm the result the board's game ended with.
+    #[serde(default)]
+    confirm: Option<bool>,
+    /// The round (default: the current one).
+    #[serde(default)]
+    round: Option<u32>,
 }
 
+/// What a board has in a round, for the arbiter's result.
+struct BoardInRound {
+    /// Its game of the round is running.
+    running: bool,
+    /// The result its game of the round ended with.
+    proposed: Option<GameResult>,
+    /// It has a game or players in the round.
+    present: bool,
+}
+
+/// The arbiter's result of a board: `{"result": "1-0"}` sets it (a running game of the round
+/// ends with it, as before), `{"confirm": true}` confirms the one its game ended with; either
+/// way the round records it as confirmed (`"round": R` for an earlier round), and the round
+/// file keeps it.
 pub(super) async fn set_result(post: BoardPost) -> Response {
     post.run(|app, id, b: ResultBody| {
-        if b.result.parse::<shakmaty::KnownOutcome>().is_err() {
+        let (current, rounds) = app.hub.with_round(|r| (r.info.round, r.round_numbers()));
+        let round = b.round.unwrap_or(current);
+        if !rounds.contains(&round) {
+            return error(StatusCode::NOT_FOUND, format!("no round {round}"));
+        }
+        let wanted = match (&b.result, b.confirm) {
+            (Some(s), None) => match s.parse::<GameResult>() {
+                Ok(r) => Some(r),
+                Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+            },
+            (None, Some(true)) => None,
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "give either {\"result\": \"1-0\"} (or 0-1, 1/2-1/2, +, -, --) or \
+                     {\"confirm\": true}",
+                );
+            }
+        };
+        let on = app.hub.with_round(|r| {
+            let b = r.board(id)?;
+            let game = render::game_for(r, b, round);
+            Some(BoardInRound {
+                running: game.as_ref().is_some_and(|g| !g.ended()),
+                proposed: game
+                    .as_ref()
+                    .and_then(|g| GameResult::played(crate::pgn::result_of(g))),
+                present: game.is_some() || r.info_of(round).pairings.contains_key(id),
+            })
+        });
+        let Some(on) = on.filter(|o| o.present) else {
             return error(
-                StatusCode::BAD_REQUEST,
+                StatusCode::CONFLICT,
+                format!("board {id:?} has no game and no players in round {round}"),
+            );
+        };
+        let result = match wanted {
+            Some(r) => {
+                if on.running && r.is_played() {
+                    let action = OperatorAction::SetResult {
+                        result: r.as_str().to_string(),
+                    };
+                    if let Err(e) = app.hub.operator(id, action) {
+                        return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+                    }
+                }
+                r
+            }
+            None => match on.proposed {
+                Some(r) => r,
+                None => {
+                    return error(
+                        StatusCode::CONFLICT,
+                        format!(
+                            "board {id:?} has no result to confirm in round {round}: its game \
+                             has not ended (set one with {{\"result\": \"1-0\"}})"
+                        ),
+                    );
+                }
+            },
+        };
+        app.hub.set_result(round, id, result);
+        if let Some(path) = &app.round_file
+            && let Err(e) = crate::output::rounds::save(&app.hub, path)
+        {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
                 format!(
-                    "result must be \"1-0\", \"0-1\" or \"1/2-1/2\", not {:?}",
-                    b.result
+                    "the result of {id} is recorded but not saved to {}: {e}",
+                    path.display()
                 ),
             );
         }
-        let running = app.hub.with_round(|r| {
-            r.board(id)
-                .and_then(|b| b.game())
-                .is_some_and(|g| !g.ended())
-        });
-        if !running {
-            return error(
-                StatusCode::CONFLICT,
-                format!("board {id:?} has no running game"),
-            );
-        }
-        let action = OperatorAction::SetResult { result: b.result };
-        operate(app, id, action)
+        tracing::info!("round {round}, {id}: result {} confirmed", result.as_str());
+        (
+            [(header::CONTENT_TYPE, JSON_TYPE)],
+            json!({
+                "ok": true,
+                "round": round,
+                "board": id,
+                "result": result.as_str(),
+                "confirmed": true,
+            })
+            .to_string(),
+        )
+            .into_response()
     })
     .await
 }

@@ -32,7 +32,10 @@ pub use boards::valid_board_id;
 use boards::{board, board_pgn, boards, games_pgn, health, index, metrics, relay_file};
 pub use body::{MAX_BODY, MAX_PAIRINGS_BODY};
 use events::{sse_events, ws_events};
-use rounds::{load_round, round_games_pgn, round_view, rounds};
+use rounds::{
+    load_round, round_games_pgn, round_results_csv, round_results_res, round_results_trf,
+    round_view, rounds,
+};
 
 /// Content type of PGN.
 pub const PGN_TYPE: &str = "application/x-chess-pgn; charset=utf-8";
@@ -124,6 +127,9 @@ pub fn router_with(o: HttpOptions) -> Router {
         .route("/api/v1/rounds", get(rounds))
         .route("/api/v1/rounds/{round}", get(round_view))
         .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
+        .route("/api/v1/rounds/{round}/results.trf", get(round_results_trf))
+        .route("/api/v1/rounds/{round}/results.csv", get(round_results_csv))
+        .route("/api/v1/rounds/{round}/results.res", get(round_results_res))
         .route("/relay/{*path}", get(relay_file))
         .route("/metrics", get(metrics))
         .fallback(not_found)
