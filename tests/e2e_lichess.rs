@@ -515,7 +515,7 @@ fn too_few_round_ids_for_the_boards_is_an_error_at_start() {
     let token = dir.join("lichess.token");
     std::fs::write(&token, LICHESS_TOKEN).unwrap();
     let mut boards = String::new();
-    for n in [1, 2, 65] {
+    for n in [1, 2, 101] {
         boards.push_str(&format!(
             "[[board]]\nnumber = {n}\nserial = \"{}\"\n\n",
             20000 + n
@@ -545,7 +545,7 @@ fn too_few_round_ids_for_the_boards_is_an_error_at_start() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(
-        err.contains("board 65 needs 2 broadcast round ids") && err.contains("1 is given"),
+        err.contains("board 101 needs 2 broadcast round ids") && err.contains("1 is given"),
         "{err}"
     );
     assert!(!err.contains(LICHESS_TOKEN));

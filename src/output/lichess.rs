@@ -4,8 +4,11 @@
 //! - Coalesced: at most one request in flight, at most one a second, and the PGN is rendered
 //!   again just before each request, so the last state always arrives; a round whose PGN is
 //!   the one lichess last took is not sent again.
-//! - lichess takes at most [`GAMES_PER_ROUND`] games per broadcast round: with several round
-//!   ids, the boards numbered 1–64 go to the first, 65–128 to the second, and so on.
+//! - lichess takes at most [`GAMES_PER_ROUND`] games per broadcast round (its push takes up to
+//!   100 games a round, lichess-org/api PR #500; a round shows at most 100, lila's
+//!   `maxChaptersToShow`): with several round ids, the boards numbered 1–100 go to the first,
+//!   101–200 to the second, and so on — fixed ranges, so a game never moves between ids as
+//!   boards come and go.
 //! - lichess's answer (`{"games": [{"tags": …, "moves": N} | {"tags": …, "error": "…"}]}`) is
 //!   kept per round and shown in `GET /api/v1/health` and on the page: a game lichess refused
 //!   says why.
@@ -27,8 +30,8 @@ use super::metrics::Part;
 use super::model::RoundState;
 use super::render;
 
-/// The most games lichess takes in one broadcast round.
-pub const GAMES_PER_ROUND: u32 = 64;
+/// The most games lichess takes in one broadcast round (lichess-org/api PR #500).
+pub const GAMES_PER_ROUND: u32 = 100;
 /// The shortest time between two requests.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 /// The first wait after a failed request; it doubles with each failure in a row.
@@ -68,7 +71,7 @@ impl std::fmt::Debug for Token {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LichessFile {
-    /// The broadcast round id, or a list of them (64 boards each, in board order).
+    /// The broadcast round id, or a list of them (100 boards each, in board order).
     pub round: RoundIds,
     /// File holding an API token with the `study:write` scope.
     pub token_file: std::path::PathBuf,
@@ -80,9 +83,9 @@ pub struct LichessFile {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum RoundIds {
-    /// One round (up to 64 boards).
+    /// One round (up to 100 boards).
     One(String),
-    /// Several rounds, 64 boards each.
+    /// Several rounds, 100 boards each.
     Many(Vec<String>),
 }
 
@@ -99,7 +102,7 @@ impl RoundIds {
 /// Where and how to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LichessConfig {
-    /// Broadcast round ids: the first takes boards 1–64, the next 65–128, …
+    /// Broadcast round ids: the first takes boards 1–100, the next 101–200, …
     pub rounds: Vec<String>,
     /// The API token.
     pub token: Token,
@@ -672,10 +675,10 @@ mod tests {
         std::fs::write(&file, "lip_abc\n").unwrap();
         let cfg = LichessConfig::new(vec!["AbCd1234".into()], &file, None).unwrap();
         assert_eq!(cfg.url, "https://lichess.org");
-        assert_eq!(cfg.capacity(), 64);
-        assert!(cfg.check_boards([1, 64]).is_ok());
-        let e = cfg.check_boards([3, 65]).unwrap_err();
-        assert!(e.contains("board 65 needs 2 broadcast round ids"), "{e}");
+        assert_eq!(cfg.capacity(), 100);
+        assert!(cfg.check_boards([1, 100]).is_ok());
+        let e = cfg.check_boards([3, 101]).unwrap_err();
+        assert!(e.contains("board 101 needs 2 broadcast round ids"), "{e}");
         let bad = LichessConfig::new(vec!["nope".into()], &file, None).unwrap_err();
         assert!(
             bad.to_string().contains("not a broadcast round id"),
@@ -687,6 +690,54 @@ mod tests {
         let empty = LichessConfig::new(vec!["AbCd1234".into()], &file, None);
         assert!(empty.unwrap_err().to_string().contains("no token"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The board numbers of a push body (its `Round` tags, `round.board`), in the order its
+    /// games come.
+    fn boards_of(body: &str) -> Vec<u32> {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("[Round \""))
+            .map(|r| {
+                r.trim_end_matches("\"]")
+                    .rsplit('.')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn boards_1_to_100_go_to_the_first_id_and_101_on_to_the_next_in_board_order() {
+        use crate::core::event::{CoreEvent, EventKind};
+        use crate::output::model::RoundInfo;
+        let mut round = RoundState::new(RoundInfo::default());
+        // Boards come in any order (plugged in at random); every one has a game.
+        let mut numbers: Vec<u32> = (1..=130).collect();
+        numbers.reverse();
+        numbers.swap(3, 77);
+        for n in &numbers {
+            let id = format!("b-{n:03}");
+            round.board_with_number(&id, Some(*n));
+            let start = CoreEvent {
+                t: 1,
+                game: 1,
+                kind: EventKind::GameStarted {
+                    fen: shakmaty::fen::Fen::default().to_string(),
+                    chess960: None,
+                },
+            };
+            round.apply(u64::from(*n), &id, &start);
+        }
+        let (two, unpushed) = bodies(&round, 2);
+        assert_eq!(boards_of(&two[0]), (1..=100).collect::<Vec<u32>>());
+        assert_eq!(boards_of(&two[1]), (101..=130).collect::<Vec<u32>>());
+        assert!(unpushed.is_empty());
+        // One id for 130 boards: 101-130 are listed as not pushed.
+        let (one, unpushed) = bodies(&round, 1);
+        assert_eq!(boards_of(&one[0]), (1..=100).collect::<Vec<u32>>());
+        assert_eq!(unpushed, (101..=130).collect::<Vec<u32>>());
     }
 
     #[test]
