@@ -382,11 +382,36 @@ async fn pushes_the_round_through_refusals_with_the_last_state_arriving() {
     );
     assert_eq!(rs[1].status, 429);
     assert_eq!(rs[3].status, 500);
+    // While board 1's game runs, each push carries its clocks as last read (LiveChess's
+    // WhiteClock/BlackClock/ReferenceTime tags); the finished game carries none.
+    let running: Vec<support::pgn::PgnGame> = rs
+        .iter()
+        .filter(|r| r.status == 200)
+        .filter_map(|r| pushed_game(&r.body, 1))
+        .filter(|g| g.tag("Result") == Some("*"))
+        .collect();
+    assert!(!running.is_empty(), "no push of board 1's game in progress");
+    let clocked = |g: &support::pgn::PgnGame| {
+        ["WhiteClock", "BlackClock", "ReferenceTime"].map(|t| g.tag(t).is_some())
+    };
+    // Before the clock's first reading there is none; after it, all three.
+    assert!(
+        running.iter().any(|g| clocked(g) == [true; 3]),
+        "no running push with its clocks"
+    );
+    for g in &running {
+        let c = clocked(g);
+        assert!(c == [true; 3] || c == [false; 3], "{:?}", g.tags);
+    }
     // The last push lichess took is the final state: board 1's game with its result.
     let last = rs.iter().rev().find(|r| r.status == 200).unwrap();
     let g = pushed_game(&last.body, 1).expect("board 1 in the last push");
     assert_eq!(g.tag("Result"), Some("1-0"));
     assert_eq!(g.moves.len(), want.len());
+    assert!(
+        g.tag("WhiteClock").is_none(),
+        "a finished game has no clock tags"
+    );
     assert!(
         pushed_game(&last.body, 2).is_some(),
         "board 2 in the last push"

@@ -2,7 +2,7 @@
 //! (§1) and the LiveChess EBoards API objects (§4).
 
 use serde_json::{Value, json};
-use shakmaty::Color;
+use shakmaty::{Color, Position};
 
 use super::model::{BoardState, ClockState, Player, RoundInfo, RoundState, Shown};
 use crate::core::game::{GameRecord, mover_of_ply};
@@ -94,6 +94,16 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out:
     }
     if let Some(tc) = &info.time_control {
         tag("TimeControl", tc.clone());
+    }
+    // A game in progress: the clocks as last read, as LiveChess writes them, so a viewer's
+    // clocks are right between moves (lila #19227 reads these tags).
+    if !game.ended()
+        && current(board).is_some_and(|c| c.number == game.number)
+        && let Some(c) = &board.clock
+    {
+        for (name, v) in clock_tags(round, board, c, game.position().turn()) {
+            tag(name, v);
+        }
     }
     // The tag section ends at the first empty line.
     match text.find("\n\n") {
@@ -348,6 +358,37 @@ pub fn lcc_moves(g: &GameRecord, increment_ms: Option<u32>) -> Vec<String> {
         .collect()
 }
 
+/// `H:MM:SS` of a clock's milliseconds left (LiveChess: `01:25:36`).
+fn hms(ms: u32) -> String {
+    let s = ms / 1000;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The `WhiteClock`, `BlackClock` and `ReferenceTime` tags of a clock reading, as real
+/// LiveChess writes them (`[WhiteClock "01:25:36"] [BlackClock "01:21:35"] [ReferenceTime
+/// "W/2024-05-15T14:21:57.339+02:00"]`: the running side, `to_move` when the clock is
+/// stopped, and when the clocks were read; eboardd writes UTC).
+pub fn clock_tags(
+    round: &RoundState,
+    b: &BoardState,
+    c: &ClockState,
+    to_move: Color,
+) -> [(&'static str, String); 3] {
+    let side = match c.running.unwrap_or(to_move) {
+        Color::White => 'W',
+        Color::Black => 'B',
+    };
+    let at = chrono::DateTime::from_timestamp_millis(round.epoch_ms(b, c.t)).unwrap_or_default();
+    [
+        ("WhiteClock", hms(c.white)),
+        ("BlackClock", hms(c.black)),
+        (
+            "ReferenceTime",
+            format!("{side}/{}", at.format("%Y-%m-%dT%H:%M:%S%.3f+00:00")),
+        ),
+    ]
+}
+
 /// A clock object `{white, black, run, time}`: seconds left, the running side (`true` White,
 /// `false` Black, null stopped) and the epoch-ms reference of the reading.
 pub fn clock_object(round: &RoundState, b: &BoardState, c: &ClockState) -> Value {
@@ -487,6 +528,77 @@ pub fn valid_fen(fen: &str) -> bool {
 mod tests {
     use super::*;
     use crate::output::model::{BoardStatus, RoundInfo};
+
+    #[test]
+    fn clock_tags_are_written_as_livechess_writes_them() {
+        let noon = 1_715_775_000_000; // 2024-05-15T12:10:00Z
+        let mut round = RoundState::new(RoundInfo {
+            epoch_ms: noon,
+            ..Default::default()
+        });
+        let b = round.board_mut("x").clone();
+        let c = ClockState {
+            white: 5_136_000, // 1:25:36
+            black: 4_895_500, // 1:21:35.5
+            running: Some(Color::White),
+            t: 117_339_000,
+        };
+        let tags = clock_tags(&round, &b, &c, Color::Black);
+        assert_eq!(tags[0], ("WhiteClock", "01:25:36".to_string()));
+        assert_eq!(tags[1], ("BlackClock", "01:21:35".to_string()));
+        assert_eq!(
+            tags[2],
+            (
+                "ReferenceTime",
+                "W/2024-05-15T12:11:57.339+00:00".to_string()
+            )
+        );
+        // Stopped: the side to move.
+        let stopped = ClockState { running: None, ..c };
+        assert!(
+            clock_tags(&round, &b, &stopped, Color::Black)[2]
+                .1
+                .starts_with("B/")
+        );
+    }
+
+    #[test]
+    fn a_clock_reading_between_two_moves_changes_the_clock_tags_of_the_pgn() {
+        use crate::core::event::{CoreEvent, EventKind};
+        let mut round = RoundState::new(RoundInfo {
+            epoch_ms: 1_715_775_000_000,
+            ..Default::default()
+        });
+        let ev = |t, kind| CoreEvent { t, game: 1, kind };
+        let fen = shakmaty::fen::Fen::default().to_string();
+        round.apply(
+            1,
+            "b",
+            &ev(
+                0,
+                EventKind::GameStarted {
+                    fen,
+                    chess960: None,
+                },
+            ),
+        );
+        let clock = |white| EventKind::Clock {
+            white,
+            black: 600_000,
+            running: Some(Color::White),
+        };
+        round.apply(2, "b", &ev(1_000_000, clock(599_000)));
+        let pgn = |round: &RoundState| board_pgn(round, round.board("b").unwrap());
+        let before = pgn(&round);
+        assert!(before.contains("[WhiteClock \"00:09:59\"]"), "{before}");
+        assert!(before.contains("[BlackClock \"00:10:00\"]"), "{before}");
+        assert!(before.contains("[ReferenceTime \"W/"), "{before}");
+        // No move: only the clock reads on.
+        round.apply(3, "b", &ev(5_000_000, clock(595_000)));
+        let after = pgn(&round);
+        assert!(after.contains("[WhiteClock \"00:09:55\"]"), "{after}");
+        assert_ne!(before, after);
+    }
 
     #[test]
     fn clock_times_count_from_the_boards_own_capture_start() {
