@@ -120,43 +120,19 @@ fn assert_played(events: &[Value], ids: &[String], games: &[&ScriptGame]) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
-    let dir = scratch("certabo");
+/// Emulated boards `boards` (name, set-up, whether it lies turned round) playing `games` on
+/// one daemon: every game exact live and from `eboardd replay`, `board_reversed` exactly once on
+/// each board turned round and never on another, only LED commands sent, every byte taken.
+async fn play_boards(name: &str, games: &[ScriptGame], boards: &[(&str, CertaboConfig, bool)]) {
+    let dir = scratch(name);
     let caps = dir.join("captures");
-    let promotion =
-        parse_games("1. e4 d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Nbd7 5. bxa8=Q e5 6. Qxa7 *")
-            .remove(0)
-            .unwrap();
-    let games = [game(0, 30), game(1, 30), game(2, 30), promotion];
-    let boards = [
-        (
-            "cert-clean",
-            CertaboConfig {
-                seed: 1,
-                ..CertaboConfig::default()
-            },
-        ),
-        ("cert-noisy", CertaboConfig::noisy(2)),
-        (
-            "cert-turned",
-            CertaboConfig {
-                seed: 3,
-                reversed: true,
-                ..CertaboConfig::default()
-            },
-        ),
-        // The spare queen shown beside the start position is the promoted queen, fetched
-        // while the pawn and the captured rook are off the board (noisy readers too).
-        ("cert-promo", CertaboConfig::noisy(4)),
-    ];
-    let links: Vec<PathBuf> = boards.iter().map(|(name, _)| dir.join(name)).collect();
+    let links: Vec<PathBuf> = boards.iter().map(|(name, ..)| dir.join(name)).collect();
     let handles: Vec<Handle> = boards
         .iter()
-        .zip(&games)
+        .zip(games)
         .zip(&links)
         .enumerate()
-        .map(|(i, (((_, cfg), g), link))| certabo_board(g, 30 + i as u64, cfg.clone(), link))
+        .map(|(i, (((_, cfg, _), g), link))| certabo_board(g, 30 + i as u64, cfg.clone(), link))
         .collect();
     let ports: Vec<PathBuf> = links
         .iter()
@@ -174,11 +150,13 @@ async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
     {
         let ev = d.events.lock().unwrap();
         assert_played(&ev, &ids, &played);
-        let turned: Vec<&str> = of(&ev, &ids[2], "irregularity")
-            .iter()
-            .filter_map(|e| e["code"].as_str())
-            .collect();
-        assert!(turned.contains(&"board_reversed"), "{turned:?}");
+        for (b, (.., turned)) in ids.iter().zip(boards) {
+            let reversed = of(&ev, b, "irregularity")
+                .iter()
+                .filter(|e| e["code"] == "board_reversed")
+                .count();
+            assert_eq!(reversed, usize::from(*turned), "{b}");
+        }
     }
     d.terminate();
     for (h, b) in handles.into_iter().zip(&ids) {
@@ -190,6 +168,33 @@ async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
+    let promotion =
+        parse_games("1. e4 d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Nbd7 5. bxa8=Q e5 6. Qxa7 *")
+            .remove(0)
+            .unwrap();
+    let games = [game(0, 30), game(1, 30), game(2, 30), promotion];
+    let clean = CertaboConfig {
+        seed: 1,
+        ..CertaboConfig::default()
+    };
+    let turned = CertaboConfig {
+        seed: 3,
+        reversed: true,
+        ..CertaboConfig::default()
+    };
+    let boards = [
+        ("cert-clean", clean, false),
+        ("cert-noisy", CertaboConfig::noisy(2), false),
+        ("cert-turned", turned, true),
+        // The spare queen shown beside the start position is the promoted queen, fetched
+        // while the pawn and the captured rook are off the board (noisy readers too).
+        ("cert-promo", CertaboConfig::noisy(4), false),
+    ];
+    play_boards("certabo", &games, &boards).await;
+}
+
 /// Boards whose readers misread ids as the hosts' filters are built for (2 % and 3 % per id and
 /// line, drawn afresh every line, a quarter of the chips four times as often), two of them
 /// lying turned round while they are calibrated (with a spare queen shown, and without: then
@@ -197,8 +202,6 @@ async fn certabo_boards_clean_noisy_turned_and_promoting_play_exact_games() {
 /// each turned board.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misreading_and_turned_certabo_boards_play_exact_games() {
-    let dir = scratch("certabo-misreading");
-    let caps = dir.join("captures");
     let games = [game(3, 30), game(4, 30), game(5, 30), game(6, 30)];
     let turned = |seed, rate, spare_queens| CertaboConfig {
         spare_queens,
@@ -206,51 +209,12 @@ async fn misreading_and_turned_certabo_boards_play_exact_games() {
         ..CertaboConfig::misreading(seed, rate)
     };
     let boards = [
-        ("cert-misread-2", CertaboConfig::misreading(11, 0.02)),
-        ("cert-misread-3", CertaboConfig::misreading(12, 0.03)),
-        ("cert-turned-spare", turned(13, 0.02, 1)),
-        ("cert-turned-bare", turned(14, 0.03, 0)),
+        ("cert-misread-2", CertaboConfig::misreading(11, 0.02), false),
+        ("cert-misread-3", CertaboConfig::misreading(12, 0.03), false),
+        ("cert-turned-spare", turned(13, 0.02, 1), true),
+        ("cert-turned-bare", turned(14, 0.03, 0), true),
     ];
-    let links: Vec<PathBuf> = boards.iter().map(|(name, _)| dir.join(name)).collect();
-    let handles: Vec<Handle> = boards
-        .iter()
-        .zip(&games)
-        .zip(&links)
-        .enumerate()
-        .map(|(i, (((_, cfg), g), link))| certabo_board(g, 50 + i as u64, cfg.clone(), link))
-        .collect();
-    let ports: Vec<PathBuf> = links
-        .iter()
-        .map(|l| format!("certabo:{}", l.display()).into())
-        .collect();
-    let mut d = Daemon::start(&ports, &caps, &[]);
-    let ids: Vec<String> = links.iter().map(|l| id(l)).collect();
-    let played: Vec<&ScriptGame> = games.iter().collect();
-    d.wait_for("every game to be played", WAIT, |ev| {
-        ids.iter()
-            .zip(&played)
-            .all(|(b, g)| made(ev, b, g.moves.len()) && moves_from_events(ev, b) == uci(g))
-    })
-    .await;
-    {
-        let ev = d.events.lock().unwrap();
-        assert_played(&ev, &ids, &played);
-        for (b, turned) in ids.iter().zip([false, false, true, true]) {
-            let reversed = of(&ev, b, "irregularity")
-                .iter()
-                .filter(|e| e["code"] == "board_reversed")
-                .count();
-            assert_eq!(reversed, usize::from(turned), "{b}");
-        }
-    }
-    d.terminate();
-    for (h, b) in handles.into_iter().zip(&ids) {
-        stop_strict(h, b).await;
-    }
-    assert_only_led_commands(&caps);
-    let expected: Vec<(&str, &ScriptGame)> = ids.iter().map(String::as_str).zip(played).collect();
-    assert_replay_exact(&caps, &expected);
-    let _ = std::fs::remove_dir_all(&dir);
+    play_boards("certabo-misreading", &games, &boards).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
