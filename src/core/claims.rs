@@ -429,6 +429,25 @@ mod tests {
         assert_eq!(plies(&end.threefold), vec![8, 12, 16]);
     }
 
+    // The helper and the automatic check behind `claim_available` (`GameRecord::repetitions`)
+    // count the same: at every ply of the real game, as the game was played.
+    #[test]
+    fn claim_agrees_with_the_automatic_repetition_count() {
+        let full = game_of(KALDAROVA_ABRAHAMYAN);
+        let mut g = GameRecord::new(1, Chess::default(), CastlingMode::Standard, Some(518), 0);
+        for rec in &full.moves {
+            g.push(rec.mv, 0);
+            let c = check_claim(&full, Some(g.ply()), None).unwrap();
+            assert_eq!(
+                c.threefold.occurrences.len(),
+                g.repetitions(),
+                "ply {}",
+                g.ply()
+            );
+            assert_eq!(c.fifty_moves.halfmoves, g.position().halfmoves());
+        }
+    }
+
     // In the real game the last capture was 25... Nxe5 (ply 50); at the end (ply 62) that is
     // 12 moves by both players together: no fifty-move claim.
     #[test]
