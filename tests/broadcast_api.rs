@@ -935,3 +935,102 @@ async fn health_says_recovering_with_503_until_the_boards_are_rebuilt() {
     assert_eq!(v["recovery"], Value::Null);
     s.outputs.shutdown().await;
 }
+
+/// The claims helper over HTTP: a real game (Kaldarova–Abrahamyan, FIDE Women's World Rapid
+/// 2024, ½-½ by repetition) is published into the hub move by move; `GET .../claim` answers
+/// the threefold claim at the end (plies 54, 58, 62: after 27..., 29... and 31... Rd2), the
+/// one after 30. Kg1 that is correct only with the written 30... Rd1+ (9.2.1.1), the fifty-move
+/// count since 25... Nxe5, and refuses an illegal move, a bad ply and an unknown board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claim_route_answers_threefold_and_fifty_moves() {
+    use eboardd::core::event::{CoreEvent, EventKind};
+    use shakmaty::{Chess, EnPassantMode, fen::Fen, san::San, san::SanPlus, uci::UciMove};
+    const GAME: &str = "Nf3 Nf6 c4 e6 g3 d5 Bg2 Be7 O-O O-O b3 c5 cxd5 Nxd5 Bb2 Nc6 d4 cxd4 \
+        Nxd4 Nxd4 Qxd4 Bf6 Qd2 Bxb2 Qxb2 Nf6 Nc3 Rb8 Rfd1 Bd7 e4 Qa5 b4 Qh5 b5 Rbc8 Rac1 Rfd8 \
+        h3 Be8 Rxd8 Rxd8 a4 b6 Ne2 Nd7 Nf4 Qe5 Qxe5 Nxe5 Rc7 Rd1+ Kh2 Rd2 Kg1 Rd1+ Kh2 Rd2 \
+        Kg1 Rd1+ Kh2 Rd2";
+    let info = RoundInfo {
+        round: 1,
+        boards: vec!["b1".into()],
+        ..Default::default()
+    };
+    let hub = Hub::new(info, HubConfig::default());
+    let cfg = OutputConfig {
+        http: Some("127.0.0.1:0".parse().unwrap()),
+        ..Default::default()
+    };
+    let out = eboardd::output::start(hub.clone(), &cfg).await.unwrap();
+    let addr = out.http.unwrap();
+    let ev = |kind| CoreEvent {
+        t: 1_000_000,
+        game: 1,
+        kind,
+    };
+    let mut pos = Chess::default();
+    hub.publish(
+        "b1",
+        &ev(EventKind::GameStarted {
+            fen: Fen::from_position(&pos, EnPassantMode::Legal).to_string(),
+            chess960: Some(518),
+        }),
+    );
+    for (i, tok) in GAME.split_whitespace().enumerate() {
+        let m = tok
+            .trim_end_matches('+')
+            .parse::<San>()
+            .unwrap()
+            .to_move(&pos)
+            .unwrap();
+        let uci = UciMove::from_standard(m).to_string();
+        let san = SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string();
+        hub.publish(
+            "b1",
+            &ev(EventKind::MoveMade {
+                ply: i as u32 + 1,
+                san,
+                uci,
+                fen: Fen::from_position(&pos, EnPassantMode::Legal).to_string(),
+                recovered: false,
+            }),
+        );
+    }
+
+    let (status, _, body) = get(addr, "/api/v1/boards/b1/claim");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["ply"], 62);
+    assert_eq!(v["threefold"]["correct"], true);
+    let plies: Vec<_> = v["threefold"]["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["ply"].as_u64().unwrap())
+        .collect();
+    assert_eq!(plies, vec![54, 58, 62]);
+    assert_eq!(v["threefold"]["occurrences"][0]["after"], "27... Rd2");
+    assert_eq!(v["threefold"]["side_to_move"], "white");
+    assert_eq!(v["fifty_moves"]["halfmoves"], 12);
+    assert_eq!(v["fifty_moves"]["claimable"], false);
+    assert_eq!(v["fifty_moves"]["last_irreversible"]["san"], "25... Nxe5");
+
+    let (status, _, body) = get(addr, "/api/v1/boards/b1/claim?ply=59");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["threefold"]["correct"], false);
+    let (status, _, body) = get(addr, "/api/v1/boards/b1/claim?ply=59&move=Rd1%2B");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["threefold"]["correct"], true);
+    assert_eq!(v["intended"]["uci"], "d2d1");
+
+    let (status, _, body) = get(addr, "/api/v1/boards/b1/claim?ply=59&move=Qd1");
+    assert_eq!(status, 400);
+    assert!(body.contains("Qd1"), "{body}");
+    let (status, _, _) = get(addr, "/api/v1/boards/b1/claim?ply=99");
+    assert_eq!(status, 400);
+    let (status, _, _) = get(addr, "/api/v1/boards/b1/claim?ply=x");
+    assert_eq!(status, 400);
+    let (status, _, _) = get(addr, "/api/v1/boards/nope/claim");
+    assert_eq!(status, 404);
+    drop(out);
+}

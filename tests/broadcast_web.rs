@@ -188,6 +188,13 @@ async fn arbiter_page_in_headless_chromium() {
     );
     assert!(dom.contains("data-fixact=\"replace\"") && dom.contains("data-fixact=\"position\""));
     assert!(dom.contains("data-fixact=\"rresult\"") && dom.contains("data-fixact=\"confirm\""));
+    // The claims helper: a "Check a claim" panel per board.
+    assert_eq!(
+        dom.matches("<details class=\"claim\" data-claim=").count(),
+        6,
+        "a claims panel per board"
+    );
+    assert!(dom.contains("data-claimact=\"check\""));
     assert!(
         dom.contains("class=\"up\">live<"),
         "the WebSocket connected"

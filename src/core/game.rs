@@ -71,7 +71,7 @@ impl GameRecord {
         chess960: Option<u16>,
         started_at: Micros,
     ) -> Self {
-        let hash = hash_of(&start);
+        let hash = position_key(&start);
         GameRecord {
             number,
             mode,
@@ -159,7 +159,7 @@ impl GameRecord {
         let uci = UciMove::from_move(mv, self.mode).to_string();
         let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv).to_string();
         let fen = fen_of(&pos);
-        self.hashes.push(hash_of(&pos));
+        self.hashes.push(position_key(&pos));
         self.positions.push(pos);
         self.moves.push(MoveRecord {
             mv,
@@ -182,6 +182,11 @@ impl GameRecord {
         self.positions.pop();
         self.hashes.pop();
         self.moves.pop()
+    }
+
+    /// The [`position_key`] of the start position and of the position after every made move.
+    pub fn position_keys(&self) -> &[u64] {
+        &self.hashes
     }
 
     /// How often the current position has occurred (same placement, turn, rights, e.p.).
@@ -235,7 +240,11 @@ pub fn fen_of(pos: &Chess) -> String {
     Fen::from_position(pos, EnPassantMode::Legal).to_string()
 }
 
-fn hash_of(pos: &Chess) -> u64 {
+/// The key under which positions are the same for FIDE 9.2.2: the same side to move, the same
+/// pieces on the same squares, the same castling rights and the same en passant capture
+/// possible (a legal one only). The one position-equality test of eboardd: repetitions
+/// ([`GameRecord::repetitions`]) and the claims helper ([`super::claims`]) both use it.
+pub fn position_key(pos: &Chess) -> u64 {
     let z: Zobrist64 = pos.zobrist_hash(EnPassantMode::Legal);
     z.0
 }

@@ -1,5 +1,6 @@
 //! The pure core: observations with timestamps in, events out. No I/O, no clock reads.
 
+pub mod claims;
 pub mod clock;
 pub mod correction;
 pub mod engine;

@@ -158,6 +158,71 @@ pub(super) async fn board_pgn(
     cached(&headers, PGN_TYPE, body)
 }
 
+/// The query of the claims helper: the ply to look at and a move written but not made.
+#[derive(Debug, Deserialize)]
+pub(super) struct ClaimQuery {
+    /// Moves made before the position looked at (default: all made so far).
+    #[serde(default)]
+    ply: Option<String>,
+    /// The intended move (9.2.1.1), SAN or UCI.
+    #[serde(default, rename = "move")]
+    intended: Option<String>,
+}
+
+/// `GET /api/v1/boards/{board}/claim[?ply=N&move=M]`: whether a threefold-repetition or
+/// fifty-move claim in the board's current game is correct ([`crate::core::claims`]).
+pub(super) async fn board_claim(
+    State(app): State<App>,
+    Path(key): Path<String>,
+    Query(q): Query<ClaimQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let hub = app.view(&headers, None);
+    let id = match resolve_board(hub, &key) {
+        Ok(id) => id,
+        Err(r) => return *r,
+    };
+    let ply = match q.ply.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => match s.parse::<u32>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("ply {s:?} is not a number of moves made (0 or more)"),
+                );
+            }
+        },
+    };
+    let answer = hub.with_round(|r| {
+        r.board(&id).and_then(|b| b.game()).map(|g| {
+            crate::core::claims::check_claim(g, ply, q.intended.as_deref()).map(|c| (g.number, c))
+        })
+    });
+    match answer {
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!("board {id:?} has no current game"),
+        ),
+        Some(Err(e)) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Some(Ok((game, c))) => {
+            let mut v = serde_json::to_value(&c).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("board".into(), json!(id));
+                o.insert("game".into(), json!(game));
+            }
+            (
+                [
+                    (header::CONTENT_TYPE, JSON_TYPE),
+                    (header::CACHE_CONTROL, "no-cache"),
+                ],
+                v.to_string(),
+            )
+                .into_response()
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub(super) struct GamesQuery {
     /// Every game of every board (in start order), not only the round's current games.

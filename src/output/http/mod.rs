@@ -29,7 +29,9 @@ use super::hub::Hub;
 pub use actions::parse_bodies_for_fuzzing;
 use actions::{acknowledge, correct, new_game, set_players, set_result};
 pub use boards::valid_board_id;
-use boards::{board, board_pgn, boards, games_pgn, health, index, metrics, relay_file};
+use boards::{
+    board, board_claim, board_pgn, boards, games_pgn, health, index, metrics, relay_file,
+};
 pub use body::{MAX_BODY, MAX_PAIRINGS_BODY};
 use events::{sse_events, ws_events};
 use rounds::{
@@ -112,6 +114,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         .route("/api/v1/boards", get(boards))
         .route("/api/v1/boards/{board}", get(board))
         .route("/api/v1/boards/{board}/game.pgn", get(board_pgn))
+        .route("/api/v1/boards/{board}/claim", get(board_claim))
         .route("/api/v1/games.pgn", get(games_pgn))
         .route("/api/v1/events", get(ws_events))
         .route("/api/v1/events/sse", get(sse_events))
