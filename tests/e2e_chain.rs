@@ -90,16 +90,49 @@ fn recovered(events: &[Value], board: &str) -> usize {
         .count()
 }
 
-async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<usize>) {
+/// What the line does to the boards' replies.
+#[derive(Debug, Clone, Copy)]
+struct Faults {
+    /// Probability that a reply byte is lost.
+    lossy: f64,
+    /// Probability that a reply byte comes through with a bit flipped.
+    garble: f64,
+    /// Probability that a reply is cut short.
+    cut: f64,
+}
+
+/// A clean line.
+const CLEAN: Faults = Faults {
+    lossy: 0.0,
+    garble: 0.0,
+    cut: 0.0,
+};
+
+/// A line that loses `p` of the boards' bytes and cuts `p` of their replies short.
+fn losing(p: f64) -> Faults {
+    Faults {
+        lossy: p,
+        garble: 0.0,
+        cut: p,
+    }
+}
+
+async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Option<usize>) {
     // A directory (and pty link) of its own for each case.
-    let name = format!("chain{n}-{}", unplug_at.map_or(0, |p| p));
+    let name = format!(
+        "chain{n}-{}-{}",
+        unplug_at.map_or(0, |p| p),
+        (faults.lossy * 1000.0) as u32
+    );
     let dir = scratch(&name);
     let caps = dir.join("captures");
     let link = dir.join("chain");
     let games: Vec<ScriptGame> = (0..n).map(|i| game(i, plies)).collect();
     let mut cfg = ChainConfig::new(n);
     cfg.seed = 40 + n as u64;
-    cfg.lossy = lossy;
+    cfg.lossy = faults.lossy;
+    cfg.garble = faults.garble;
+    cfg.cut = faults.cut;
     // Half the boards have no clock on their cable.
     for (i, b) in cfg.boards.iter_mut().enumerate() {
         if i % 2 == 1 {
@@ -153,6 +186,11 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
     d.terminate();
     let st = stop_strict(em, &name).await;
     assert!(st.boards.len() == n, "{:?}", st.boards);
+    // The daemon never addressed a board while another one was answering, nor a board still
+    // busy with its previous command.
+    for b in &st.boards {
+        assert_eq!((b.collisions, b.commands_lost), (0, 0), "{b:?}");
+    }
     assert_only_bus_commands(&caps);
     let expected: Vec<(&str, &ScriptGame)> =
         ids.iter().map(String::as_str).zip(games.iter()).collect();
@@ -162,20 +200,44 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_boards_on_one_port() {
-    play(3, 24, 10.0, 0.0, None).await;
+    play(3, 24, 10.0, CLEAN, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_boards_on_a_line_that_loses_bytes() {
-    play(6, 16, 8.0, 0.002, None).await;
+    play(6, 16, 8.0, losing(0.002), None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twelve_boards_on_one_port() {
-    play(12, 12, 4.0, 0.0, None).await;
+    play(12, 12, 4.0, CLEAN, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moves_made_while_the_chain_was_unplugged_come_from_the_memories() {
-    play(3, 24, 10.0, 0.0, Some(8)).await;
+    play(3, 24, 10.0, CLEAN, Some(8)).await;
+}
+
+/// Issue 38: a chain on a bad cable, 1% of the boards' bytes lost and 1% of their replies cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_boards_on_a_line_that_loses_one_percent() {
+    play(6, 16, 8.0, losing(0.01), None).await;
+}
+
+/// Issue 38: 3% of the boards' bytes lost and 3% of their replies cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_boards_on_a_line_that_loses_three_percent() {
+    play(6, 16, 8.0, losing(0.03), None).await;
+}
+
+/// Issue 38: a long chain on a bad cable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twelve_boards_on_a_line_that_loses_one_percent() {
+    play(12, 12, 4.0, losing(0.01), None).await;
+}
+
+/// Issue 38: a long chain on a worse cable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twelve_boards_on_a_line_that_loses_three_percent() {
+    play(12, 12, 4.0, losing(0.03), None).await;
 }

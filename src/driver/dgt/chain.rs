@@ -47,10 +47,14 @@ pub const NAME: &str = "dgt-bus";
 
 /// Time a byte takes on the line at 9600 baud, 8N1 (ten bits).
 pub const BYTE_TIME: Duration = Duration::from_micros(1042);
-/// The longest pause inside or before a reply before it counts as missing or cut short: DGT's
-/// header suggests 80 ms (a board answers within milliseconds, up to 20 ms while it writes its
-/// memory).
+/// The longest pause before a reply before it counts as missing: DGT's header suggests 80 ms (a
+/// board answers within milliseconds, up to 20 ms while it writes its memory).
 pub const REPLY_GAP: Duration = Duration::from_millis(80);
+/// The pause after bytes of a reply that ends it (cut short, or bad): a board sends a reply's
+/// bytes back to back, so the line is free once it has been quiet this long. Above the 16 ms
+/// an FTDI USB-serial adapter may hold received bytes by default (its latency timer, FTDI
+/// AN232B-04), so that a reply still coming in is not taken for ended.
+pub const REPLY_QUIET: Duration = Duration::from_millis(30);
 /// How long every board may take to answer a PING to address 0: 1.1 s (DGT's header), a reply's
 /// bytes and [`REPLY_GAP`].
 pub const DISCOVERY_WINDOW: Duration = Duration::from_millis(1100 + 7 + 80);
@@ -64,6 +68,14 @@ pub const LOST_AFTER: u32 = 3;
 pub const SETTLE_DUMP: Duration = Duration::from_millis(400);
 /// Discovery rounds at most in one search (collisions can keep a round inconclusive).
 const MAX_ROUNDS: u32 = 8;
+/// Turns in which a board's memory (SEND_FROM_START) is asked for, for one recovery, before it
+/// is given up (a long memory on a line that loses bytes may never come through whole).
+pub const MEMORY_TURNS: u32 = 4;
+/// Memory reads a board gets while the core reports moves missing on it (ahead of the record
+/// by moves no single sequence explains), at most one every [`RECALL_EVERY`].
+pub const MEMORY_RECALLS: u32 = 3;
+/// Time between two memory reads for moves missing on one board.
+pub const RECALL_EVERY: Duration = Duration::from_secs(5);
 
 /// A chain of DGT boards on one port, in bus mode. Configured (`dgt-bus:/dev/ttyUSB0`), never
 /// discovered: a chain's port carries the same USB ids as a single DGT board.
@@ -141,6 +153,14 @@ struct Member {
     /// A game started on the board: its memory is to mark the start (SET_START_GAME), if the
     /// board still shows the start position when its turn comes.
     start_pending: bool,
+    /// The board sent a packet of changes that did not come through whole: its next turn asks
+    /// for it again (REPEAT_CHANGES), never for new changes, so that none is lost.
+    repeat_pending: bool,
+    /// Turns left in which its memory is asked for (the current recovery).
+    memory_turns: u32,
+    /// Memory reads left for moves missing, and when the last was asked.
+    recalls: u32,
+    last_recall: Option<Instant>,
 }
 
 impl Member {
@@ -155,21 +175,37 @@ impl Member {
             settled_checked: true,
             ignoring: false,
             start_pending: false,
+            repeat_pending: false,
+            memory_turns: 0,
+            recalls: MEMORY_RECALLS,
+            last_recall: None,
         }
     }
 
     /// The commands of the board's next turn: the one-off requests (version, memory), its
-    /// changes, a board dump right after them when one is wanted (a dump is a snapshot: it
-    /// agrees with the changes only when none is pending), the start mark, the clock.
+    /// changes (the last packet again when it did not come through), a board dump right after
+    /// them when one is wanted (a dump is a snapshot: it agrees with the changes only when none
+    /// is pending), the start mark, the clock.
     fn begin_turn(&mut self) {
         let wants_board = self.extra.contains(&BusCommand::SendBoard);
-        self.turn.extend(self.extra.drain(..).filter(|c| {
-            !matches!(
-                c,
-                BusCommand::SendBoard | BusCommand::SendChanges | BusCommand::SetStartGame
-            )
+        let memory_turns = &mut self.memory_turns;
+        self.turn.extend(self.extra.drain(..).filter(|c| match c {
+            BusCommand::SendBoard
+            | BusCommand::SendChanges
+            | BusCommand::RepeatChanges
+            | BusCommand::SetStartGame => false,
+            BusCommand::SendFromStart if *memory_turns == 0 => false,
+            BusCommand::SendFromStart => {
+                *memory_turns -= 1;
+                true
+            }
+            _ => true,
         }));
-        self.turn.push_back(BusCommand::SendChanges);
+        self.turn.push_back(if self.repeat_pending {
+            BusCommand::RepeatChanges
+        } else {
+            BusCommand::SendChanges
+        });
         if wants_board {
             self.turn.push_back(BusCommand::SendBoard);
         }
@@ -183,6 +219,15 @@ impl Member {
         if !self.extra.contains(&cmd) {
             self.extra.push_back(cmd);
         }
+    }
+
+    /// Asks for the board's memory in its next [`MEMORY_TURNS`] turns until it comes, each time
+    /// with a board dump after the changes (the core recovers from the memory at the dump that
+    /// follows it).
+    fn ask_memory(&mut self) {
+        self.memory_turns = MEMORY_TURNS;
+        self.ask(BusCommand::SendFromStart);
+        self.ask(BusCommand::SendBoard);
     }
 
     /// What the board reported, for the repair checks.
@@ -209,15 +254,18 @@ impl Member {
 enum Line {
     /// Nothing asked.
     Idle,
-    /// A command sent to one board, its reply awaited until `deadline` (moved on while bytes
-    /// come in).
+    /// A command sent to one board, its reply awaited until `deadline`: [`REPLY_GAP`] after
+    /// the command, moved to [`REPLY_QUIET`] after the last byte once bytes come in (the next
+    /// command goes out only when the line is quiet: never while a reply may still come).
     Asking {
         address: u16,
         cmd: BusCommand,
         tries: u32,
         deadline: Instant,
-        /// Bytes of the reply have come in.
+        /// Bytes of the reply to this try have come in.
         some: bool,
+        /// Bytes came in for some try of this exchange: the board is there.
+        heard: bool,
     },
     /// A PING to address 0 sent: every board may answer until `until`.
     Listening { until: Instant },
@@ -248,6 +296,12 @@ pub struct ChainStats {
     pub found: u64,
     /// Boards lost.
     pub lost: u64,
+    /// Replies that came in bad or cut short (each waited out before the next command).
+    pub bad_replies: u64,
+    /// Memory reads asked for (SEND_FROM_START sent, resends included).
+    pub memory_reads: u64,
+    /// Frames the decoder rejected while a board was asked.
+    pub bad_frames: u64,
 }
 
 /// What a session knows of its boards before any is open.
@@ -303,11 +357,15 @@ impl Chain {
         address: u16,
         cmd: BusCommand,
         tries: u32,
+        heard: bool,
         out: &mut Vec<Action>,
     ) {
         self.stats.commands += 1;
         if tries > 1 {
             self.stats.resends += 1;
+        }
+        if cmd == BusCommand::SendFromStart {
+            self.stats.memory_reads += 1;
         }
         let bytes = cmd.encode(address).to_vec();
         let written = BYTE_TIME * bytes.len() as u32;
@@ -327,6 +385,7 @@ impl Chain {
                 tries,
                 deadline: now + written + REPLY_GAP,
                 some: false,
+                heard,
             };
         }
     }
@@ -354,7 +413,7 @@ impl Chain {
                 if let Some(m) = self.members.get_mut(&address) {
                     m.ignoring = true;
                 }
-                self.send(now, address, BusCommand::IgnoreNextPing, 1, out);
+                self.send(now, address, BusCommand::IgnoreNextPing, 1, false, out);
                 return;
             }
             self.stats.rounds += 1;
@@ -363,7 +422,7 @@ impl Chain {
                 news: false,
                 ..search
             });
-            self.send(now, 0, BusCommand::Ping, 1, out);
+            self.send(now, 0, BusCommand::Ping, 1, false, out);
             return;
         }
         // Polling: the current board's turn, then the next board's.
@@ -390,7 +449,7 @@ impl Chain {
                         continue;
                     }
                 }
-                self.send(now, address, cmd, 1, out);
+                self.send(now, address, cmd, 1, false, out);
                 return;
             }
             // This board's turn is over: the next board's begins.
@@ -438,12 +497,28 @@ impl Chain {
             .or_else(|| self.members.iter().find_map(open))
     }
 
-    /// The exchange of `cmd` with `address` failed after every try.
-    fn unanswered(&mut self, address: u16, cmd: BusCommand, out: &mut Vec<Action>) {
+    /// The exchange of `cmd` with `address` failed after every try: `heard` when replies came,
+    /// all bad or cut short (the board is there; what it was asked for is asked again in its
+    /// next turn, so that the other boards get their turns meanwhile), else unanswered.
+    fn unanswered(&mut self, address: u16, cmd: BusCommand, heard: bool, out: &mut Vec<Action>) {
         self.line = Line::Idle;
         let Some(m) = self.members.get_mut(&address) else {
             return;
         };
+        if heard {
+            m.missed = 0;
+            match cmd {
+                // The board sent its changes: the same packet again, never new ones.
+                BusCommand::SendChanges | BusCommand::RepeatChanges => m.repeat_pending = true,
+                BusCommand::SendBoard => m.ask(BusCommand::SendBoard),
+                BusCommand::SendFromStart => {
+                    m.ask(BusCommand::SendFromStart);
+                    m.ask(BusCommand::SendBoard);
+                }
+                _ => {}
+            }
+            return;
+        }
         m.missed += 1;
         if m.opened {
             out.push(Action::Note {
@@ -452,8 +527,12 @@ impl Chain {
             });
         }
         if m.missed < LOST_AFTER {
-            // Changes whose reply was lost after every repeat: a board dump repairs the board.
-            if matches!(cmd, BusCommand::SendChanges | BusCommand::RepeatChanges) {
+            if cmd == BusCommand::RepeatChanges {
+                // A packet the board sent and that never came through whole.
+                m.repeat_pending = true;
+            }
+            if cmd == BusCommand::SendFromStart {
+                m.ask(BusCommand::SendFromStart);
                 m.ask(BusCommand::SendBoard);
             }
             return;
@@ -472,32 +551,43 @@ impl Chain {
         }
     }
 
-    /// The reply to the command in flight is bad, cut short, or missing: ask again or give up.
+    /// The reply to the command in flight is bad, cut short, or missing, and the line is quiet:
+    /// ask again or give up.
     fn retry(&mut self, now: Instant, out: &mut Vec<Action>) {
         let Line::Asking {
             address,
             cmd,
             tries,
             some,
+            heard,
             ..
         } = self.line
         else {
             return;
         };
-        if tries >= MAX_TRIES {
-            self.unanswered(address, cmd, out);
+        if some {
+            self.stats.bad_replies += 1;
+        }
+        if cmd == BusCommand::SetStartGame && (some || heard) {
+            // The board wrote the mark (its reply came, spoilt): writing it again would mark
+            // the start wherever the pieces stand now.
+            self.line = Line::Idle;
             return;
         }
-        // Changes already sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES would
-        // lose them); a command that got no answer at all may not have been heard: the same
-        // again.
+        if tries >= MAX_TRIES {
+            self.unanswered(address, cmd, heard || some, out);
+            return;
+        }
+        // Changes the board sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES
+        // would lose them); a command that got no answer at all may not have been heard: the
+        // same again.
         let again = match cmd {
             BusCommand::SendChanges | BusCommand::RepeatChanges if some => {
                 BusCommand::RepeatChanges
             }
             c => c,
         };
-        self.send(now, address, again, tries + 1, out);
+        self.send(now, address, again, tries + 1, heard || some, out);
     }
 }
 
@@ -524,7 +614,11 @@ impl Session for Chain {
         out: &mut Vec<Action>,
     ) {
         match self.line {
-            Line::Listening { .. } => {
+            Line::Listening { until } => {
+                // A reply still coming in is heard to its end.
+                self.line = Line::Listening {
+                    until: until.max(now + REPLY_QUIET),
+                };
                 for m in msgs {
                     let Message::Session(SessionMessage::Driver(r)) = m else {
                         continue;
@@ -558,7 +652,7 @@ impl Session for Chain {
                 address,
                 cmd,
                 tries,
-                deadline,
+                heard,
                 ..
             } => {
                 if from != Some(address) {
@@ -576,29 +670,30 @@ impl Session for Chain {
                 if done {
                     if let Some(m) = self.members.get_mut(&address) {
                         m.missed = 0;
+                        match cmd {
+                            BusCommand::SendChanges | BusCommand::RepeatChanges => {
+                                m.repeat_pending = false;
+                            }
+                            BusCommand::SendFromStart => m.memory_turns = 0,
+                            _ => {}
+                        }
                     }
                     self.line = Line::Idle;
                     self.next(now, boards, out);
-                } else if bad_frames > 0 {
-                    self.line = Line::Asking {
-                        address,
-                        cmd,
-                        tries,
-                        deadline,
-                        some: true,
-                    };
-                    self.retry(now, out);
-                    if self.line == Line::Idle {
-                        self.next(now, boards, out);
-                    }
                 } else {
-                    // Bytes of the reply are coming in.
+                    // Bytes of the reply are coming in, or a bad or cut-short reply is still on
+                    // the line: the next command (the same again, or the next one) waits until
+                    // the line has been quiet for a moment, so that no two replies overlap.
+                    if bad_frames > 0 {
+                        self.stats.bad_frames += bad_frames;
+                    }
                     self.line = Line::Asking {
                         address,
                         cmd,
                         tries,
-                        deadline: deadline.max(now + REPLY_GAP),
+                        deadline: now + REPLY_QUIET,
                         some: true,
+                        heard,
                     };
                 }
             }
@@ -617,7 +712,7 @@ impl Session for Chain {
                 unit,
                 note: Note::MemoryAsked,
             });
-            m.ask(BusCommand::SendFromStart);
+            m.ask_memory();
         }
         // The changes pending since the last call (joined to the memory), then the whole board.
         m.ask(BusCommand::SendChanges);
@@ -642,6 +737,23 @@ impl Session for Chain {
                 {
                     m.ask(BusCommand::SendBoard);
                 }
+            }
+            // A board ahead of the record by moves no single sequence explains (changes lost
+            // beyond repair): its memory tells which, as it does after a reconnection.
+            if m.opened
+                && m.recalls > 0
+                && m.memory_turns == 0
+                && m.last_recall
+                    .is_none_or(|t| now.duration_since(t) >= RECALL_EVERY)
+                && boards.moves_missing(address)
+            {
+                m.recalls -= 1;
+                m.last_recall = Some(now);
+                m.ask_memory();
+                out.push(Action::Note {
+                    unit: address,
+                    note: Note::MemoryAskedAgain,
+                });
             }
         }
         match self.line {
@@ -893,7 +1005,7 @@ mod tests {
             "the memory since the game's start"
         );
         out.clear();
-        // A FROM_START with a bad checksum: asked again as it was.
+        // A FROM_START with a bad checksum: asked again as it was, once the line is quiet.
         let mut bad = BusReply::FromStart {
             address: 3,
             entries: Vec::new(),
@@ -905,6 +1017,17 @@ mod tests {
         let mut msgs = Vec::new();
         dec.decode(&bad, &mut msgs);
         s.received(t, Some(3), &msgs, dec.bad_frames(), &view, &mut out);
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the line may be busy"
+        );
+        s.poll(t + REPLY_QUIET - Duration::from_millis(1), &view, &mut out);
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the line may be busy"
+        );
+        t += REPLY_QUIET;
+        s.poll(t, &view, &mut out);
         assert_eq!(commands(&out), [(3, 0x86)]);
         out.clear();
         // Then no answer at all, three times in a row for three exchanges: lost.
