@@ -14,11 +14,19 @@
 //! - **polls** the boards one after the other: SEND_CHANGES (the board's memory entries since
 //!   the last call: its field changes, in order) and SEND_CLK (the clock's reading) each
 //!   cycle, each command sent the moment the previous reply is complete, so that the cycle is
-//!   what the bytes need at 9600 baud plus the boards' reply times. A reply with a bad checksum
-//!   or cut short is asked for again (REPEAT_CHANGES for the changes, so that none is lost; a
-//!   command that got no answer at all is sent again as it was, as the board may not have
-//!   heard it); a board that leaves [`LOST_AFTER`] exchanges in a row unanswered is
-//!   disconnected (its game kept) and found again by a later discovery;
+//!   what the bytes need at 9600 baud plus the boards' reply times;
+//! - **keeps one talker on the line**: every board answers on the one return line, and two
+//!   replies at once garble each other; a reply that comes in bad or cut short is waited out
+//!   until the line has been quiet for [`REPLY_QUIET`] (one that never begins, [`REPLY_GAP`])
+//!   before the next command goes out;
+//! - **asks again for what did not come through**: a packet of changes always with
+//!   REPEAT_CHANGES, until it comes in whole (a new SEND_CHANGES would lose it), the other
+//!   commands as they were; [`tries_in_a_turn`] tries in a board's turn, then the next board's
+//!   turn comes (one bad board does not starve the others) and the board's next turn asks
+//!   again. A turn whose changes did not come sends no dump and no start mark (both would be
+//!   ahead of the changes). A board that answers, however garbled, stays; one that leaves
+//!   [`LOST_AFTER`] exchanges in a row without a byte is disconnected (its game kept) and found
+//!   again by a later discovery;
 //! - **recovers from the boards' memory**: a board found with a game in progress (after a cable
 //!   was pulled, the chain powered down and up, the daemon restarted) is asked for
 //!   SEND_FROM_START (every change since the start of its game) before its pending changes and
@@ -26,8 +34,12 @@
 //!   Memory`] from which the core recovers the moves made meanwhile exactly. When the core
 //!   starts a game, the board is told SET_START_GAME, so that its memory marks the game's
 //!   start;
-//! - **repairs** a board whose changes settle unexplained by the game (changes lost after every
-//!   repeat) with SEND_BRD.
+//! - **reads the memory again** of a board ahead of its record by moves no single sequence
+//!   explains (the core's `moves_missing`: changes lost beyond repair), at most
+//!   [`MEMORY_RECALLS`] times, [`RECALL_EVERY`] apart, so that the core recovers the moves
+//!   exactly, as a single board does with its memory; a memory that does not come through
+//!   whole is asked for again in the board's next turns, [`MEMORY_TURNS`] in all;
+//! - **repairs** a board whose changes settle unexplained by the game with SEND_BRD.
 //!
 //! It never sends a single-board command (the first one would take every board of the chain out
 //! of bus mode, and all of them would answer it at once): every byte it writes is a
@@ -70,10 +82,22 @@ pub const SETTLE_DUMP: Duration = Duration::from_millis(400);
 const MAX_ROUNDS: u32 = 8;
 /// Turns in which a board's memory (SEND_FROM_START) is asked for, for one recovery, before it
 /// is given up (a long memory on a line that loses bytes may never come through whole).
-pub const MEMORY_TURNS: u32 = 4;
+pub const MEMORY_TURNS: u32 = 8;
 /// Memory reads a board gets while the core reports moves missing on it (ahead of the record
 /// by moves no single sequence explains), at most one every [`RECALL_EVERY`].
 pub const MEMORY_RECALLS: u32 = 3;
+/// Sends of `cmd` in one board's turn before the turn goes on without its reply (asked again
+/// in the board's next turn, when it matters): [`MAX_TRIES`], but one for a board dump or a
+/// memory, whose long replies take the line longest and come through whole least often on a
+/// line that loses bytes (a dump's 70 bytes at 3% loss: one try in eight), so that one board's
+/// bad replies do not hold up the others' turns.
+pub fn tries_in_a_turn(cmd: BusCommand) -> u32 {
+    match cmd {
+        BusCommand::SendBoard | BusCommand::SendFromStart => 1,
+        _ => MAX_TRIES,
+    }
+}
+
 /// Time between two memory reads for moves missing on one board.
 pub const RECALL_EVERY: Duration = Duration::from_secs(5);
 
@@ -437,6 +461,17 @@ impl Chain {
                 continue;
             };
             if let Some(cmd) = m.turn.pop_front() {
+                if m.repeat_pending
+                    && matches!(cmd, BusCommand::SendBoard | BusCommand::SetStartGame)
+                {
+                    // The board's changes did not come through in this turn: a dump would be
+                    // ahead of them (a gap the game cannot explain), and the start mark could
+                    // log a move already made. Both wait for a turn whose changes came.
+                    if cmd == BusCommand::SendBoard {
+                        m.ask(cmd);
+                    }
+                    continue;
+                }
                 if cmd == BusCommand::SetStartGame {
                     m.start_pending = false;
                     // The mark logs the pieces where they stand: only while the board shows
@@ -527,8 +562,8 @@ impl Chain {
             });
         }
         if m.missed < LOST_AFTER {
-            if cmd == BusCommand::RepeatChanges {
-                // A packet the board sent and that never came through whole.
+            if matches!(cmd, BusCommand::SendChanges | BusCommand::RepeatChanges) {
+                // The board may have sent a packet that never came: asked for again.
                 m.repeat_pending = true;
             }
             if cmd == BusCommand::SendFromStart {
@@ -574,17 +609,16 @@ impl Chain {
             self.line = Line::Idle;
             return;
         }
-        if tries >= MAX_TRIES {
+        if tries >= tries_in_a_turn(cmd) {
             self.unanswered(address, cmd, heard || some, out);
             return;
         }
-        // Changes the board sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES
-        // would lose them); a command that got no answer at all may not have been heard: the
-        // same again.
+        // Changes are asked for again with REPEAT_CHANGES, whatever came: when the board sent
+        // them, a new SEND_CHANGES would lose them; when it did not hear the command, its last
+        // packet comes again, which leaves every field as it was (each field ends as the packet
+        // last wrote it), and its new changes stay for the next SEND_CHANGES.
         let again = match cmd {
-            BusCommand::SendChanges | BusCommand::RepeatChanges if some => {
-                BusCommand::RepeatChanges
-            }
+            BusCommand::SendChanges | BusCommand::RepeatChanges => BusCommand::RepeatChanges,
             c => c,
         };
         self.send(now, address, again, tries + 1, heard || some, out);
@@ -821,6 +855,27 @@ mod tests {
         in_progress: bool,
     }
 
+    /// A view whose boards are all ahead of their record by moves no sequence explains.
+    struct Missing;
+
+    impl Boards for Missing {
+        fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+            false
+        }
+        fn game_in_progress(&self, _unit: Unit) -> bool {
+            true
+        }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            false
+        }
+        fn away_for(&self, _unit: Unit) -> Option<Duration> {
+            None
+        }
+        fn moves_missing(&self, _unit: Unit) -> bool {
+            true
+        }
+    }
+
     impl Boards for View {
         fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
             true
@@ -1005,7 +1060,8 @@ mod tests {
             "the memory since the game's start"
         );
         out.clear();
-        // A FROM_START with a bad checksum: asked again as it was, once the line is quiet.
+        // A FROM_START with a bad checksum: once the line is quiet, the turn goes on (a memory
+        // gets one try a turn: it is asked again in the board's next turn).
         let mut bad = BusReply::FromStart {
             address: 3,
             entries: Vec::new(),
@@ -1028,7 +1084,8 @@ mod tests {
         );
         t += REPLY_QUIET;
         s.poll(t, &view, &mut out);
-        assert_eq!(commands(&out), [(3, 0x86)]);
+        assert_eq!(commands(&out), [(3, 0x83)]);
+        assert!(s.members[&3].extra.contains(&BusCommand::SendFromStart));
         out.clear();
         // Then no answer at all, three times in a row for three exchanges: lost.
         let mut lost = false;
@@ -1077,6 +1134,201 @@ mod tests {
                 BusCommand::SetStartGame,
                 BusCommand::SendClock
             ]
+        );
+    }
+
+    /// A session with the boards at `addrs` found and open, no search under way: its next
+    /// poll starts polling them.
+    fn polling(addrs: &[u16]) -> Chain {
+        let mut s = chain();
+        for &a in addrs {
+            let mut m = Member::new();
+            m.opened = true;
+            s.members.insert(a, m);
+        }
+        s
+    }
+
+    /// An UPDATE of board `address` with one field change, its last byte dropped.
+    fn cut_update(address: u16) -> Vec<u8> {
+        let mut bytes = BusReply::Update {
+            address,
+            entries: vec![crate::driver::dgt::ee::EeEntry::Field {
+                index: 12,
+                reading: crate::core::observation::SquareReading::Empty,
+                quick: false,
+            }],
+        }
+        .encode();
+        bytes.pop();
+        bytes
+    }
+
+    /// Feeds `bytes` to the decoder of the board the session listens to.
+    fn feed(s: &mut Chain, t: Instant, dec: &mut BusStream, bytes: &[u8], out: &mut Vec<Action>) {
+        let view = View { in_progress: false };
+        let mut msgs = Vec::new();
+        let before = dec.bad_frames();
+        dec.decode(bytes, &mut msgs);
+        let from = s.listener();
+        s.received(t, from, &msgs, dec.bad_frames() - before, &view, out);
+    }
+
+    #[test]
+    fn spoilt_changes_are_waited_out_repeated_in_later_turns_and_never_lost() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5, 6]);
+        let mut t = Instant::now();
+        let mut out = Vec::new();
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x83)]);
+        let mut dec = BusStream::new(5);
+        // Three replies cut short: each waited out until the line is quiet, then asked again
+        // with REPEAT_CHANGES; nothing goes out while the reply may still be coming.
+        for _ in 0..MAX_TRIES {
+            out.clear();
+            t += Duration::from_millis(10);
+            feed(&mut s, t, &mut dec, &cut_update(5), &mut out);
+            assert!(commands(&out).is_empty(), "{out:?}");
+            s.poll(t + REPLY_QUIET - Duration::from_millis(1), &view, &mut out);
+            assert!(commands(&out).is_empty(), "{out:?}");
+            t += REPLY_QUIET;
+            s.poll(t, &view, &mut out);
+            if commands(&out) != [(5, 0x84)] {
+                break;
+            }
+        }
+        // The board answered (garbled): it is not lost; the other board gets its turn.
+        assert_eq!(
+            commands(&out),
+            [(5, 0x81)],
+            "the turn goes on with the clock"
+        );
+        assert!(!out.iter().any(|a| matches!(a, Action::Note { .. })));
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Clock {
+                address: 5,
+                clock: crate::driver::dgt::BwTime::NoClock,
+            },
+            &view,
+            &mut out,
+        );
+        assert_eq!(commands(&out), [(6, 0x83)], "the next board's turn");
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Update {
+                address: 6,
+                entries: Vec::new(),
+            },
+            &view,
+            &mut out,
+        );
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Clock {
+                address: 6,
+                clock: crate::driver::dgt::BwTime::NoClock,
+            },
+            &view,
+            &mut out,
+        );
+        // Board 5's next turn asks for the same packet again, never for new changes.
+        assert_eq!(commands(&out), [(5, 0x84)]);
+        out.clear();
+        let update = BusReply::Update {
+            address: 5,
+            entries: Vec::new(),
+        };
+        deliver(&mut s, t, &update, &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x81)]);
+        assert!(!s.members[&5].repeat_pending);
+        assert_eq!(s.stats.lost, 0);
+    }
+
+    #[test]
+    fn moves_missing_read_the_boards_memory_a_few_times_apart() {
+        let mut s = polling(&[5]);
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        let mut asked = Vec::new();
+        let mut reads = 0;
+        // The board answers every command at once; moves stay missing for a minute.
+        for k in 0..600u32 {
+            let t = t0 + Duration::from_millis(100) * k;
+            out.clear();
+            s.poll(t, &Missing, &mut out);
+            for _ in 0..10 {
+                let Line::Asking { address, cmd, .. } = s.line else {
+                    break;
+                };
+                if out.iter().any(|a| {
+                    matches!(
+                        a,
+                        Action::Note {
+                            note: Note::MemoryAskedAgain,
+                            ..
+                        }
+                    )
+                }) {
+                    asked.push(t);
+                }
+                reads += u32::from(cmd == BusCommand::SendFromStart);
+                let reply = match cmd {
+                    BusCommand::SendFromStart => BusReply::FromStart {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendChanges | BusCommand::RepeatChanges => BusReply::Update {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendBoard => BusReply::BoardDump {
+                        address,
+                        fields: Box::new([crate::core::observation::SquareReading::Empty; 64]),
+                    },
+                    BusCommand::SendClock => BusReply::Clock {
+                        address,
+                        clock: crate::driver::dgt::BwTime::NoClock,
+                    },
+                    c => panic!("{c:?}"),
+                };
+                out.clear();
+                let mut dec = BusStream::new(address);
+                let mut msgs = Vec::new();
+                dec.decode(&reply.encode(), &mut msgs);
+                s.received(t, Some(address), &msgs, 0, &Missing, &mut out);
+            }
+        }
+        assert_eq!(asked.len(), MEMORY_RECALLS as usize, "{asked:?}");
+        assert!(asked.windows(2).all(|w| w[1] - w[0] >= RECALL_EVERY));
+        // Each read went out (and was answered).
+        assert_eq!(reads, MEMORY_RECALLS);
+    }
+
+    #[test]
+    fn a_start_mark_whose_answer_came_in_bad_is_not_written_again() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5]);
+        let t = Instant::now();
+        let mut out = Vec::new();
+        s.send(t, 5, BusCommand::SetStartGame, 1, false, &mut out);
+        let mut bad = BusReply::StartGameWritten { address: 5 }.encode();
+        let last = bad.len() - 1;
+        bad[last] ^= 0x01;
+        out.clear();
+        let mut dec = BusStream::new(5);
+        feed(&mut s, t, &mut dec, &bad, &mut out);
+        s.poll(t + REPLY_QUIET, &view, &mut out);
+        assert!(
+            !commands(&out).contains(&(5, 0x85)),
+            "a second mark: {out:?}"
         );
     }
 }
