@@ -5,7 +5,9 @@ Runs `eboardd simulate --driver dgt-bus --count N` (one emulated chain of N boar
 the players and the line at real pace) and `eboardd run --port dgt-bus:PTY` against it for a
 while, then reads the capture directory the daemon wrote and prints, for the chain:
 
-- the polling cycle: the time between two SEND_CHANGES to the same board (p50, p95, max) —
+- the polling cycle: the time between two turns of the same board (p50, p95, max), a turn
+  beginning with SEND_CHANGES, or with REPEAT_CHANGES when the board's last packet of changes
+  did not come through whole (a noisy line) —
   a change made on a board waits at most one cycle for its SEND_CHANGES, so the move→event
   latency is the cycle's wait plus the reply's bytes;
 - the floor of a cycle: what the bytes of every command and reply of that cycle need at 9600
@@ -33,6 +35,7 @@ import time
 
 BYTE_MS = 10 / 9600 * 1000  # one byte at 9600 baud 8N1
 SEND_CHANGES = 0x83
+REPEAT_CHANGES = 0x84
 EXTRA = ["--no-fsync"] if os.environ.get("NO_FSYNC") else []
 
 
@@ -83,6 +86,7 @@ def run(bin_path, boards, seconds, caps):
 
 def figures(caps, boards):
     polls = {}
+    last_tx = {}
     records = []  # (t, dev, kind, bytes)
     for f in sorted(caps.glob("*/*.jsonl")):
         with open(f) as fh:
@@ -101,8 +105,15 @@ def figures(caps, boards):
                         dev = r.get("dev", f.stem)
                         t = base + r["t"]
                         records.append((t, dev, kind, b))
-                        if kind == "tx" and b and b[0] == SEND_CHANGES:
-                            polls.setdefault(dev, []).append(t)
+                        if kind == "tx" and b:
+                            # A turn begins with its changes: SEND_CHANGES, or REPEAT_CHANGES
+                            # after another command (not as a resend within a turn).
+                            first = b[0] == SEND_CHANGES or (
+                                b[0] == REPEAT_CHANGES
+                                and last_tx.get(dev) not in (SEND_CHANGES, REPEAT_CHANGES))
+                            if first:
+                                polls.setdefault(dev, []).append(t)
+                            last_tx[dev] = b[0]
     records.sort(key=lambda x: x[0])
     times = [r[0] for r in records]
     # Reply time: from a command to the first chunk of the next reply on the line, less the
