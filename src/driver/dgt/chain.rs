@@ -12,8 +12,8 @@
 //!   command as the switch back to bus mode and does not answer it. A round runs again every
 //!   [`REDISCOVER_EVERY`] to find boards plugged into the chain later;
 //! - **polls** the boards one after the other: SEND_CHANGES (the board's memory entries since
-//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading) each
-//!   cycle, each command sent the moment the previous reply is complete, so that the cycle is
+//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading; once in
+//!   [`CLOCKLESS_EVERY`] turns for a board without a clock) each cycle, each command sent the moment the previous reply is complete, so that the cycle is
 //!   what the bytes need at 9600 baud plus the boards' reply times;
 //! - **keeps one talker on the line**: every board answers on the one return line, and two
 //!   replies at once garble each other; a reply that comes in bad or cut short is waited out
@@ -87,16 +87,20 @@ pub const MEMORY_TURNS: u32 = 8;
 /// by moves no single sequence explains), at most one every [`RECALL_EVERY`].
 pub const MEMORY_RECALLS: u32 = 3;
 /// Sends of `cmd` in one board's turn before the turn goes on without its reply (asked again
-/// in the board's next turn, when it matters): [`MAX_TRIES`], but one for a board dump or a
-/// memory, whose long replies take the line longest and come through whole least often on a
-/// line that loses bytes (a dump's 70 bytes at 3% loss: one try in eight), so that one board's
-/// bad replies do not hold up the others' turns.
+/// in the board's next turn, when it matters): [`MAX_TRIES`], but one for the clock (read
+/// every turn anyway), a board dump or a memory (their long replies take the line longest and
+/// come through whole least often on a line that loses bytes: a dump's 70 bytes at 3% loss,
+/// one try in eight), so that one board's bad replies do not hold up the others' turns.
 pub fn tries_in_a_turn(cmd: BusCommand) -> u32 {
     match cmd {
-        BusCommand::SendBoard | BusCommand::SendFromStart => 1,
+        // The clock is read again next turn anyway.
+        BusCommand::SendBoard | BusCommand::SendFromStart | BusCommand::SendClock => 1,
         _ => MAX_TRIES,
     }
 }
+
+/// A board whose clock reading said "no clock" is asked for its clock once in this many turns.
+pub const CLOCKLESS_EVERY: u32 = 8;
 
 /// Time between two memory reads for moves missing on one board.
 pub const RECALL_EVERY: Duration = Duration::from_secs(5);
@@ -185,6 +189,10 @@ struct Member {
     /// Memory reads left for moves missing, and when the last was asked.
     recalls: u32,
     last_recall: Option<Instant>,
+    /// The board's last clock reading said "no clock", and its turns since the clock was
+    /// last asked for.
+    clock_absent: bool,
+    turns_without_clock: u32,
 }
 
 impl Member {
@@ -203,6 +211,8 @@ impl Member {
             memory_turns: 0,
             recalls: MEMORY_RECALLS,
             last_recall: None,
+            clock_absent: false,
+            turns_without_clock: 0,
         }
     }
 
@@ -236,7 +246,14 @@ impl Member {
         if self.start_pending {
             self.turn.push_back(BusCommand::SetStartGame);
         }
-        self.turn.push_back(BusCommand::SendClock);
+        // A board without a clock on its cable is asked every [`CLOCKLESS_EVERY`] turns only
+        // (a clock plugged in later is found then): its "no clock" replies would take the line
+        // every cycle for nothing.
+        self.turns_without_clock += 1;
+        if !self.clock_absent || self.turns_without_clock >= CLOCKLESS_EVERY {
+            self.turns_without_clock = 0;
+            self.turn.push_back(BusCommand::SendClock);
+        }
     }
 
     fn ask(&mut self, cmd: BusCommand) {
@@ -268,6 +285,8 @@ impl Member {
                 self.shadow = Some(f.clone());
                 self.settled_checked = true;
             }
+            Message::Observation(Observation::ClockAbsent) => self.clock_absent = true,
+            Message::Observation(Observation::Clock(_)) => self.clock_absent = false,
             _ => {}
         }
     }
@@ -1247,7 +1266,8 @@ mod tests {
             entries: Vec::new(),
         };
         deliver(&mut s, t, &update, &view, &mut out);
-        assert_eq!(commands(&out), [(5, 0x81)]);
+        // Board 5 said "no clock": its clock waits for a later turn; board 6's turn comes.
+        assert_eq!(commands(&out), [(6, 0x83)]);
         assert!(!s.members[&5].repeat_pending);
         assert_eq!(s.stats.lost, 0);
     }
@@ -1330,5 +1350,43 @@ mod tests {
             !commands(&out).contains(&(5, 0x85)),
             "a second mark: {out:?}"
         );
+    }
+
+    #[test]
+    fn a_board_without_a_clock_is_asked_for_it_once_in_a_while() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5]);
+        let t = Instant::now();
+        let mut out = Vec::new();
+        s.poll(t, &view, &mut out);
+        let mut clock_asks = Vec::new();
+        for turn in 0..(2 * CLOCKLESS_EVERY + 1) {
+            loop {
+                let Line::Asking { address, cmd, .. } = s.line else {
+                    panic!("{:?}", s.line);
+                };
+                let reply = match cmd {
+                    BusCommand::SendChanges => BusReply::Update {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendClock => BusReply::Clock {
+                        address,
+                        clock: crate::driver::dgt::BwTime::NoClock,
+                    },
+                    c => panic!("{c:?}"),
+                };
+                out.clear();
+                deliver(&mut s, t, &reply, &view, &mut out);
+                if cmd == BusCommand::SendClock {
+                    clock_asks.push(turn);
+                }
+                // The next turn begins with its changes.
+                if commands(&out) == [(5, 0x83)] {
+                    break;
+                }
+            }
+        }
+        assert_eq!(clock_asks, [0, CLOCKLESS_EVERY, 2 * CLOCKLESS_EVERY]);
     }
 }
