@@ -63,8 +63,9 @@ fn id(i: usize) -> String {
 }
 
 /// Every `tx` record of the captures under `dir`: each must be a bus command (4 bytes, bit 7
-/// set on the first, its checksum right).
-fn assert_only_bus_commands(dir: &Path) {
+/// set on the first, its checksum right). Returns how many of each command byte were sent.
+fn assert_only_bus_commands(dir: &Path) -> std::collections::BTreeMap<u8, u64> {
+    let mut sent = std::collections::BTreeMap::new();
     let mut n = 0;
     for day in std::fs::read_dir(dir).unwrap() {
         for f in std::fs::read_dir(day.unwrap().path()).unwrap() {
@@ -75,12 +76,14 @@ fn assert_only_bus_commands(dir: &Path) {
                     assert!(b[0] & 0x80 != 0, "{b:02x?}");
                     let sum: u32 = b[..3].iter().map(|&x| u32::from(x)).sum();
                     assert_eq!(b[3], (sum & 0x7F) as u8, "{b:02x?}");
+                    *sent.entry(b[0]).or_default() += 1;
                     n += 1;
                 }
             }
         }
     }
     assert!(n > 0, "no command captured");
+    sent
 }
 
 fn recovered(events: &[Value], board: &str) -> usize {
@@ -90,16 +93,63 @@ fn recovered(events: &[Value], board: &str) -> usize {
         .count()
 }
 
-async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<usize>) {
+/// What the line does to the boards' replies.
+#[derive(Debug, Clone, Copy)]
+struct Faults {
+    /// Probability that a reply byte is lost.
+    lossy: f64,
+    /// Probability that a reply byte comes through with a bit flipped.
+    garble: f64,
+    /// Probability that a reply is cut short.
+    cut: f64,
+    /// The line is too slow at times for the players' pace: a board's next packet may come
+    /// more than the core's displaced window (1 s) after a packet that left pieces off their
+    /// squares (a capture and its recapture in one cycle: the board's memory rewrites the
+    /// recaptured square's entry in place, so the piece taken never shows). A displaced_pieces
+    /// irregularity is then raised and must be resolved (the dump and the gap search record the
+    /// moves exactly); everything else stays as strict.
+    slow: bool,
+}
+
+/// A clean line.
+const CLEAN: Faults = Faults {
+    lossy: 0.0,
+    garble: 0.0,
+    cut: 0.0,
+    slow: false,
+};
+
+/// A line that loses `p` of the boards' bytes and cuts `p / 4` of their replies short (a cut
+/// loses half a reply on average: about `p / 8` of the bytes more).
+fn losing(p: f64) -> Faults {
+    Faults {
+        lossy: p,
+        garble: 0.0,
+        cut: p / 4.0,
+        slow: false,
+    }
+}
+
+async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Option<usize>) {
     // A directory (and pty link) of its own for each case.
-    let name = format!("chain{n}-{}", unplug_at.map_or(0, |p| p));
+    let name = format!(
+        "chain{n}-{}-{}",
+        unplug_at.map_or(0, |p| p),
+        (faults.lossy * 1000.0) as u32
+    );
     let dir = scratch(&name);
     let caps = dir.join("captures");
     let link = dir.join("chain");
     let games: Vec<ScriptGame> = (0..n).map(|i| game(i, plies)).collect();
     let mut cfg = ChainConfig::new(n);
-    cfg.seed = 40 + n as u64;
-    cfg.lossy = lossy;
+    // E2E_CHAIN_SEED runs the cases with other line faults and board delays.
+    cfg.seed = std::env::var("E2E_CHAIN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40 + n as u64);
+    cfg.lossy = faults.lossy;
+    cfg.garble = faults.garble;
+    cfg.cut = faults.cut;
     // Half the boards have no clock on their cable.
     for (i, b) in cfg.boards.iter_mut().enumerate() {
         if i % 2 == 1 {
@@ -133,14 +183,26 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
             assert_eq!(moves_from_events(&ev, b), uci(g), "{b}");
             // What the line could cause (the players' own irregularities, a rook touched
             // before the king, are theirs): nothing.
+            let code = |e: &&Value| e["code"].as_str().unwrap_or("").to_string();
             let link_caused: Vec<&Value> = of(&ev, b, "irregularity")
                 .into_iter()
                 .filter(|e| {
-                    ["moves_missing", "displaced_pieces", "illegal_move"]
-                        .contains(&e["code"].as_str().unwrap_or(""))
+                    ["moves_missing", "displaced_pieces", "illegal_move"].contains(&&*code(e))
+                        && !(faults.slow && code(e) == "displaced_pieces")
                 })
                 .collect();
             assert!(link_caused.is_empty(), "{b}: {link_caused:?}");
+            if faults.slow {
+                let raised = of(&ev, b, "irregularity")
+                    .iter()
+                    .filter(|e| code(e) == "displaced_pieces")
+                    .count();
+                let resolved = of(&ev, b, "irregularity_resolved")
+                    .iter()
+                    .filter(|e| code(e) == "displaced_pieces")
+                    .count();
+                assert_eq!(raised, resolved, "{b}: displaced pieces left unresolved");
+            }
             assert_eq!(of(&ev, b, "game_started").len(), 1, "{b}");
             if unplug_at.is_some() {
                 assert!(
@@ -153,29 +215,94 @@ async fn play(n: usize, plies: usize, speed: f64, lossy: f64, unplug_at: Option<
     d.terminate();
     let st = stop_strict(em, &name).await;
     assert!(st.boards.len() == n, "{:?}", st.boards);
-    assert_only_bus_commands(&caps);
+    // The daemon never addressed a board while another one was answering, nor a board still
+    // busy with its previous command.
+    for b in &st.boards {
+        assert_eq!((b.collisions, b.commands_lost), (0, 0), "{b:?}");
+    }
+    let sent = assert_only_bus_commands(&caps);
+    // For the record (issue 38's figures): what the line needed.
+    let count = |c: u8| sent.get(&c).copied().unwrap_or(0);
+    eprintln!(
+        "{name}: SEND_CHANGES {} REPEAT_CHANGES {} SEND_BRD {} SEND_FROM_START {} SEND_CLK {} \
+         PING {} IGNORE {}; emulator: {:?}",
+        count(0x83),
+        count(0x84),
+        count(0x82),
+        count(0x86),
+        count(0x81),
+        count(0x87),
+        count(0x8A),
+        st.boards
+            .iter()
+            .map(|b| (
+                b.replies_sent,
+                b.replies_garbled,
+                b.collisions,
+                b.commands_lost
+            ))
+            .collect::<Vec<_>>()
+    );
     let expected: Vec<(&str, &ScriptGame)> =
         ids.iter().map(String::as_str).zip(games.iter()).collect();
     assert_replay_exact(&caps, &expected);
-    let _ = std::fs::remove_dir_all(&dir);
+    // E2E_CHAIN_KEEP keeps the captures, for scripts/chain_cycle.py --captures.
+    if std::env::var_os("E2E_CHAIN_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("{name}: captures kept in {}", caps.display());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_boards_on_one_port() {
-    play(3, 24, 10.0, 0.0, None).await;
+    play(3, 24, 10.0, CLEAN, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_boards_on_a_line_that_loses_bytes() {
-    play(6, 16, 8.0, 0.002, None).await;
+    play(6, 16, 8.0, losing(0.002), None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twelve_boards_on_one_port() {
-    play(12, 12, 4.0, 0.0, None).await;
+    play(12, 12, 4.0, CLEAN, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moves_made_while_the_chain_was_unplugged_come_from_the_memories() {
-    play(3, 24, 10.0, 0.0, Some(8)).await;
+    play(3, 24, 10.0, CLEAN, Some(8)).await;
+}
+
+/// Issue 38: a chain on a bad cable, 1% of the boards' bytes lost, some replies cut short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_boards_on_a_line_that_loses_one_percent() {
+    play(6, 16, 8.0, losing(0.01), None).await;
+}
+
+/// Issue 38: 3% of the boards' bytes lost, some replies cut short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_boards_on_a_line_that_loses_three_percent() {
+    play(6, 16, 8.0, losing(0.03), None).await;
+}
+
+/// Issue 38: a long chain on a bad cable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twelve_boards_on_a_line_that_loses_one_percent() {
+    play(12, 12, 4.0, losing(0.01), None).await;
+}
+
+/// Issue 38: a long chain on a worse cable (the players at twice their pace: at four times, a
+/// move's changes on a dozen boards come faster than such a line carries long packets). Its
+/// cycle (p95 about 2.3 s) can exceed the core's displaced window: see [`Faults::slow`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 38, open: flaky (2 runs of 4 green); a board can still end ahead by moves no \
+            single sequence explains and stay stalled, its memory too long to come through \
+            whole at 3% loss"]
+async fn twelve_boards_on_a_line_that_loses_three_percent() {
+    let faults = Faults {
+        slow: true,
+        ..losing(0.03)
+    };
+    play(12, 10, 2.0, faults, None).await;
 }

@@ -375,6 +375,10 @@ impl<'a> Port<'a> {
                 None => next_tick,
             };
             tokio::select! {
+                // Bytes already received come before a deadline: a reply that came while the
+                // task was not running extends the session's wait (a chain's session sends the
+                // next command only once the line is quiet) instead of being taken for silence.
+                biased;
                 r = wire.recv() => match r {
                     Ok(record) => {
                         if let Err(e) = self.received(record, wire, &mut actions) {

@@ -12,13 +12,21 @@
 //!   command as the switch back to bus mode and does not answer it. A round runs again every
 //!   [`REDISCOVER_EVERY`] to find boards plugged into the chain later;
 //! - **polls** the boards one after the other: SEND_CHANGES (the board's memory entries since
-//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading) each
-//!   cycle, each command sent the moment the previous reply is complete, so that the cycle is
-//!   what the bytes need at 9600 baud plus the boards' reply times. A reply with a bad checksum
-//!   or cut short is asked for again (REPEAT_CHANGES for the changes, so that none is lost; a
-//!   command that got no answer at all is sent again as it was, as the board may not have
-//!   heard it); a board that leaves [`LOST_AFTER`] exchanges in a row unanswered is
-//!   disconnected (its game kept) and found again by a later discovery;
+//!   the last call: its field changes, in order) and SEND_CLK (the clock's reading; once in
+//!   [`CLOCKLESS_EVERY`] turns for a board without a clock) each cycle, each command sent the moment the previous reply is complete, so that the cycle is
+//!   what the bytes need at 9600 baud plus the boards' reply times;
+//! - **keeps one talker on the line**: every board answers on the one return line, and two
+//!   replies at once garble each other; a reply that comes in bad or cut short is waited out
+//!   until the line has been quiet for [`REPLY_QUIET`] (one that never begins, [`REPLY_GAP`])
+//!   before the next command goes out;
+//! - **asks again for what did not come through**: a packet of changes always with
+//!   REPEAT_CHANGES, until it comes in whole (a new SEND_CHANGES would lose it), the other
+//!   commands as they were; [`tries_in_a_turn`] tries in a board's turn, then the next board's
+//!   turn comes (one bad board does not starve the others) and the board's next turn asks
+//!   again. A turn whose changes did not come sends no dump and no start mark (both would be
+//!   ahead of the changes). A board that answers, however garbled, stays; one that leaves
+//!   [`LOST_AFTER`] exchanges in a row without a byte is disconnected (its game kept) and found
+//!   again by a later discovery;
 //! - **recovers from the boards' memory**: a board found with a game in progress (after a cable
 //!   was pulled, the chain powered down and up, the daemon restarted) is asked for
 //!   SEND_FROM_START (every change since the start of its game) before its pending changes and
@@ -26,8 +34,12 @@
 //!   Memory`] from which the core recovers the moves made meanwhile exactly. When the core
 //!   starts a game, the board is told SET_START_GAME, so that its memory marks the game's
 //!   start;
-//! - **repairs** a board whose changes settle unexplained by the game (changes lost after every
-//!   repeat) with SEND_BRD.
+//! - **reads the memory again** of a board ahead of its record by moves no single sequence
+//!   explains (the core's `moves_missing`: changes lost beyond repair), at most
+//!   [`MEMORY_RECALLS`] times, [`RECALL_EVERY`] apart, so that the core recovers the moves
+//!   exactly, as a single board does with its memory; a memory that does not come through
+//!   whole is asked for again in the board's next turns, [`MEMORY_TURNS`] in all;
+//! - **repairs** a board whose changes settle unexplained by the game with SEND_BRD.
 //!
 //! It never sends a single-board command (the first one would take every board of the chain out
 //! of bus mode, and all of them would answer it at once): every byte it writes is a
@@ -47,10 +59,14 @@ pub const NAME: &str = "dgt-bus";
 
 /// Time a byte takes on the line at 9600 baud, 8N1 (ten bits).
 pub const BYTE_TIME: Duration = Duration::from_micros(1042);
-/// The longest pause inside or before a reply before it counts as missing or cut short: DGT's
-/// header suggests 80 ms (a board answers within milliseconds, up to 20 ms while it writes its
-/// memory).
+/// The longest pause before a reply before it counts as missing: DGT's header suggests 80 ms (a
+/// board answers within milliseconds, up to 20 ms while it writes its memory).
 pub const REPLY_GAP: Duration = Duration::from_millis(80);
+/// The pause after bytes of a reply that ends it (cut short, or bad): a board sends a reply's
+/// bytes back to back, so the line is free once it has been quiet this long. Above the 16 ms
+/// an FTDI USB-serial adapter may hold received bytes by default (its latency timer, FTDI
+/// AN232B-04), so that a reply still coming in is not taken for ended.
+pub const REPLY_QUIET: Duration = Duration::from_millis(30);
 /// How long every board may take to answer a PING to address 0: 1.1 s (DGT's header), a reply's
 /// bytes and [`REPLY_GAP`].
 pub const DISCOVERY_WINDOW: Duration = Duration::from_millis(1100 + 7 + 80);
@@ -64,6 +80,30 @@ pub const LOST_AFTER: u32 = 3;
 pub const SETTLE_DUMP: Duration = Duration::from_millis(400);
 /// Discovery rounds at most in one search (collisions can keep a round inconclusive).
 const MAX_ROUNDS: u32 = 8;
+/// Turns in which a board's memory (SEND_FROM_START) is asked for, for one recovery, before it
+/// is given up (a long memory on a line that loses bytes may never come through whole).
+pub const MEMORY_TURNS: u32 = 8;
+/// Memory reads a board gets while the core reports moves missing on it (ahead of the record
+/// by moves no single sequence explains), at most one every [`RECALL_EVERY`].
+pub const MEMORY_RECALLS: u32 = 3;
+/// Sends of `cmd` in one board's turn before the turn goes on without its reply (asked again
+/// in the board's next turn, when it matters): [`MAX_TRIES`], but one for the clock (read
+/// every turn anyway), a board dump or a memory (their long replies take the line longest and
+/// come through whole least often on a line that loses bytes: a dump's 70 bytes at 3% loss,
+/// one try in eight), so that one board's bad replies do not hold up the others' turns.
+pub fn tries_in_a_turn(cmd: BusCommand) -> u32 {
+    match cmd {
+        // The clock is read again next turn anyway.
+        BusCommand::SendBoard | BusCommand::SendFromStart | BusCommand::SendClock => 1,
+        _ => MAX_TRIES,
+    }
+}
+
+/// A board whose clock reading said "no clock" is asked for its clock once in this many turns.
+pub const CLOCKLESS_EVERY: u32 = 8;
+
+/// Time between two memory reads for moves missing on one board.
+pub const RECALL_EVERY: Duration = Duration::from_secs(5);
 
 /// A chain of DGT boards on one port, in bus mode. Configured (`dgt-bus:/dev/ttyUSB0`), never
 /// discovered: a chain's port carries the same USB ids as a single DGT board.
@@ -141,6 +181,18 @@ struct Member {
     /// A game started on the board: its memory is to mark the start (SET_START_GAME), if the
     /// board still shows the start position when its turn comes.
     start_pending: bool,
+    /// The board sent a packet of changes that did not come through whole: its next turn asks
+    /// for it again (REPEAT_CHANGES), never for new changes, so that none is lost.
+    repeat_pending: bool,
+    /// Turns left in which its memory is asked for (the current recovery).
+    memory_turns: u32,
+    /// Memory reads left for moves missing, and when the last was asked.
+    recalls: u32,
+    last_recall: Option<Instant>,
+    /// The board's last clock reading said "no clock", and its turns since the clock was
+    /// last asked for.
+    clock_absent: bool,
+    turns_without_clock: u32,
 }
 
 impl Member {
@@ -155,34 +207,68 @@ impl Member {
             settled_checked: true,
             ignoring: false,
             start_pending: false,
+            repeat_pending: false,
+            memory_turns: 0,
+            recalls: MEMORY_RECALLS,
+            last_recall: None,
+            clock_absent: false,
+            turns_without_clock: 0,
         }
     }
 
     /// The commands of the board's next turn: the one-off requests (version, memory), its
-    /// changes, a board dump right after them when one is wanted (a dump is a snapshot: it
-    /// agrees with the changes only when none is pending), the start mark, the clock.
+    /// changes (the last packet again when it did not come through), a board dump right after
+    /// them when one is wanted (a dump is a snapshot: it agrees with the changes only when none
+    /// is pending), the start mark, the clock.
     fn begin_turn(&mut self) {
         let wants_board = self.extra.contains(&BusCommand::SendBoard);
-        self.turn.extend(self.extra.drain(..).filter(|c| {
-            !matches!(
-                c,
-                BusCommand::SendBoard | BusCommand::SendChanges | BusCommand::SetStartGame
-            )
+        let memory_turns = &mut self.memory_turns;
+        self.turn.extend(self.extra.drain(..).filter(|c| match c {
+            BusCommand::SendBoard
+            | BusCommand::SendChanges
+            | BusCommand::RepeatChanges
+            | BusCommand::SetStartGame => false,
+            BusCommand::SendFromStart if *memory_turns == 0 => false,
+            BusCommand::SendFromStart => {
+                *memory_turns -= 1;
+                true
+            }
+            _ => true,
         }));
-        self.turn.push_back(BusCommand::SendChanges);
+        self.turn.push_back(if self.repeat_pending {
+            BusCommand::RepeatChanges
+        } else {
+            BusCommand::SendChanges
+        });
         if wants_board {
             self.turn.push_back(BusCommand::SendBoard);
         }
         if self.start_pending {
             self.turn.push_back(BusCommand::SetStartGame);
         }
-        self.turn.push_back(BusCommand::SendClock);
+        // A board without a clock on its cable is asked every [`CLOCKLESS_EVERY`] turns only
+        // (a clock plugged in later is found then): its "no clock" replies would take the line
+        // every cycle for nothing.
+        self.turns_without_clock += 1;
+        if !self.clock_absent || self.turns_without_clock >= CLOCKLESS_EVERY {
+            self.turns_without_clock = 0;
+            self.turn.push_back(BusCommand::SendClock);
+        }
     }
 
     fn ask(&mut self, cmd: BusCommand) {
         if !self.extra.contains(&cmd) {
             self.extra.push_back(cmd);
         }
+    }
+
+    /// Asks for the board's memory in its next [`MEMORY_TURNS`] turns until it comes, each time
+    /// with a board dump after the changes (the core recovers from the memory at the dump that
+    /// follows it).
+    fn ask_memory(&mut self) {
+        self.memory_turns = MEMORY_TURNS;
+        self.ask(BusCommand::SendFromStart);
+        self.ask(BusCommand::SendBoard);
     }
 
     /// What the board reported, for the repair checks.
@@ -199,6 +285,8 @@ impl Member {
                 self.shadow = Some(f.clone());
                 self.settled_checked = true;
             }
+            Message::Observation(Observation::ClockAbsent) => self.clock_absent = true,
+            Message::Observation(Observation::Clock(_)) => self.clock_absent = false,
             _ => {}
         }
     }
@@ -209,15 +297,18 @@ impl Member {
 enum Line {
     /// Nothing asked.
     Idle,
-    /// A command sent to one board, its reply awaited until `deadline` (moved on while bytes
-    /// come in).
+    /// A command sent to one board, its reply awaited until `deadline`: [`REPLY_GAP`] after
+    /// the command, moved to [`REPLY_QUIET`] after the last byte once bytes come in (the next
+    /// command goes out only when the line is quiet: never while a reply may still come).
     Asking {
         address: u16,
         cmd: BusCommand,
         tries: u32,
         deadline: Instant,
-        /// Bytes of the reply have come in.
+        /// Bytes of the reply to this try have come in.
         some: bool,
+        /// Bytes came in for some try of this exchange: the board is there.
+        heard: bool,
     },
     /// A PING to address 0 sent: every board may answer until `until`.
     Listening { until: Instant },
@@ -248,6 +339,12 @@ pub struct ChainStats {
     pub found: u64,
     /// Boards lost.
     pub lost: u64,
+    /// Replies that came in bad or cut short (each waited out before the next command).
+    pub bad_replies: u64,
+    /// Memory reads asked for (SEND_FROM_START sent, resends included).
+    pub memory_reads: u64,
+    /// Frames the decoder rejected while a board was asked.
+    pub bad_frames: u64,
 }
 
 /// What a session knows of its boards before any is open.
@@ -303,11 +400,15 @@ impl Chain {
         address: u16,
         cmd: BusCommand,
         tries: u32,
+        heard: bool,
         out: &mut Vec<Action>,
     ) {
         self.stats.commands += 1;
         if tries > 1 {
             self.stats.resends += 1;
+        }
+        if cmd == BusCommand::SendFromStart {
+            self.stats.memory_reads += 1;
         }
         let bytes = cmd.encode(address).to_vec();
         let written = BYTE_TIME * bytes.len() as u32;
@@ -327,6 +428,7 @@ impl Chain {
                 tries,
                 deadline: now + written + REPLY_GAP,
                 some: false,
+                heard,
             };
         }
     }
@@ -354,7 +456,7 @@ impl Chain {
                 if let Some(m) = self.members.get_mut(&address) {
                     m.ignoring = true;
                 }
-                self.send(now, address, BusCommand::IgnoreNextPing, 1, out);
+                self.send(now, address, BusCommand::IgnoreNextPing, 1, false, out);
                 return;
             }
             self.stats.rounds += 1;
@@ -363,7 +465,7 @@ impl Chain {
                 news: false,
                 ..search
             });
-            self.send(now, 0, BusCommand::Ping, 1, out);
+            self.send(now, 0, BusCommand::Ping, 1, false, out);
             return;
         }
         // Polling: the current board's turn, then the next board's.
@@ -378,6 +480,17 @@ impl Chain {
                 continue;
             };
             if let Some(cmd) = m.turn.pop_front() {
+                if m.repeat_pending
+                    && matches!(cmd, BusCommand::SendBoard | BusCommand::SetStartGame)
+                {
+                    // The board's changes did not come through in this turn: a dump would be
+                    // ahead of them (a gap the game cannot explain), and the start mark could
+                    // log a move already made. Both wait for a turn whose changes came.
+                    if cmd == BusCommand::SendBoard {
+                        m.ask(cmd);
+                    }
+                    continue;
+                }
                 if cmd == BusCommand::SetStartGame {
                     m.start_pending = false;
                     // The mark logs the pieces where they stand: only while the board shows
@@ -390,7 +503,7 @@ impl Chain {
                         continue;
                     }
                 }
-                self.send(now, address, cmd, 1, out);
+                self.send(now, address, cmd, 1, false, out);
                 return;
             }
             // This board's turn is over: the next board's begins.
@@ -438,12 +551,28 @@ impl Chain {
             .or_else(|| self.members.iter().find_map(open))
     }
 
-    /// The exchange of `cmd` with `address` failed after every try.
-    fn unanswered(&mut self, address: u16, cmd: BusCommand, out: &mut Vec<Action>) {
+    /// The exchange of `cmd` with `address` failed after every try: `heard` when replies came,
+    /// all bad or cut short (the board is there; what it was asked for is asked again in its
+    /// next turn, so that the other boards get their turns meanwhile), else unanswered.
+    fn unanswered(&mut self, address: u16, cmd: BusCommand, heard: bool, out: &mut Vec<Action>) {
         self.line = Line::Idle;
         let Some(m) = self.members.get_mut(&address) else {
             return;
         };
+        if heard {
+            m.missed = 0;
+            match cmd {
+                // The board sent its changes: the same packet again, never new ones.
+                BusCommand::SendChanges | BusCommand::RepeatChanges => m.repeat_pending = true,
+                BusCommand::SendBoard => m.ask(BusCommand::SendBoard),
+                BusCommand::SendFromStart => {
+                    m.ask(BusCommand::SendFromStart);
+                    m.ask(BusCommand::SendBoard);
+                }
+                _ => {}
+            }
+            return;
+        }
         m.missed += 1;
         if m.opened {
             out.push(Action::Note {
@@ -452,8 +581,12 @@ impl Chain {
             });
         }
         if m.missed < LOST_AFTER {
-            // Changes whose reply was lost after every repeat: a board dump repairs the board.
             if matches!(cmd, BusCommand::SendChanges | BusCommand::RepeatChanges) {
+                // The board may have sent a packet that never came: asked for again.
+                m.repeat_pending = true;
+            }
+            if cmd == BusCommand::SendFromStart {
+                m.ask(BusCommand::SendFromStart);
                 m.ask(BusCommand::SendBoard);
             }
             return;
@@ -472,32 +605,42 @@ impl Chain {
         }
     }
 
-    /// The reply to the command in flight is bad, cut short, or missing: ask again or give up.
+    /// The reply to the command in flight is bad, cut short, or missing, and the line is quiet:
+    /// ask again or give up.
     fn retry(&mut self, now: Instant, out: &mut Vec<Action>) {
         let Line::Asking {
             address,
             cmd,
             tries,
             some,
+            heard,
             ..
         } = self.line
         else {
             return;
         };
-        if tries >= MAX_TRIES {
-            self.unanswered(address, cmd, out);
+        if some {
+            self.stats.bad_replies += 1;
+        }
+        if cmd == BusCommand::SetStartGame && (some || heard) {
+            // The board wrote the mark (its reply came, spoilt): writing it again would mark
+            // the start wherever the pieces stand now.
+            self.line = Line::Idle;
             return;
         }
-        // Changes already sent are asked for again with REPEAT_CHANGES (a new SEND_CHANGES would
-        // lose them); a command that got no answer at all may not have been heard: the same
-        // again.
+        if tries >= tries_in_a_turn(cmd) {
+            self.unanswered(address, cmd, heard || some, out);
+            return;
+        }
+        // Changes are asked for again with REPEAT_CHANGES, whatever came: when the board sent
+        // them, a new SEND_CHANGES would lose them; when it did not hear the command, its last
+        // packet comes again, which leaves every field as it was (each field ends as the packet
+        // last wrote it), and its new changes stay for the next SEND_CHANGES.
         let again = match cmd {
-            BusCommand::SendChanges | BusCommand::RepeatChanges if some => {
-                BusCommand::RepeatChanges
-            }
+            BusCommand::SendChanges | BusCommand::RepeatChanges => BusCommand::RepeatChanges,
             c => c,
         };
-        self.send(now, address, again, tries + 1, out);
+        self.send(now, address, again, tries + 1, heard || some, out);
     }
 }
 
@@ -524,7 +667,11 @@ impl Session for Chain {
         out: &mut Vec<Action>,
     ) {
         match self.line {
-            Line::Listening { .. } => {
+            Line::Listening { until } => {
+                // A reply still coming in is heard to its end.
+                self.line = Line::Listening {
+                    until: until.max(now + REPLY_QUIET),
+                };
                 for m in msgs {
                     let Message::Session(SessionMessage::Driver(r)) = m else {
                         continue;
@@ -558,7 +705,7 @@ impl Session for Chain {
                 address,
                 cmd,
                 tries,
-                deadline,
+                heard,
                 ..
             } => {
                 if from != Some(address) {
@@ -576,29 +723,30 @@ impl Session for Chain {
                 if done {
                     if let Some(m) = self.members.get_mut(&address) {
                         m.missed = 0;
+                        match cmd {
+                            BusCommand::SendChanges | BusCommand::RepeatChanges => {
+                                m.repeat_pending = false;
+                            }
+                            BusCommand::SendFromStart => m.memory_turns = 0,
+                            _ => {}
+                        }
                     }
                     self.line = Line::Idle;
                     self.next(now, boards, out);
-                } else if bad_frames > 0 {
-                    self.line = Line::Asking {
-                        address,
-                        cmd,
-                        tries,
-                        deadline,
-                        some: true,
-                    };
-                    self.retry(now, out);
-                    if self.line == Line::Idle {
-                        self.next(now, boards, out);
-                    }
                 } else {
-                    // Bytes of the reply are coming in.
+                    // Bytes of the reply are coming in, or a bad or cut-short reply is still on
+                    // the line: the next command (the same again, or the next one) waits until
+                    // the line has been quiet for a moment, so that no two replies overlap.
+                    if bad_frames > 0 {
+                        self.stats.bad_frames += bad_frames;
+                    }
                     self.line = Line::Asking {
                         address,
                         cmd,
                         tries,
-                        deadline: deadline.max(now + REPLY_GAP),
+                        deadline: now + REPLY_QUIET,
                         some: true,
+                        heard,
                     };
                 }
             }
@@ -617,7 +765,7 @@ impl Session for Chain {
                 unit,
                 note: Note::MemoryAsked,
             });
-            m.ask(BusCommand::SendFromStart);
+            m.ask_memory();
         }
         // The changes pending since the last call (joined to the memory), then the whole board.
         m.ask(BusCommand::SendChanges);
@@ -642,6 +790,23 @@ impl Session for Chain {
                 {
                     m.ask(BusCommand::SendBoard);
                 }
+            }
+            // A board ahead of the record by moves no single sequence explains (changes lost
+            // beyond repair): its memory tells which, as it does after a reconnection.
+            if m.opened
+                && m.recalls > 0
+                && m.memory_turns == 0
+                && m.last_recall
+                    .is_none_or(|t| now.duration_since(t) >= RECALL_EVERY)
+                && boards.moves_missing(address)
+            {
+                m.recalls -= 1;
+                m.last_recall = Some(now);
+                m.ask_memory();
+                out.push(Action::Note {
+                    unit: address,
+                    note: Note::MemoryAskedAgain,
+                });
             }
         }
         match self.line {
@@ -707,6 +872,27 @@ mod tests {
 
     struct View {
         in_progress: bool,
+    }
+
+    /// A view whose boards are all ahead of their record by moves no sequence explains.
+    struct Missing;
+
+    impl Boards for Missing {
+        fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+            false
+        }
+        fn game_in_progress(&self, _unit: Unit) -> bool {
+            true
+        }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            false
+        }
+        fn away_for(&self, _unit: Unit) -> Option<Duration> {
+            None
+        }
+        fn moves_missing(&self, _unit: Unit) -> bool {
+            true
+        }
     }
 
     impl Boards for View {
@@ -893,7 +1079,8 @@ mod tests {
             "the memory since the game's start"
         );
         out.clear();
-        // A FROM_START with a bad checksum: asked again as it was.
+        // A FROM_START with a bad checksum: once the line is quiet, the turn goes on (a memory
+        // gets one try a turn: it is asked again in the board's next turn).
         let mut bad = BusReply::FromStart {
             address: 3,
             entries: Vec::new(),
@@ -905,7 +1092,19 @@ mod tests {
         let mut msgs = Vec::new();
         dec.decode(&bad, &mut msgs);
         s.received(t, Some(3), &msgs, dec.bad_frames(), &view, &mut out);
-        assert_eq!(commands(&out), [(3, 0x86)]);
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the line may be busy"
+        );
+        s.poll(t + REPLY_QUIET - Duration::from_millis(1), &view, &mut out);
+        assert!(
+            commands(&out).is_empty(),
+            "nothing while the line may be busy"
+        );
+        t += REPLY_QUIET;
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(3, 0x83)]);
+        assert!(s.members[&3].extra.contains(&BusCommand::SendFromStart));
         out.clear();
         // Then no answer at all, three times in a row for three exchanges: lost.
         let mut lost = false;
@@ -955,5 +1154,239 @@ mod tests {
                 BusCommand::SendClock
             ]
         );
+    }
+
+    /// A session with the boards at `addrs` found and open, no search under way: its next
+    /// poll starts polling them.
+    fn polling(addrs: &[u16]) -> Chain {
+        let mut s = chain();
+        for &a in addrs {
+            let mut m = Member::new();
+            m.opened = true;
+            s.members.insert(a, m);
+        }
+        s
+    }
+
+    /// An UPDATE of board `address` with one field change, its last byte dropped.
+    fn cut_update(address: u16) -> Vec<u8> {
+        let mut bytes = BusReply::Update {
+            address,
+            entries: vec![crate::driver::dgt::ee::EeEntry::Field {
+                index: 12,
+                reading: crate::core::observation::SquareReading::Empty,
+                quick: false,
+            }],
+        }
+        .encode();
+        bytes.pop();
+        bytes
+    }
+
+    /// Feeds `bytes` to the decoder of the board the session listens to.
+    fn feed(s: &mut Chain, t: Instant, dec: &mut BusStream, bytes: &[u8], out: &mut Vec<Action>) {
+        let view = View { in_progress: false };
+        let mut msgs = Vec::new();
+        let before = dec.bad_frames();
+        dec.decode(bytes, &mut msgs);
+        let from = s.listener();
+        s.received(t, from, &msgs, dec.bad_frames() - before, &view, out);
+    }
+
+    #[test]
+    fn spoilt_changes_are_waited_out_repeated_in_later_turns_and_never_lost() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5, 6]);
+        let mut t = Instant::now();
+        let mut out = Vec::new();
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x83)]);
+        let mut dec = BusStream::new(5);
+        // Three replies cut short: each waited out until the line is quiet, then asked again
+        // with REPEAT_CHANGES; nothing goes out while the reply may still be coming.
+        for _ in 0..MAX_TRIES {
+            out.clear();
+            t += Duration::from_millis(10);
+            feed(&mut s, t, &mut dec, &cut_update(5), &mut out);
+            assert!(commands(&out).is_empty(), "{out:?}");
+            s.poll(t + REPLY_QUIET - Duration::from_millis(1), &view, &mut out);
+            assert!(commands(&out).is_empty(), "{out:?}");
+            t += REPLY_QUIET;
+            s.poll(t, &view, &mut out);
+            if commands(&out) != [(5, 0x84)] {
+                break;
+            }
+        }
+        // The board answered (garbled): it is not lost; the other board gets its turn.
+        assert_eq!(
+            commands(&out),
+            [(5, 0x81)],
+            "the turn goes on with the clock"
+        );
+        assert!(!out.iter().any(|a| matches!(a, Action::Note { .. })));
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Clock {
+                address: 5,
+                clock: crate::driver::dgt::BwTime::NoClock,
+            },
+            &view,
+            &mut out,
+        );
+        assert_eq!(commands(&out), [(6, 0x83)], "the next board's turn");
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Update {
+                address: 6,
+                entries: Vec::new(),
+            },
+            &view,
+            &mut out,
+        );
+        out.clear();
+        deliver(
+            &mut s,
+            t,
+            &BusReply::Clock {
+                address: 6,
+                clock: crate::driver::dgt::BwTime::NoClock,
+            },
+            &view,
+            &mut out,
+        );
+        // Board 5's next turn asks for the same packet again, never for new changes.
+        assert_eq!(commands(&out), [(5, 0x84)]);
+        out.clear();
+        let update = BusReply::Update {
+            address: 5,
+            entries: Vec::new(),
+        };
+        deliver(&mut s, t, &update, &view, &mut out);
+        // Board 5 said "no clock": its clock waits for a later turn; board 6's turn comes.
+        assert_eq!(commands(&out), [(6, 0x83)]);
+        assert!(!s.members[&5].repeat_pending);
+        assert_eq!(s.stats.lost, 0);
+    }
+
+    #[test]
+    fn moves_missing_read_the_boards_memory_a_few_times_apart() {
+        let mut s = polling(&[5]);
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        let mut asked = Vec::new();
+        let mut reads = 0;
+        // The board answers every command at once; moves stay missing for a minute.
+        for k in 0..600u32 {
+            let t = t0 + Duration::from_millis(100) * k;
+            out.clear();
+            s.poll(t, &Missing, &mut out);
+            for _ in 0..10 {
+                let Line::Asking { address, cmd, .. } = s.line else {
+                    break;
+                };
+                if out.iter().any(|a| {
+                    matches!(
+                        a,
+                        Action::Note {
+                            note: Note::MemoryAskedAgain,
+                            ..
+                        }
+                    )
+                }) {
+                    asked.push(t);
+                }
+                reads += u32::from(cmd == BusCommand::SendFromStart);
+                let reply = match cmd {
+                    BusCommand::SendFromStart => BusReply::FromStart {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendChanges | BusCommand::RepeatChanges => BusReply::Update {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendBoard => BusReply::BoardDump {
+                        address,
+                        fields: Box::new([crate::core::observation::SquareReading::Empty; 64]),
+                    },
+                    BusCommand::SendClock => BusReply::Clock {
+                        address,
+                        clock: crate::driver::dgt::BwTime::NoClock,
+                    },
+                    c => panic!("{c:?}"),
+                };
+                out.clear();
+                let mut dec = BusStream::new(address);
+                let mut msgs = Vec::new();
+                dec.decode(&reply.encode(), &mut msgs);
+                s.received(t, Some(address), &msgs, 0, &Missing, &mut out);
+            }
+        }
+        assert_eq!(asked.len(), MEMORY_RECALLS as usize, "{asked:?}");
+        assert!(asked.windows(2).all(|w| w[1] - w[0] >= RECALL_EVERY));
+        // Each read went out (and was answered).
+        assert_eq!(reads, MEMORY_RECALLS);
+    }
+
+    #[test]
+    fn a_start_mark_whose_answer_came_in_bad_is_not_written_again() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5]);
+        let t = Instant::now();
+        let mut out = Vec::new();
+        s.send(t, 5, BusCommand::SetStartGame, 1, false, &mut out);
+        let mut bad = BusReply::StartGameWritten { address: 5 }.encode();
+        let last = bad.len() - 1;
+        bad[last] ^= 0x01;
+        out.clear();
+        let mut dec = BusStream::new(5);
+        feed(&mut s, t, &mut dec, &bad, &mut out);
+        s.poll(t + REPLY_QUIET, &view, &mut out);
+        assert!(
+            !commands(&out).contains(&(5, 0x85)),
+            "a second mark: {out:?}"
+        );
+    }
+
+    #[test]
+    fn a_board_without_a_clock_is_asked_for_it_once_in_a_while() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5]);
+        let t = Instant::now();
+        let mut out = Vec::new();
+        s.poll(t, &view, &mut out);
+        let mut clock_asks = Vec::new();
+        for turn in 0..(2 * CLOCKLESS_EVERY + 1) {
+            loop {
+                let Line::Asking { address, cmd, .. } = s.line else {
+                    panic!("{:?}", s.line);
+                };
+                let reply = match cmd {
+                    BusCommand::SendChanges => BusReply::Update {
+                        address,
+                        entries: Vec::new(),
+                    },
+                    BusCommand::SendClock => BusReply::Clock {
+                        address,
+                        clock: crate::driver::dgt::BwTime::NoClock,
+                    },
+                    c => panic!("{c:?}"),
+                };
+                out.clear();
+                deliver(&mut s, t, &reply, &view, &mut out);
+                if cmd == BusCommand::SendClock {
+                    clock_asks.push(turn);
+                }
+                // The next turn begins with its changes.
+                if commands(&out) == [(5, 0x83)] {
+                    break;
+                }
+            }
+        }
+        assert_eq!(clock_asks, [0, CLOCKLESS_EVERY, 2 * CLOCKLESS_EVERY]);
     }
 }

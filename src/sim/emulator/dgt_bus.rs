@@ -242,8 +242,13 @@ pub struct ChainConfig {
     pub reset_time: Micros,
     /// Time of one byte on the line.
     pub byte_time: Micros,
-    /// Probability that the line loses a reply byte.
+    /// Probability that the line loses a reply byte (of every reply kind).
     pub lossy: f64,
+    /// Probability that a reply byte comes through with one bit flipped (noise on the line).
+    pub garble: f64,
+    /// Probability that a reply is cut short: the line carries it up to a random byte and no
+    /// further (a burst of noise, a loose contact); the board is free again at once.
+    pub cut: f64,
     /// A burst of noise bytes on the line about this often (link time).
     pub noise_every: Option<Micros>,
 }
@@ -271,6 +276,8 @@ impl Default for ChainConfig {
             reset_time: 3_000_000,
             byte_time: BYTE_TIME,
             lossy: 0.0,
+            garble: 0.0,
+            cut: 0.0,
             noise_every: None,
         }
     }
@@ -316,6 +323,9 @@ pub struct BusBoardStats {
     pub replies_sent: u64,
     /// Of those, replies garbled by another transmission on the line.
     pub replies_garbled: u64,
+    /// Of those, replies to a command addressed to this board alone: the host addressed it
+    /// while another transmission was on the line, or before its reply could begin.
+    pub collisions: u64,
     /// Replies cut short (the board went off the line, or the chain was unplugged).
     pub replies_cut: u64,
 }
@@ -331,6 +341,10 @@ pub struct LineStats {
     pub unaddressed: u64,
     /// Reply bytes the lossy line dropped.
     pub bytes_dropped: u64,
+    /// Reply bytes the line changed (one bit flipped).
+    pub bytes_garbled: u64,
+    /// Replies the line cut short.
+    pub replies_cut: u64,
     /// Noise bytes put on the line.
     pub noise_bytes: u64,
 }
@@ -377,6 +391,8 @@ struct Transmission {
     sent: usize,
     /// Another transmission changed what the host received of it.
     garbled: bool,
+    /// The reply to a command addressed to its board alone (not to every board).
+    addressed: bool,
 }
 
 /// The emulated chain of bus boards (see the module documentation).
@@ -395,6 +411,8 @@ pub struct ChainEmulator {
     delays: Rng,
     loss: Rng,
     noise: Rng,
+    /// The garbling and cutting of replies.
+    faults: Rng,
     unknown: Unknown,
     stats: LineStats,
 }
@@ -474,6 +492,7 @@ impl ChainEmulator {
             delays: Rng::derive(cfg.seed, 0xB05),
             loss: Rng::derive(cfg.seed, 0x1055),
             noise: Rng::derive(cfg.seed, 0x5EED),
+            faults: Rng::derive(cfg.seed, 0xFA17),
             boards,
             now: 0,
             link_now: 0,
@@ -583,6 +602,7 @@ impl ChainEmulator {
             bytes,
             sent: 0,
             garbled: false,
+            addressed: false,
         });
     }
 
@@ -630,9 +650,17 @@ impl ChainEmulator {
         base.max(eeprom)
     }
 
-    fn send(&mut self, i: usize, start: Micros, bytes: Vec<u8>) {
+    fn send(&mut self, i: usize, start: Micros, mut bytes: Vec<u8>, addressed: bool) {
         if bytes.is_empty() {
             return;
+        }
+        if self.cfg.cut > 0.0 && self.faults.chance(self.cfg.cut) {
+            let keep = self.faults.below(bytes.len() as u64) as usize;
+            bytes.truncate(keep);
+            self.stats.replies_cut += 1;
+            if bytes.is_empty() {
+                return;
+            }
         }
         self.line.push(Transmission {
             board: Some(i),
@@ -640,6 +668,7 @@ impl ChainEmulator {
             bytes,
             sent: 0,
             garbled: false,
+            addressed,
         });
     }
 
@@ -767,7 +796,7 @@ impl ChainEmulator {
                 return false;
             }
         };
-        self.send(i, at + delay.max(0), bytes);
+        self.send(i, at + delay.max(0), bytes, !broadcast);
         on
     }
 
@@ -901,6 +930,9 @@ impl EmulatedBoard for ChainEmulator {
             let reply = self.line[ti].board.is_some();
             if reply && self.cfg.lossy > 0.0 && self.loss.chance(self.cfg.lossy) {
                 self.stats.bytes_dropped += 1;
+            } else if reply && self.cfg.garble > 0.0 && self.faults.chance(self.cfg.garble) {
+                self.stats.bytes_garbled += 1;
+                out.push(byte ^ (1 << self.faults.below(8)));
             } else {
                 out.push(byte);
             }
@@ -925,6 +957,9 @@ impl EmulatedBoard for ChainEmulator {
                 s.replies_sent += 1;
                 if t.garbled {
                     s.replies_garbled += 1;
+                    if t.addressed {
+                        s.collisions += 1;
+                    }
                 }
             }
         }
@@ -1092,6 +1127,7 @@ impl EmulatedBoard for ChainEmulator {
                     missed: b.stats.missed,
                     replies_sent: b.stats.replies_sent,
                     replies_garbled: b.stats.replies_garbled,
+                    collisions: b.stats.collisions,
                 }
             })
             .collect()
@@ -1655,6 +1691,52 @@ mod tests {
         let line = h.chain.line_stats();
         assert!(line.bytes_dropped > 0 && line.noise_bytes > 0, "{line:?}");
         assert!((50..100).contains(&good), "{good} of 100 replies whole");
+        assert_eq!(h.chain.unknown_bytes(), 0);
+    }
+
+    #[test]
+    fn a_faulty_line_loses_garbles_and_cuts_every_kind_of_reply() {
+        let cfg = ChainConfig {
+            lossy: 0.01,
+            garble: 0.01,
+            cut: 0.05,
+            ..ChainConfig::new(1)
+        };
+        let mut h = chain(1, cfg);
+        let a = h.chain.addresses()[0];
+        let kinds = [
+            (command::SEND_CLK, reply::BWTIME),
+            (command::SEND_BRD, reply::BRD_DUMP),
+            (command::SEND_CHANGES, reply::UPDATE),
+            (command::REPEAT_CHANGES, reply::UPDATE),
+            (command::SEND_FROM_START, reply::FROM_START),
+            (command::PING, reply::PING),
+            (command::IGNORE_NEXT_BUS_PING, reply::PING),
+            (command::SEND_VERSION, reply::VERSION),
+        ];
+        for (cmd, id) in kinds {
+            let (mut whole, mut spoilt) = (0, 0);
+            for _ in 0..300 {
+                h.send(&bus(cmd, a));
+                h.wait(100_000);
+                let bytes = h.take();
+                let (f, junk) = frames(&bytes);
+                assert!(f.iter().all(|fr| fr.id == id && fr.addr == a), "{f:?}");
+                whole += f.len();
+                if f.is_empty() || junk > 0 {
+                    spoilt += 1;
+                }
+            }
+            assert!(
+                whole > 0 && spoilt > 0,
+                "{cmd:02x}: {whole} whole, {spoilt} spoilt"
+            );
+        }
+        let line = h.chain.line_stats();
+        assert!(
+            line.bytes_dropped > 0 && line.bytes_garbled > 0 && line.replies_cut > 0,
+            "{line:?}"
+        );
         assert_eq!(h.chain.unknown_bytes(), 0);
     }
 

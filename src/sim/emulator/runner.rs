@@ -141,6 +141,9 @@ pub struct BoardStatus {
     pub replies_sent: u64,
     /// Replies garbled by another transmission on the line at the same time.
     pub replies_garbled: u64,
+    /// Of those, replies to a command addressed to it alone (the host addressed it while
+    /// another board was still answering).
+    pub collisions: u64,
 }
 
 impl EmulatedBoard for Emulator {
