@@ -850,12 +850,13 @@ impl Hub {
     /// The batches of this hub's messages for the event-stream transports (started on the
     /// first call, which must be inside the Tokio runtime). Every message published after this
     /// call is in a batch sent after it, so a client subscribes to the batches first and then
-    /// asks [`Hub::subscribe`] for its start. It keeps a sixteenth of `channel` batches (a batch
-    /// holds up to [`super::fanout::COALESCE`] of messages).
+    /// asks [`Hub::subscribe`] for its start. It keeps a quarter of `channel` batches (a batch
+    /// holds what piled up in [`super::fanout::gather_window`], up to
+    /// [`super::fanout::MOST_GATHER`] of messages with a thousand clients).
     pub fn fanout(&self) -> &Fanout {
         self.inner
             .fanout
-            .get_or_init(|| Fanout::start(self.inner.cfg.channel / 16))
+            .get_or_init(|| Fanout::start(self.inner.cfg.channel / 4))
     }
 
     /// A receiver of live messages only.
