@@ -15,6 +15,13 @@
 //!   `t`: cheap enough that one core keeps up with 1,000 clients at 1.5 M events/s, where the
 //!   `ws` clients saturate their core and their own queueing shows in the lags. Both lags are
 //!   sampled on every 10th event.
+//! - `stamps FILE`: reads the server's `--events` lines on standard input (`eboardd
+//!   serve-replay --events ... > >(broadcast_probe stamps FILE)`) and writes `seq wall-µs` of
+//!   every 10th event to FILE, the moment the server's printer wrote it: the hub's publish time,
+//!   seen from outside the server. With `PUBLISHED=FILE` in their environment, the client probes
+//!   above report "publish → client": each arrival (wall clock, the same clock on one machine)
+//!   less the publish stamp of its event. The printer follows the hub, not the fan-out, so the
+//!   stamp is at most the printer's own scheduling delay late (an underestimate under load).
 //! - `idle URL CLIENTS SECONDS`: WebSocket clients that connect, read what comes, and stay.
 //! - `livechess URL CONNS FEEDS SECONDS`: LiveChess connections each subscribing FEEDS feeds
 //!   round the boards, each with a `setup` position that occurs in no game.
@@ -42,6 +49,49 @@ fn field(text: &str, key: &str) -> Option<f64> {
     text[i..end].parse().ok()
 }
 
+/// The wall time at the client probe's `start` (its arrivals are seconds since then).
+static WALL0: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+/// Seconds since the Unix epoch, as a float (the clock the server's publish stamps use).
+fn wall() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `stamps FILE`: every 10th event's seq and the wall time its `--events` line came in.
+fn stamps(out: &str) {
+    use std::io::BufRead;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(out).expect("stamps file"));
+    let stdin = std::io::stdin();
+    for line in stdin.lock().split(b'\n') {
+        let Ok(line) = line else { break };
+        let at = wall();
+        if let Some((seq, _)) = seq_and_t(&line)
+            && seq.is_multiple_of(10)
+        {
+            writeln!(file, "{seq} {}", (at * 1e6) as u64).expect("write stamps");
+            // Read at the report, after the server stopped: flushed per line is cheap enough
+            // for a tenth of the events.
+            file.flush().expect("write stamps");
+        }
+    }
+}
+
+/// Publish stamps (seq → wall seconds) from `PUBLISHED`, if set.
+fn published() -> Option<std::collections::HashMap<u64, f64>> {
+    let path = std::env::var("PUBLISHED").ok()?;
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let (seq, us) = l.split_once(' ')?;
+                Some((seq.parse().ok()?, us.parse::<f64>().ok()? / 1e6))
+            })
+            .collect(),
+    )
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -51,6 +101,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 async fn ws_clients(url: String, clients: usize, seconds: u64, speed: Option<f64>) {
     let start = Instant::now();
+    let _ = WALL0.set(wall());
     let samples = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
     let arrivals = Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let connected = Arc::new(AtomicU64::new(0));
@@ -132,6 +183,22 @@ fn report_lags(arrivals: &[(u64, f64)], replay: &mut [f64]) {
 /// [`report_lags`] of a part of a run, each line starting with `label`; `base` is the smallest
 /// replay difference of the whole run.
 fn report_lags_as(label: &str, arrivals: &[(u64, f64)], replay: &mut [f64], base: f64) {
+    if let Some(published) = published() {
+        let mut lag: Vec<f64> = arrivals
+            .iter()
+            .filter_map(|(seq, at)| {
+                Some((WALL0.get().copied().unwrap_or(0.0) + at - published.get(seq)?) * 1000.0)
+            })
+            .collect();
+        lag.sort_by(f64::total_cmp);
+        println!(
+            "{label}publish -> client ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
+            percentile(&lag, 0.5),
+            percentile(&lag, 0.99),
+            lag.last().copied().unwrap_or(f64::NAN),
+            lag.len()
+        );
+    }
     for x in replay.iter_mut() {
         *x = (*x - base) * 1000.0;
     }
@@ -147,7 +214,7 @@ fn report_lags_as(label: &str, arrivals: &[(u64, f64)], replay: &mut [f64], base
         .collect();
     fan.sort_by(f64::total_cmp);
     println!(
-        "{label}fan-out lag ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
+        "{label}spread between clients (arrival less the first client's) ms p50 {:.1} p99 {:.1} max {:.1} ({} samples)",
         percentile(&fan, 0.5),
         percentile(&fan, 0.99),
         fan.last().copied().unwrap_or(f64::NAN),
@@ -233,6 +300,7 @@ async fn raw_clients(url: String, sse: bool, clients: usize, seconds: u64, speed
         )
     };
     let start = Instant::now();
+    let _ = WALL0.set(wall());
     let samples = Arc::new(std::sync::Mutex::new(Vec::<(f64, f64)>::new()));
     let arrivals = Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let (connected, closed, delivered) = (
@@ -537,6 +605,7 @@ fn main() {
             n(3),
             args.get(4).and_then(|v| v.parse().ok()).unwrap_or(1.0),
         )),
+        Some("stamps") => stamps(&args[1]),
         Some("idle") => rt.block_on(ws_clients(args[1].clone(), n(2) as usize, n(3), None)),
         Some("livechess") => rt.block_on(livechess(
             args[1].clone(),

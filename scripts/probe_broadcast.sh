@@ -3,15 +3,23 @@
 # `eboardd serve-replay` process pinned to core 0 (taskset), the clients
 # (examples/broadcast_probe.rs) pinned to core 1. Prints the server's RSS before/after each
 # probe and its CPU use. Loopback only; everything stops by itself.
-# Usage: scripts/probe_broadcast.sh [load|fanout|uploads|slowloris|idle|livechess|all]
+# Client probes report "publish -> client": arrival less the hub's publish, stamped from the
+# server's own `--events` printer (see `stamps` in examples/broadcast_probe.rs).
+# Usage: scripts/probe_broadcast.sh [latency|load|fanout|uploads|slowloris|idle|livechess|all]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-all}
 ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-cargo build --release --quiet --bin eboardd --example broadcast_probe
+# Two builds: the example needs the dev-dependencies (the crate with its test-only feature), and
+# building it together with the binary would re-link target/release/eboardd with that feature,
+# so that later checks of the release binary would test another program.
+cargo build --release --quiet --bin eboardd
+cargo build --release --quiet --example broadcast_probe
 probe=target/release/examples/broadcast_probe
 # EBOARDD=path/to/eboardd compares another build (e.g. before a change).
 bin=${EBOARDD:-target/release/eboardd}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export PUBLISHED=$tmp/published
 mapfile -t caps < <(ls tests/data/captures/*/*.jsonl | sort)
 port=18080; lc=11982
 
@@ -20,9 +28,10 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }              # clock ticks
 serve() { # boards speed
   local files=()
   while ((${#files[@]} < $1)); do files+=("${caps[@]}"); done
-  taskset -c 0 "$bin" serve-replay --boards --speed "$2" \
+  : > "$PUBLISHED"
+  taskset -c 0 "$bin" serve-replay --boards --speed "$2" --events \
     --http "127.0.0.1:$port" --livechess "127.0.0.1:$lc" --token probe-token-1234 \
-    "${files[@]:0:$1}" 2>/dev/null &
+    "${files[@]:0:$1}" 2>/dev/null > >(taskset -c 1 "$probe" stamps "$PUBLISHED") &
   server=$!
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/api/v1/health" >/dev/null && break; sleep 0.1; done
 }
@@ -33,6 +42,22 @@ report() { # label rss0 cpu0 seconds
     $(((r1 - $2) / 1024)) "$(echo "($c1 - $3) * 100 / $(getconf CLK_TCK) / $4" | bc -l)"
 }
 
+if [[ $what == latency || $what == all ]]; then
+  # Issue 40: publish -> client when the server is not busy (100 boards at real pace) and
+  # under the 20x load of the fan-out probe below, with 4 and with 1,000 clients.
+  for speed in 1 20; do
+    for n in 4 1000; do
+      for mode in frames sse; do
+        echo "== latency: 100 boards at ${speed}x pace, $n $mode clients, 30 s"
+        url="ws://127.0.0.1:$port/api/v1/events"
+        [[ $mode == sse ]] && url="http://127.0.0.1:$port/api/v1/events/sse"
+        serve 100 "$speed"; r0=$(rss $server); c0=$(cpu $server)
+        taskset -c 1 $probe $mode "$url" "$n" 30 "$speed"
+        report x "$r0" "$c0" 30; stop
+      done
+    done
+  done
+fi
 if [[ $what == uploads || $what == all ]]; then
   echo "== 100 stalled unauthenticated 2 MB uploads"
   serve 100 5; r0=$(rss $server); c0=$(cpu $server)

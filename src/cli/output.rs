@@ -92,8 +92,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "SECS")]
     pub delay_secs: Option<u64>,
     /// Push the round to this lichess broadcast round (its id, as in
-    /// lichess.org/broadcast/NAME/ROUND/AbCd1234); repeat for more than 64 boards (64 each,
-    /// in board order).
+    /// lichess.org/broadcast/NAME/ROUND/AbCd1234); repeat for more than 100 boards (boards
+    /// 1–100 on the first, 101–200 on the second, ...).
     #[arg(long = "lichess-round", value_name = "ID")]
     pub lichess_round: Vec<String>,
     /// File holding the lichess API token (study:write scope) for --lichess-round.
@@ -253,7 +253,7 @@ impl OutputArgs {
             }
             (_, None) => {
                 return Err(ArgError::from(
-                    "lichess: give --lichess-token-file FILE (an API token with the study:write                      scope) with --lichess-round",
+                    "lichess: give --lichess-token-file FILE (an API token with the study:write scope) with --lichess-round",
                 ));
             }
             (rounds, Some(file)) => Some(
@@ -289,6 +289,8 @@ impl OutputArgs {
                 .map(std::time::Duration::from_secs),
             round_file: None,
             lichess,
+            // The daemon sets its boards' share; the servers of captures have none.
+            descriptors_for_boards: 0,
         })
     }
 
@@ -335,6 +337,10 @@ pub struct ServeReplayArgs {
     /// Exit when the replay is over (default: keep serving until interrupted).
     #[arg(long)]
     pub exit: bool,
+    /// Print every event as a JSON line on standard output, as the hub publishes it (as
+    /// `eboardd run --events`).
+    #[arg(long)]
+    pub events: bool,
     /// Configuration file (TOML, as `eboardd run` takes it): its `[outputs]`, `[event]` and
     /// the players of its `[[board]]`s, the flags overriding them.
     #[arg(long, value_name = "FILE")]
@@ -421,6 +427,12 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         if let Some(a) = outputs.http {
             eprintln!("eboardd: serving http://{a}/");
         }
+        let print = if args.events {
+            crate::daemon::Print::Events
+        } else {
+            crate::daemon::Print::Nothing
+        };
+        let printer = crate::daemon::print_events(&hub, print);
         let speed = (args.speed > 0.0).then_some(args.speed);
         let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
         let interrupted = tokio::select! {
@@ -440,6 +452,9 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         tokio::time::sleep(Duration::from_millis(100)).await;
         replay.stop();
         outputs.shutdown().await;
+        if let Some(p) = printer {
+            p.abort();
+        }
         ExitCode::SUCCESS
     })
 }

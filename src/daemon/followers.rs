@@ -9,9 +9,11 @@ use super::ctx::Ctx;
 use super::{Print, demo};
 use crate::output::{Hub, Message, Notice};
 
-/// With `--print`, every message of the hub on standard output (as JSON lines, or one line
-/// in words per event worth one).
-pub(super) fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
+/// With `--events` (or the demo's moves), every message of the hub on standard output (as JSON
+/// lines, or one line in words per event worth one), as soon as the hub publishes it: the
+/// printer follows the hub itself, not the event-stream fan-out. `eboardd run` and
+/// `eboardd serve-replay` share it.
+pub fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
     if print == Print::Nothing {
         return None;
     }

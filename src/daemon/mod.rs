@@ -41,7 +41,8 @@ use crate::config::{Config, ConfigError, Overrides};
 use crate::output::Hub;
 use board_task::{Origin, PortEnd};
 pub use ctx::Ctx;
-use followers::{follow_players, print_events};
+use followers::follow_players;
+pub use followers::print_events;
 use ports::{Task, discover, spawn_port};
 
 /// Why the daemon could not run.
@@ -244,12 +245,14 @@ pub async fn serve(
         ctx: Arc::downgrade(&ctx),
     }));
     // `eboardd run` merged the file's [outputs] into the setup already. A round loaded over
-    // the API is kept next to the captures, and restored from there.
+    // the API is kept next to the captures, and restored from there. Client connections may
+    // not take the boards' descriptors.
     let round_file = dir.join(crate::output::rounds::ROUND_FILE);
     let with_round_file = |mut s: OutputSetup| {
         s.config
             .round_file
             .get_or_insert_with(|| round_file.clone());
+        s.config.descriptors_for_boards = descriptors::for_boards(boards);
         s
     };
     let mut setup = opts.outputs.clone().map(with_round_file);

@@ -5,10 +5,11 @@
 //! and a task wake-up per message per client; a profile of 200 boards at 20× pace and 1,000
 //! WebSocket clients spent most of the server's core there (see `docs/operations.md`). So the
 //! hub hands every message to one task (no channel in between: the task cannot fall behind
-//! it), which sends what is waiting at once and then gathers what follows for a window that
-//! grows with the number of clients ([`gather_window`]): nothing with a few clients, at most
-//! [`MOST_GATHER`] with a thousand. A move reaches every client as soon as the server can write
-//! it when the server is not busy; only what piles up under load goes out together. A client
+//! it), which sends what is waiting at once. Under a steady stream it holds the batches to one
+//! per window, a window that grows with the number of clients ([`gather_window`]): nothing with
+//! a few clients, at most [`MOST_GATHER`] with a thousand; a few batches ([`BURST`]) may go back
+//! to back. A move reaches every client as soon as the server can write it when the server is
+//! not busy; only what piles up under load goes out together. A client
 //! then writes one buffer per batch, the frames already made (shared, not copied, by every
 //! client that wants the whole stream).
 //!
@@ -24,8 +25,8 @@ use tokio::sync::broadcast;
 
 use super::hub::Msg;
 
-/// The longest messages that follow a batch are gathered before the next one goes out (with
-/// a thousand clients or more).
+/// The longest window of a steady stream: one batch per window (with a thousand clients or
+/// more).
 pub const MOST_GATHER: Duration = Duration::from_millis(20);
 
 /// The gathering window each client adds: one batch costs every client a wake-up and a write,
@@ -37,7 +38,8 @@ const GATHER_PER_CLIENT: Duration = Duration::from_micros(20);
 /// the task only lets the other tasks run before it looks again.
 const LEAST_GATHER: Duration = Duration::from_millis(1);
 
-/// How long messages that follow a batch are gathered when `clients` receive the batches.
+/// The window of a steady stream when `clients` receive the batches: one batch per window
+/// after a burst of [`BURST`].
 pub fn gather_window(clients: usize) -> Duration {
     GATHER_PER_CLIENT
         .saturating_mul(u32::try_from(clients).unwrap_or(u32::MAX))
@@ -222,12 +224,55 @@ impl Drop for Fanout {
     }
 }
 
+/// Batches that may go out back to back before the window applies: a move's messages
+/// (`move_made`, the clock, the status) and a few moves at once go out as they come, with a
+/// thousand clients too; only a steady stream is held to one batch per window.
+const BURST: f64 = 4.0;
+
+/// A token bucket of batches: [`BURST`] deep, filled at one batch per gathering window.
+#[derive(Debug)]
+struct Pace {
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl Pace {
+    fn new() -> Pace {
+        Pace {
+            tokens: BURST,
+            at: tokio::time::Instant::now(),
+        }
+    }
+
+    /// How long to wait before the next batch may go out with windows of `window`.
+    fn wait(&mut self, window: Duration) -> Option<Duration> {
+        let now = tokio::time::Instant::now();
+        if window < LEAST_GATHER {
+            self.tokens = BURST;
+        } else {
+            let filled = now.duration_since(self.at).as_secs_f64() / window.as_secs_f64();
+            self.tokens = (self.tokens + filled).min(BURST);
+        }
+        self.at = now;
+        (self.tokens < 1.0).then(|| window.mul_f64(1.0 - self.tokens))
+    }
+
+    /// A batch went out.
+    fn spend(&mut self) {
+        self.tokens -= 1.0;
+    }
+}
+
 async fn gather(shared: Arc<Shared>) {
+    let mut pace = Pace::new();
     loop {
         shared.wake.notified().await;
-        // What is waiting goes out at once; what follows within the window of a batch waits
-        // for the next.
+        // What is waiting goes out at once while the pace allows; under a steady stream, what
+        // piles up within a window goes out together.
         loop {
+            if let Some(wait) = pace.wait(gather_window(shared.tx.receiver_count())) {
+                tokio::time::sleep(wait).await;
+            }
             let (msgs, gap, closed) = {
                 let mut w = shared.waiting();
                 (
@@ -252,12 +297,9 @@ async fn gather(shared: Arc<Shared>) {
                 let part: Vec<Arc<Msg>> = msgs.by_ref().take(MOST).collect();
                 let _ = shared.tx.send(Arc::new(Batch::new(part, false)));
             }
-            let window = gather_window(shared.tx.receiver_count());
-            if window >= LEAST_GATHER {
-                tokio::time::sleep(window).await;
-            } else {
-                tokio::task::yield_now().await;
-            }
+            pace.spend();
+            // Let the publisher (and the clients) run before looking again.
+            tokio::task::yield_now().await;
         }
     }
 }
@@ -318,35 +360,48 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn with_a_thousand_clients_what_follows_a_batch_goes_together() {
+    async fn with_a_thousand_clients_a_steady_stream_goes_together() {
         let hub = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut rx = hub.fanout().subscribe();
         let others: Vec<_> = (0..999).map(|_| hub.fanout().subscribe()).collect();
-        publish(&hub, 1);
-        let first = rx.recv().await.unwrap();
-        assert_eq!((first.first_seq(), first.last_seq()), (Some(1), Some(1)));
         let t0 = tokio::time::Instant::now();
+        // A burst (a move's messages, one at a time): every one at once.
+        for seq in 1..=BURST as u64 {
+            publish(&hub, 1);
+            let b = rx.recv().await.unwrap();
+            assert_eq!((b.first_seq(), b.last_seq()), (Some(seq), Some(seq)));
+        }
+        assert_eq!(t0.elapsed(), Duration::ZERO, "a burst does not wait");
+        // The stream goes on: what comes within the next window goes out together at its end.
         publish(&hub, 5);
-        let burst = rx.recv().await.unwrap();
-        assert_eq!(t0.elapsed(), MOST_GATHER, "the burst waited for the window");
-        assert_eq!((burst.first_seq(), burst.last_seq()), (Some(2), Some(6)));
-        assert!(!burst.gap);
-        let jsons: Vec<String> = burst.msgs.iter().map(|m| m.json.to_string()).collect();
-        assert_eq!(frames(&burst.encoded(Transport::Ws)), jsons);
-        let sse = String::from_utf8(burst.encoded(Transport::Sse).to_vec()).unwrap();
-        let want: String = burst
+        let steady = rx.recv().await.unwrap();
+        assert_eq!(
+            t0.elapsed(),
+            MOST_GATHER,
+            "the steady stream waited for the window"
+        );
+        let first = BURST as u64 + 1;
+        assert_eq!(
+            (steady.first_seq(), steady.last_seq()),
+            (Some(first), Some(first + 4))
+        );
+        assert!(!steady.gap);
+        let jsons: Vec<String> = steady.msgs.iter().map(|m| m.json.to_string()).collect();
+        assert_eq!(frames(&steady.encoded(Transport::Ws)), jsons);
+        let sse = String::from_utf8(steady.encoded(Transport::Sse).to_vec()).unwrap();
+        let want: String = steady
             .msgs
             .iter()
             .map(|m| format!("id: {}\ndata: {}\n\n", m.seq, m.json))
             .collect();
         assert_eq!(sse, want);
-        // Quiet for a window: the next message goes at once again.
-        tokio::time::sleep(MOST_GATHER * 2).await;
+        // Quiet for a few windows: the next messages go at once again.
+        tokio::time::sleep(MOST_GATHER * BURST as u32).await;
         let t1 = tokio::time::Instant::now();
         publish(&hub, 1);
         let alone = rx.recv().await.unwrap();
         assert_eq!(t1.elapsed(), Duration::ZERO);
-        assert_eq!(alone.first_seq(), Some(7));
+        assert_eq!(alone.first_seq(), Some(first + 5));
         drop(others);
     }
 

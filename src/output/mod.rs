@@ -82,6 +82,11 @@ pub struct OutputConfig {
     /// token.
     #[serde(skip)]
     pub lichess: Option<lichess::LichessConfig>,
+    /// Descriptors the process keeps for its boards (ports, captures), which client connections
+    /// may not take: the daemon's own budget (`daemon::descriptors`), 0 for the servers that
+    /// have no boards.
+    #[serde(skip)]
+    pub descriptors_for_boards: usize,
 }
 
 /// Why outputs could not start.
@@ -174,10 +179,10 @@ async fn bind(
     })
 }
 
-/// The connection limits of `cfg`: from the descriptor limit, with the configured caps (never
-/// above what the descriptor limit allows).
+/// The connection limits of `cfg`: from the descriptor limit less what the boards keep, with
+/// the configured caps (never above what the descriptor limit allows).
 pub fn limits(cfg: &OutputConfig) -> server::Limits {
-    let mut limits = server::Limits::from_process();
+    let mut limits = server::Limits::for_budget(server::nofile(), cfg.descriptors_for_boards);
     if let Some(n) = cfg.max_connections {
         limits.total = n.clamp(1, limits.total);
         limits.per_address = limits.per_address.min(limits.total);

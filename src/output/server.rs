@@ -15,7 +15,9 @@ use axum::http::{HeaderValue, header};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-/// Descriptors kept free for everything but client connections, at least.
+/// Descriptors kept free besides boards and client connections, at least: listening sockets,
+/// relay files being written, a capture of the next day opened before the old one is closed,
+/// boards plugged in after the start.
 pub const MIN_RESERVE: usize = 256;
 
 /// Limits of the servers' connections.
@@ -35,12 +37,27 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Limits for a descriptor limit of `nofile`: a reserve of an eighth (at least
-    /// [`MIN_RESERVE`]) stays free; one address may hold half of the rest.
+    /// Limits for a descriptor limit of `nofile` with no boards (see [`Limits::for_budget`]).
     pub fn for_nofile(nofile: u64) -> Limits {
+        Limits::for_budget(nofile, 0)
+    }
+
+    /// The reserve kept free under a descriptor limit of `nofile`: a sixteenth, at least
+    /// [`MIN_RESERVE`].
+    pub fn reserve(nofile: u64) -> usize {
+        (usize::try_from(nofile).unwrap_or(usize::MAX).min(1 << 20) / 16).max(MIN_RESERVE)
+    }
+
+    /// Limits for a descriptor limit of `nofile` of which `boards` are kept for the boards:
+    /// client connections get what is left after the boards and a [`Limits::reserve`] (at
+    /// least 16); one address may hold half of them.
+    pub fn for_budget(nofile: u64, boards: usize) -> Limits {
+        let reserve = Limits::reserve(nofile);
         let nofile = usize::try_from(nofile).unwrap_or(usize::MAX).min(1 << 20);
-        let reserve = (nofile / 8).max(MIN_RESERVE);
-        let total = nofile.saturating_sub(reserve).max(16);
+        let total = nofile
+            .saturating_sub(reserve)
+            .saturating_sub(boards)
+            .max(16);
         Limits {
             total,
             per_address: (total / 2).max(8),
@@ -343,10 +360,23 @@ mod tests {
     #[test]
     fn caps_stay_below_the_descriptor_limit_with_a_reserve() {
         let l = Limits::for_nofile(4096);
-        assert_eq!(l.total, 4096 - 512);
+        assert_eq!(l.total, 4096 - 256);
         assert!(l.per_address < l.total);
         let small = Limits::for_nofile(1024);
         assert_eq!(small.total, 1024 - MIN_RESERVE);
+        let unit = Limits::for_nofile(65_536);
+        assert_eq!(unit.total, 65_536 - 4096);
+    }
+
+    #[test]
+    fn clients_get_what_the_boards_leave() {
+        // 756 boards at two descriptors each and the daemon's own 64, under 4,096: the
+        // clients may not take the boards' descriptors (they were allowed 3,584 before).
+        let l = Limits::for_budget(4096, 64 + 2 * 756);
+        assert_eq!(l.total, 4096 - 256 - 1576);
+        assert!(l.total + 1576 + MIN_RESERVE <= 4096);
+        // More boards than the limit holds: still a few connections for the API.
+        assert_eq!(Limits::for_budget(1024, 5000).total, 16);
     }
 
     #[tokio::test(start_paused = true)]
