@@ -155,7 +155,7 @@ fn config(dir: &Path, http: u16, lichess: u16, relay: &Path) -> String {
     let mut text = format!(
         "[event]\nname = \"Bundesliga Nord 2026\"\nround = \"1\"\n\n\
          [outputs]\nhttp = \"127.0.0.1:{http}\"\ntoken_file = {:?}\nrelay_dir = {:?}\n\n\
-         [outputs.lichess]\nround = \"TeamsR1\"\ntoken_file = {:?}\nurl = \"http://127.0.0.1:{lichess}\"\n\n",
+         [outputs.lichess]\nround = \"TeamsR01\"\ntoken_file = {:?}\nurl = \"http://127.0.0.1:{lichess}\"\n\n",
         api_token.display().to_string(),
         relay.display().to_string(),
         lichess_token.display().to_string(),
@@ -189,33 +189,14 @@ fn assert_team_tags(what: &str, pgn: &str) {
 
 /// `GET` with the token, JSON.
 fn json_auth(port: u16, path: &str) -> Value {
-    let auth = format!("Bearer {TOKEN}");
-    let r = http::request(
-        local(port),
-        "GET",
-        path,
-        &[("Authorization", auth.as_str())],
-        "",
-    )
-    .unwrap_or_else(|| panic!("no answer to GET {path}"));
+    let r = http::with_token(port, "GET", path, TOKEN, "");
     assert_eq!(r.status, 200, "GET {path}: {}", r.body);
     serde_json::from_str(&r.body).unwrap()
 }
 
 /// POST `body` to `path` with the token; panics unless 200.
 fn post_auth(port: u16, path: &str, body: &str) {
-    let auth = format!("Bearer {TOKEN}");
-    let r = http::request(
-        local(port),
-        "POST",
-        path,
-        &[
-            ("Authorization", auth.as_str()),
-            ("Content-Type", "application/json"),
-        ],
-        body,
-    )
-    .unwrap_or_else(|| panic!("no answer to POST {path}"));
+    let r = http::with_token(port, "POST", path, TOKEN, body);
     assert_eq!(r.status, 200, "POST {path}: {}", r.body);
 }
 
@@ -234,9 +215,9 @@ fn match_points(half: [u32; 2]) -> Value {
 
 /// The board points of boards `range` whose result counts (`counts(board index)`).
 fn sum(range: std::ops::Range<usize>, counts: impl Fn(usize) -> bool) -> [u32; 2] {
-    range.filter(|&i| counts(i)).fold([0, 0], |s, i| {
-        [s[0] + HALVES[i][0], s[1] + HALVES[i][1]]
-    })
+    range
+        .filter(|&i| counts(i))
+        .fold([0, 0], |s, i| [s[0] + HALVES[i][0], s[1] + HALVES[i][1]])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,7 +257,12 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
     let cfg = config(&dir, http, lichess, &relay);
     let mut d = Daemon::start(&links, &caps, &["--config", &cfg]);
 
-    // Round 1 from the TRF-26.
+    // Round 1 from the TRF-26, once the boards are there.
+    d.wait_for("every board", WAIT, |ev| {
+        (1..=BOARDS.len()).all(|n| !of(ev, &id(n), "board_connected").is_empty())
+    })
+    .await;
+    http::json_when_up(http, "/api/v1/rounds").await;
     let trf = dir.join("bundesliga.trf");
     std::fs::write(&trf, TRF).unwrap();
     round_load(&trf, 1, &cfg).await;
@@ -326,21 +312,32 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
         assert_eq!(x["board_points"]["confirmed"], pts([0, 0]), "{x:#}");
         assert_eq!(x["match_points"]["provisional"], match_points(all), "{x:#}");
         assert!(x["match_points"]["confirmed"].is_null(), "{x:#}");
-        assert_eq!((x["finished"].clone(), x["complete"].clone()), (json!(4), json!(false)));
+        assert_eq!(
+            (x["finished"].clone(), x["complete"].clone()),
+            (json!(4), json!(false))
+        );
     }
     assert_eq!(list[0]["match_points"]["provisional"], json!([0, 2]));
     assert_eq!(list[1]["match_points"]["provisional"], json!([1, 1]));
 
     // The arbiter confirms the results one by one: the confirmed score after each.
     for n in 1..=BOARDS.len() {
-        post_auth(http, &format!("/api/v1/boards/{}/result", id(n)), r#"{"confirm":true}"#);
+        post_auth(
+            http,
+            &format!("/api/v1/boards/{}/result", id(n)),
+            r#"{"confirm":true}"#,
+        );
         let m = json_auth(http, "/api/v1/rounds/1/matches");
         for (k, range) in [0..4, 4..8].into_iter().enumerate() {
             let x = &m["matches"][k];
             let done = |i: usize| i < n;
             let confirmed = sum(range.clone(), done);
             let boards = range.clone().filter(|&i| done(i)).count();
-            assert_eq!(x["board_points"]["confirmed"], pts(confirmed), "after {n}: {x:#}");
+            assert_eq!(
+                x["board_points"]["confirmed"],
+                pts(confirmed),
+                "after {n}: {x:#}"
+            );
             assert_eq!(x["confirmed_boards"], boards, "after {n}: {x:#}");
             let want = if boards == 4 {
                 match_points(confirmed)
@@ -391,13 +388,18 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_team_tags("relay games.pgn", &relay_pgn);
-    let index: Value = serde_json::from_str(
-        &std::fs::read_to_string(relay.join("round-1/index.json")).unwrap(),
-    )
-    .unwrap();
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(relay.join("round-1/index.json")).unwrap())
+            .unwrap();
     for (i, b) in BOARDS.iter().enumerate() {
-        assert_eq!(index["pairings"][i]["white"]["team"], b.white_team, "{index:#}");
-        assert_eq!(index["pairings"][i]["black"]["team"], b.black_team, "{index:#}");
+        assert_eq!(
+            index["pairings"][i]["white"]["team"], b.white_team,
+            "{index:#}"
+        );
+        assert_eq!(
+            index["pairings"][i]["black"]["team"], b.black_team,
+            "{index:#}"
+        );
     }
     let last_push = loop {
         let last = pushed.0.lock().unwrap().last().cloned().unwrap_or_default();

@@ -632,13 +632,25 @@ mod tests {
             fen,
             chess960: None,
         };
-        round.apply(1, "board-1", &CoreEvent { t: 0, game: 1, kind: started });
+        round.apply(
+            1,
+            "board-1",
+            &CoreEvent {
+                t: 0,
+                game: 1,
+                kind: started,
+            },
+        );
         let pgn = board_pgn(&round, round.board("board-1").unwrap());
         assert!(pgn.contains("[WhiteTeam \"SF Berlin\"]\n"), "{pgn}");
         assert!(pgn.contains("[BlackTeam \"SK Aachen\"]\n"), "{pgn}");
         assert_eq!(round_pgn(&round), pgn);
         let (bodies, _) = crate::output::lichess::bodies(&round, 1);
-        assert!(bodies[0].contains("[WhiteTeam \"SF Berlin\"]"), "{}", bodies[0]);
+        assert!(
+            bodies[0].contains("[WhiteTeam \"SF Berlin\"]"),
+            "{}",
+            bodies[0]
+        );
         let index = lcc_index(&round);
         assert_eq!(index["pairings"][0]["white"]["team"], "SF Berlin");
         assert_eq!(index["pairings"][0]["black"]["team"], "SK Aachen");

@@ -207,7 +207,8 @@ pub fn matches_json(r: &RoundState, n: u32) -> Option<Value> {
                 .iter()
                 .zip(&m.white)
                 .filter_map(|(number, white)| {
-                    let (b, p, result, confirmed) = boards.iter().find(|x| x.0.number == *number)?;
+                    let (b, p, result, confirmed) =
+                        boards.iter().find(|x| x.0.number == *number)?;
                     Some(json!({
                         "number": number,
                         "board": b.id,

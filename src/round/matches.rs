@@ -145,14 +145,14 @@ mod tests {
     #[test]
     fn boards_of_two_teams_form_a_match_and_points_follow_the_players() {
         let boards = [
-            board(1, "A", "B", Some("1-0"), true),   // A 1
-            board(2, "B", "A", Some("1-0"), true),   // B 1
+            board(1, "A", "B", Some("1-0"), true),      // A 1
+            board(2, "B", "A", Some("1-0"), true),      // B 1
             board(3, "A", "B", Some("1/2-1/2"), false), // ½ each, not confirmed
-            board(4, "B", "A", Some("0-1"), false),  // A 1, not confirmed
-            board(5, "C", "D", Some("+"), true),     // C 1 (forfeit)
+            board(4, "B", "A", Some("0-1"), false),     // A 1, not confirmed
+            board(5, "C", "D", Some("+"), true),        // C 1 (forfeit)
             board(6, "D", "C", None, false),
-            board(7, "C", "D", Some("--"), true),    // nobody
-            board(8, "D", "C", Some("0-1"), true),   // C 1
+            board(7, "C", "D", Some("--"), true),  // nobody
+            board(8, "D", "C", Some("0-1"), true), // C 1
         ];
         let m = matches(&boards);
         assert_eq!(m.len(), 2);

@@ -174,7 +174,11 @@ fn team_record(line: usize, text: &str, number: u32) -> Result<Team, PairingErro
         (number, cols(&chars, 4, 36), 36)
     };
     let Some(name) = super::team(line, "team name", &name)? else {
-        return Err(PairingError::new(line, "team name", "the team name is blank"));
+        return Err(PairingError::new(
+            line,
+            "team name",
+            "the team name is blank",
+        ));
     };
     let mut players = Vec::new();
     let mut at = first;
@@ -221,7 +225,10 @@ fn teams_by_rank(
                 return Err(PairingError::new(
                     t.line,
                     "team player",
-                    format!("start rank {rank} is in two teams ({other:?} and {:?})", t.name),
+                    format!(
+                        "start rank {rank} is in two teams ({other:?} and {:?})",
+                        t.name
+                    ),
                 ));
             }
         }
@@ -595,7 +602,10 @@ mod tests {
     fn broken_team_records_name_line_and_field() {
         let text = data("teams-16.trf");
         // Start rank 5 in two teams (line 23: the second team's record).
-        let bad = text.replace("013 SF Berlin                          5", "013 SF Berlin                          1");
+        let bad = text.replace(
+            "013 SF Berlin                          5",
+            "013 SF Berlin                          1",
+        );
         let e = err(&bad, 2);
         assert_eq!((e.line, e.field.as_str()), (23, "team player"), "{e}");
         let bad = text.replace("   16\n", "   17\n");
@@ -603,7 +613,10 @@ mod tests {
         let bad = text.replace("013 SK Aachen  ", "013            ");
         let e = err(&bad, 2);
         assert_eq!((e.line, e.field.as_str()), (22, "team name"), "{e}");
-        let bad = text.replace("013 SK Aachen                          1", "013 SK Aachen                          x");
+        let bad = text.replace(
+            "013 SK Aachen                          1",
+            "013 SK Aachen                          x",
+        );
         assert_eq!(err(&bad, 2).field, "team player");
         let text = data("teams-26.trf");
         let bad = text.replace("310   2 SF", "310   1 SF");
