@@ -10,7 +10,9 @@
 //! - `GET /api/v1/rounds/1/matches`: once the games ended, the provisional board points and
 //!   match points (nothing confirmed); then after each result the arbiter confirms, the
 //!   confirmed score — worked out by hand below from the games' results and the colours.
-//! - `GET /overlay/match` is served, and the public view of the matches is the same.
+//! - `GET /overlay/match` is served and headless Chromium draws the matches' scores from it
+//!   (without Chromium the test fails with the reason); the public view of the matches is the
+//!   same as the arbiter's.
 
 mod support;
 
@@ -362,6 +364,33 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
         page.headers
     );
     assert!(page.body.contains("/matches"), "{}", page.body);
+    // The overlay as a browser draws it: both matches, their confirmed scores, the boards.
+    let chrome = support::chromium::chromium().unwrap();
+    let (profile, url) = (
+        dir.join("chromium"),
+        format!("http://127.0.0.1:{http}/overlay/match"),
+    );
+    let dom = tokio::task::spawn_blocking(move || {
+        support::chromium::run_chromium(&chrome, &profile, &url, &["--dump-dom"])
+    })
+    .await
+    .unwrap();
+    let shown = support::chromium::rendered(dom);
+    for text in [
+        "SK Aachen",
+        "1½ – 2½",
+        "SF Berlin",
+        "SV Chemnitz",
+        "2 – 2",
+        "USV Dresden",
+        "Adler, Anna",
+        "½-½",
+    ] {
+        assert!(
+            shown.contains(text),
+            "/overlay/match shows no {text:?}:\n{shown}"
+        );
+    }
 
     // Team tags in every PGN.
     assert_team_tags("API games.pgn", &get(local(http), "/api/v1/games.pgn").body);
