@@ -24,18 +24,7 @@ const START: &[u8] = include_bytes!("data/trf/e2e-start.trf");
 
 /// POST `body` to `path` with the token: (status, body).
 fn post(port: u16, path: &str, body: &str) -> (u16, String) {
-    let auth = format!("Bearer {TOKEN}");
-    let r = http::request(
-        http::local(port),
-        "POST",
-        path,
-        &[
-            ("Authorization", auth.as_str()),
-            ("Content-Type", "application/json"),
-        ],
-        body,
-    )
-    .unwrap_or_else(|| panic!("no answer to POST {path}"));
+    let r = http::with_token(port, "POST", path, TOKEN, body);
     (r.status, r.body)
 }
 

@@ -103,12 +103,13 @@ pub enum Notice {
         /// Its new health.
         status: BoardStatus,
     },
-    /// A board's players were set (by the arbiter, or for a new round).
+    /// A board's players were set (by the arbiter, or for a new round). (Boxed: a player with
+    /// every detail and a team is the largest thing a message carries.)
     Players {
         /// White.
-        white: Player,
+        white: Box<Player>,
         /// Black.
-        black: Player,
+        black: Box<Player>,
         /// The new round's number, when a round started.
         #[serde(skip_serializing_if = "Option::is_none")]
         round: Option<u32>,

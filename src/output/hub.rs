@@ -528,8 +528,8 @@ impl Hub {
                     .pairings
                     .insert(board.to_string(), pairing.clone());
                 let notice = Notice::Players {
-                    white: pairing.white.clone(),
-                    black: pairing.black.clone(),
+                    white: Box::new(pairing.white.clone()),
+                    black: Box::new(pairing.black.clone()),
                     round: None,
                 };
                 self.publish_own(st, &board, notice);
@@ -588,8 +588,8 @@ impl Hub {
                 for id in ids {
                     let p = st.round.pairing(&id);
                     let notice = Notice::Players {
-                        white: p.white.clone(),
-                        black: p.black.clone(),
+                        white: Box::new(p.white),
+                        black: Box::new(p.black),
                         round: Some(round),
                     };
                     self.publish_own(st, &id, notice);

@@ -1,7 +1,9 @@
 //! Overlays for streams and venue screens: `GET /overlay/BOARD` (one board: diagram, players,
-//! both clocks, last move, result) and `GET /overlay/round` (every board of the round on one
-//! strip), on a transparent background for a browser source in OBS. Static pages embedded in
-//! the binary (`web/overlay.html`, `web/overlay-round.html`); their script (`web/overlay.js`) and
+//! both clocks, last move, result), `GET /overlay/round` (every board of the round on one
+//! strip) and `GET /overlay/match` (the round's team matches and their scores), on a
+//! transparent background for a browser source in OBS. Static pages embedded in the binary
+//! (`web/overlay.html`, `web/overlay-round.html`, `web/overlay-match.html`, which polls
+//! `GET /api/v1/rounds/R/matches`); the first two's script (`web/overlay.js`) and
 //! the chess drawing shared with the arbiter page (`web/chess.js`, served here as
 //! `/web/chess.js`) read the JSON API and the event stream like any other client.
 //!
@@ -21,6 +23,8 @@ use super::model::{BoardState, RoundState};
 const BOARD_HTML: &str = include_str!("../../web/overlay.html");
 /// The round's strip.
 const ROUND_HTML: &str = include_str!("../../web/overlay-round.html");
+/// The round's team matches.
+const MATCH_HTML: &str = include_str!("../../web/overlay-match.html");
 /// The overlays' script.
 const OVERLAY_JS: &str = include_str!("../../web/overlay.js");
 /// Pieces, diagram and clock formatting, shared by the arbiter page and the overlays.
@@ -36,6 +40,10 @@ const HTML_TYPE: &str = "text/html; charset=utf-8";
 pub fn router(public: Hub) -> Router {
     Router::new()
         .route("/overlay/round", get(round))
+        .route(
+            "/overlay/match",
+            get(|| async { asset(HTML_TYPE, MATCH_HTML) }),
+        )
         .route("/overlay/{board}", get(board))
         .route("/web/chess.js", get(|| async { asset(JS_TYPE, CHESS_JS) }))
         .route(
@@ -82,7 +90,7 @@ async fn board(State(hub): State<Hub>, Path(key): Path<String>) -> Response {
             (header::CACHE_CONTROL, "no-cache"),
         ],
         format!(
-            "no board {shown:?}: an overlay is /overlay/BOARD (a board id or number) or /overlay/round\n"
+            "no board {shown:?}: an overlay is /overlay/BOARD (a board id or number), /overlay/round or /overlay/match\n"
         ),
     )
         .into_response()

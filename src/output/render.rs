@@ -57,7 +57,7 @@ pub fn game_date(round: &RoundState, board: &BoardState, game: &GameRecord) -> O
 
 /// Append one game as PGN: the same writer as `eboardd replay`, with the stable tags of the
 /// round the game was played in (Event, Site, Round `R.B`, players) and extra tags (FIDE ids,
-/// titles, ratings, TimeControl).
+/// titles, ratings, federations, teams, TimeControl).
 pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out: &mut String) {
     let r = game.round;
     let info = round.info_of(r);
@@ -90,6 +90,10 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out:
         }
         if let Some(v) = &p.federation {
             tag(&format!("{side}Fed"), v.clone());
+        }
+        // Team events: lichess builds its match table from these (lila `RelayTeamTable`).
+        if let Some(v) = &p.team {
+            tag(&format!("{side}Team"), v.clone());
         }
     }
     if let Some(tc) = &info.time_control {
@@ -205,10 +209,10 @@ fn split_name(name: Option<&str>) -> (Value, Value, Value) {
 }
 
 /// An LCC / LiveChess player object (`fname`, `mname`, `lname`, `title`, `federation`,
-/// `gender`, `fideid`).
+/// `gender`, `fideid`), and `team` when the player has one (team events; eboardd's own key).
 pub fn lcc_player(p: &Player) -> Value {
     let (fname, mname, lname) = split_name(p.name.as_deref());
-    json!({
+    let mut v = json!({
         "fname": fname,
         "mname": mname,
         "lname": lname,
@@ -216,7 +220,11 @@ pub fn lcc_player(p: &Player) -> Value {
         "federation": p.federation,
         "gender": null,
         "fideid": p.fide_id,
-    })
+    });
+    if let (Some(team), Value::Object(o)) = (&p.team, &mut v) {
+        o.insert("team".into(), team.clone().into());
+    }
+    v
 }
 
 /// LCC `tournament.json`.
@@ -598,6 +606,56 @@ mod tests {
         let after = pgn(&round);
         assert!(after.contains("[WhiteClock \"00:09:55\"]"), "{after}");
         assert_ne!(before, after);
+    }
+
+    /// Team events: `WhiteTeam`/`BlackTeam` in the PGN every writer uses (relay files,
+    /// `games.pgn`, the lichess push) and `team` in the LCC player objects.
+    #[test]
+    fn teams_are_tagged_in_the_pgn_and_named_in_the_relay_json() {
+        use crate::core::event::{CoreEvent, EventKind};
+        let player = |name: &str, team: &str| Player {
+            name: Some(name.into()),
+            team: Some(team.into()),
+            ..Default::default()
+        };
+        let mut info = RoundInfo::default();
+        info.pairings.insert(
+            "board-1".into(),
+            crate::output::model::Pairing {
+                white: player("Fischer, Felix", "SF Berlin"),
+                black: player("Bauer, Ben", "SK Aachen"),
+            },
+        );
+        let mut round = RoundState::new(info);
+        let fen = shakmaty::fen::Fen::default().to_string();
+        let started = EventKind::GameStarted {
+            fen,
+            chess960: None,
+        };
+        round.apply(
+            1,
+            "board-1",
+            &CoreEvent {
+                t: 0,
+                game: 1,
+                kind: started,
+            },
+        );
+        let pgn = board_pgn(&round, round.board("board-1").unwrap());
+        assert!(pgn.contains("[WhiteTeam \"SF Berlin\"]\n"), "{pgn}");
+        assert!(pgn.contains("[BlackTeam \"SK Aachen\"]\n"), "{pgn}");
+        assert_eq!(round_pgn(&round), pgn);
+        let (bodies, _) = crate::output::lichess::bodies(&round, 1);
+        assert!(
+            bodies[0].contains("[WhiteTeam \"SF Berlin\"]"),
+            "{}",
+            bodies[0]
+        );
+        let index = lcc_index(&round);
+        assert_eq!(index["pairings"][0]["white"]["team"], "SF Berlin");
+        assert_eq!(index["pairings"][0]["black"]["team"], "SK Aachen");
+        // No team: no key, as before.
+        assert!(lcc_player(&Player::default()).get("team").is_none());
     }
 
     #[test]

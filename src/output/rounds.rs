@@ -162,6 +162,90 @@ pub fn round_json(r: &RoundState, n: u32) -> Option<Value> {
     }))
 }
 
+/// Points in half points as a number (`2.5`).
+fn points(half: u32) -> Value {
+    json!(f64::from(half) / 2.0)
+}
+
+/// `GET /api/v1/rounds/R/matches`: round R's team matches ([`round::matches`]): each team's
+/// board points from the confirmed results and from every result (`provisional`: the games'
+/// own endings too), match points once every board has one, and each board with its players,
+/// teams and result. `None` when there is no round R.
+pub fn matches_json(r: &RoundState, n: u32) -> Option<Value> {
+    if !r.round_numbers().contains(&n) {
+        return None;
+    }
+    let info = r.info_of(n);
+    let boards: Vec<(&super::model::BoardState, Pairing, Option<GameResult>, bool)> = r
+        .boards()
+        .iter()
+        .filter_map(|b| {
+            let p = info.pairings.get(&b.id)?.clone();
+            let game = render::game_for(r, b, n);
+            let (result, confirmed) = r.result_in(b, n, game.as_ref().map(|g| &*g.game));
+            Some((b, p, result, confirmed))
+        })
+        .collect();
+    let scores: Vec<round::matches::BoardScore> = boards
+        .iter()
+        .map(|(b, p, result, confirmed)| round::matches::BoardScore {
+            number: b.number,
+            white_team: p.white.team.as_deref(),
+            black_team: p.black.team.as_deref(),
+            result: *result,
+            confirmed: *confirmed,
+        })
+        .collect();
+    let found = round::matches::matches(&scores);
+    let pair = |h: [u32; 2]| json!([points(h[0]), points(h[1])]);
+    let list: Vec<Value> = found
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let on: Vec<Value> = m
+                .boards
+                .iter()
+                .zip(&m.white)
+                .filter_map(|(number, white)| {
+                    let (b, p, result, confirmed) =
+                        boards.iter().find(|x| x.0.number == *number)?;
+                    Some(json!({
+                        "number": number,
+                        "board": b.id,
+                        "white_team": white,
+                        "white": p.white,
+                        "black": p.black,
+                        "result": result.map(GameResult::as_str),
+                        "confirmed": confirmed,
+                    }))
+                })
+                .collect();
+            json!({
+                "match": i + 1,
+                "teams": m.teams,
+                "boards": on,
+                "finished": m.finished,
+                "confirmed_boards": m.confirmed_boards,
+                "complete": m.confirmed_boards == m.boards.len(),
+                "board_points": {
+                    "confirmed": pair(m.confirmed),
+                    "provisional": pair(m.provisional),
+                },
+                "match_points": {
+                    "confirmed": m.confirmed_match_points().map(|p| json!(p)),
+                    "provisional": m.provisional_match_points().map(|p| json!(p)),
+                },
+            })
+        })
+        .collect();
+    Some(json!({
+        "round": n,
+        "current": n == r.info.round,
+        "event": info.event,
+        "matches": list,
+    }))
+}
+
 /// The format of a round's results file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultsFormat {

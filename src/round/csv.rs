@@ -2,7 +2,8 @@
 //!
 //! Columns: `board`, `white`, `black` (required), and optionally `white_fide_id`,
 //! `black_fide_id`, `white_title`, `black_title`, `white_rating`, `black_rating`,
-//! `white_federation`, `black_federation`, in any order. Fields may be quoted (RFC 4180: `""`
+//! `white_federation`, `black_federation`, `white_team`, `black_team` (team events: the boards
+//! of two teams form a match, [`super::matches`]), in any order. Fields may be quoted (RFC 4180: `""`
 //! is a quote inside quotes); the separator is `,`, or `;` when the header has no comma (as
 //! spreadsheets write it in some locales). Blank lines are skipped.
 
@@ -11,7 +12,7 @@ use std::collections::HashMap;
 use super::{LoadedRound, Pairing, PairingError, Player};
 
 /// Every column this format knows.
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 13] = [
     "board",
     "white",
     "black",
@@ -23,6 +24,8 @@ const COLUMNS: [&str; 11] = [
     "black_rating",
     "white_federation",
     "black_federation",
+    "white_team",
+    "black_team",
 ];
 
 /// Split `text` into records of fields, each with the line it starts on (1-based).
@@ -182,6 +185,7 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
                 title: super::title(line, &f("title"), get(&f("title")))?,
                 elo: super::rating(line, &f("rating"), get(&f("rating")))?,
                 federation: super::federation(line, &f("federation"), get(&f("federation")))?,
+                team: super::team(line, &f("team"), get(&f("team")))?,
             })
         };
         boards.push((
@@ -224,6 +228,21 @@ mod tests {
         let semi = "Board;White;Black\r\n1;Alpha, Ann;\"Beta; Bob\"\r\n";
         let r = parse(semi, 1).unwrap();
         assert_eq!(r.boards[0].1.black.name.as_deref(), Some("Beta; Bob"));
+    }
+
+    #[test]
+    fn team_columns() {
+        let text = "board,white,black,white_team,black_team\n\
+                    1,\"Adler, Anna\",\"Engel, Emma\",SK Aachen,SF Berlin\n\
+                    2,\"Fischer, Felix\",\"Bauer, Ben\",SF Berlin,SK Aachen\n\
+                    3,A,B,,\n";
+        let r = parse(text, 1).unwrap();
+        assert_eq!(r.boards[0].1.white.team.as_deref(), Some("SK Aachen"));
+        assert_eq!(r.boards[0].1.black.team.as_deref(), Some("SF Berlin"));
+        assert_eq!(r.boards[1].1.white.team.as_deref(), Some("SF Berlin"));
+        assert_eq!(r.boards[2].1.white.team, None, "blank: no team");
+        let e = err("board,white,black,black_team\n1,A,B,\"Team \\ X\"\n");
+        assert_eq!((e.line, e.field.as_str()), (2, "black_team"), "{e}");
     }
 
     fn err(text: &str) -> PairingError {

@@ -5,6 +5,7 @@
 //! [`crate::cli::round`].
 
 pub mod csv;
+pub mod matches;
 pub mod pairing;
 pub mod pairs;
 pub mod results;
@@ -20,9 +21,10 @@ pub const MAX_BOARDS: usize = 1000;
 /// The format of a pairings file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// FIDE Tournament Report File (TRF-16), as Swiss-Manager, Vega and JaVaFo write it.
+    /// FIDE Tournament Report File (TRF-16 and TRF-26, with their team records `013` and
+    /// `310`), as Swiss-Manager, Vega and JaVaFo write it.
     Trf,
-    /// `board,white,black[,white_fide_id,...]` with a header row.
+    /// `board,white,black[,white_fide_id,...,white_team,black_team]` with a header row.
     Csv,
 }
 
@@ -138,6 +140,21 @@ pub(crate) fn name(line: usize, field: &str, raw: &str) -> Result<Option<String>
     p.validate()
         .map_err(|e| PairingError::new(line, field, e.to_string()))?;
     Ok(Some(name))
+}
+
+/// A team's name (blank: none), checked like every player's name.
+pub(crate) fn team(line: usize, field: &str, raw: &str) -> Result<Option<String>, PairingError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let p = Player {
+        team: Some(raw.to_string()),
+        ..Default::default()
+    };
+    p.validate()
+        .map_err(|e| PairingError::new(line, field, e.to_string()))?;
+    Ok(Some(raw.to_string()))
 }
 
 /// A FIDE title from TRF's or a CSV's spelling (`g`, `GM`, `wf`, `WFM`, ...).

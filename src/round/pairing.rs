@@ -22,21 +22,43 @@ pub struct Player {
     /// Federation (three letters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub federation: Option<String>,
+    /// Team, in a team event (PGN `WhiteTeam`/`BlackTeam`; boards of two teams form a match:
+    /// [`super::matches`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+/// Whether a name (of a player or a team) is 1 to 100 characters: `Err(true)` when its length
+/// is wrong, `Err(false)` when it holds characters that would break PGN or a page.
+fn check_name(name: &str) -> Result<(), bool> {
+    if name.trim().is_empty() || name.chars().count() > 100 {
+        return Err(true);
+    }
+    if name
+        .chars()
+        .any(|c| crate::pgn::unsafe_char(c) || c == '"' || c == '\\')
+    {
+        return Err(false);
+    }
+    Ok(())
 }
 
 impl Player {
     /// Check the fields; the first bad one.
     pub fn validate(&self) -> Result<(), PlayerError> {
-        if let Some(name) = &self.name {
-            if name.trim().is_empty() || name.chars().count() > 100 {
-                return Err(PlayerError::NameLength);
-            }
-            if name
-                .chars()
-                .any(|c| crate::pgn::unsafe_char(c) || c == '"' || c == '\\')
-            {
-                return Err(PlayerError::NameCharacters);
-            }
+        if let Some(Err(length)) = self.name.as_deref().map(check_name) {
+            return Err(if length {
+                PlayerError::NameLength
+            } else {
+                PlayerError::NameCharacters
+            });
+        }
+        if let Some(Err(length)) = self.team.as_deref().map(check_name) {
+            return Err(if length {
+                PlayerError::TeamLength
+            } else {
+                PlayerError::TeamCharacters
+            });
         }
         for (what, v) in [("title", &self.title), ("federation", &self.federation)] {
             if let Some(v) = v
@@ -65,6 +87,12 @@ pub enum PlayerError {
     /// The name holds characters that would break PGN or a page.
     #[error("player name must not contain control or direction characters, quotes or backslashes")]
     NameCharacters,
+    /// The team name is empty or too long.
+    #[error("team name must have 1 to 100 characters")]
+    TeamLength,
+    /// The team name holds characters that would break PGN or a page.
+    #[error("team name must not contain control or direction characters, quotes or backslashes")]
+    TeamCharacters,
     /// The title or federation (named) is not 1 to 4 letters.
     #[error("player {0} must be 1 to 4 letters")]
     Letters(&'static str),

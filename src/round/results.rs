@@ -115,6 +115,13 @@ impl GameResult {
         }
     }
 
+    /// The half points White and Black score (a forfeit scores as a win and a loss, a double
+    /// forfeit nothing), as the TRF codes ([`GameResult::trf_codes`]) count them.
+    pub fn half_points(self) -> (u32, u32) {
+        let (w, b) = self.trf_codes();
+        (half_points(w) as u32, half_points(b) as u32)
+    }
+
     /// Vega's result code (`.res`).
     pub fn vega_code(self) -> u8 {
         match self {

@@ -19,11 +19,29 @@
 //! | 92–95, 97, 99 | round 1: opponent's start rank (`0000`/blank: none), colour `w`/`b`, result |
 //! | +10 per round | the next rounds |
 //!
-//! Header lines used: `012` tournament name, `022` city. Everything else is ignored.
+//! Header lines used: `012` tournament name, `022` city. Everything else is ignored but the
+//! team records, which give each player their team (FIDE TRF-26, "Team Section", as
+//! transcribed in `echecsjs/trf` `SPEC.md` from <https://handbook.fide.com/files/handbook/TRF26.pdf>;
+//! 1-based columns):
+//!
+//! | record | columns | field |
+//! | --- | --- | --- |
+//! | `013` (TRF-16, "to be phased out") | 5–36 | team name |
+//! | | 37–40, 42–45, … (5 apart) | the team's players' start ranks, in board order |
+//! | `310` (TRF-26, replaces `013`) | 5–7 | team pairing number |
+//! | | 9–40 | team name |
+//! | | 42–46, 48–53, 55–60, 62–67, 69–71 | nickname, strength, match points, game points, rank (not read) |
+//! | | 74–77, 79–82, … (5 apart) | the team's players' start ranks, in board order |
+//!
+//! A file with `310` records is read by them alone (a `013` record next to them is the same
+//! team in the old form). A `013` team's number is its place among the `013` records.
 //!
 //! A TRF gives no board numbers: boards are ordered by the usual rule of pairing programs —
 //! the higher score (before the round) of the two players first, then the higher sum of their
 //! scores, then the better (lower) start rank of the pair (start ranks follow rating order).
+//! In a team event the boards of a match come together: matches in the order of their better
+//! (lower) team number, a match's boards in the order of the better board of the two players
+//! in their teams; then any board whose players are not of two teams, by the rule above.
 
 use std::collections::HashMap;
 
@@ -46,7 +64,7 @@ fn cols(chars: &[char], a: usize, b: usize) -> String {
         .collect()
 }
 
-fn number(line: usize, field: &str, raw: &str) -> Result<u32, PairingError> {
+fn number_of(line: usize, field: &str, raw: &str) -> Result<u32, PairingError> {
     let t = raw.trim();
     if t.is_empty() {
         return Ok(0);
@@ -66,7 +84,7 @@ fn score(result: char) -> u32 {
 
 fn entry(line: usize, text: &str) -> Result<Entry, PairingError> {
     let chars: Vec<char> = text.trim_end_matches(['\r', '\n']).chars().collect();
-    let rank = number(line, "start rank", &cols(&chars, 4, 8))?;
+    let rank = number_of(line, "start rank", &cols(&chars, 4, 8))?;
     if rank == 0 {
         return Err(PairingError::new(
             line,
@@ -84,12 +102,13 @@ fn entry(line: usize, text: &str) -> Result<Entry, PairingError> {
         elo: super::rating(line, "rating", &cols(&chars, 48, 52))?,
         federation: super::federation(line, "federation", &cols(&chars, 53, 56))?,
         fide_id: super::fide_id(line, "FIDE id", &cols(&chars, 57, 68))?,
+        team: None,
     };
     let mut rounds = Vec::new();
     let mut base = 91;
     while base < chars.len() {
         let r = rounds.len() + 1;
-        let opp = number(
+        let opp = number_of(
             line,
             &format!("round {r} opponent"),
             &cols(&chars, base, base + 4),
@@ -128,6 +147,95 @@ fn entry(line: usize, text: &str) -> Result<Entry, PairingError> {
     })
 }
 
+/// A team of a team record: its number, name and its players' start ranks in board order.
+#[derive(Debug, Clone)]
+struct Team {
+    line: usize,
+    number: u32,
+    name: String,
+    players: Vec<u32>,
+}
+
+/// A team record: `013` (`number` is its place among the `013` records) or `310`.
+fn team_record(line: usize, text: &str, number: u32) -> Result<Team, PairingError> {
+    let chars: Vec<char> = text.trim_end_matches(['\r', '\n']).chars().collect();
+    let new = text.starts_with("310");
+    let (number, name, first) = if new {
+        let n = number_of(line, "team number", &cols(&chars, 4, 7))?;
+        if n == 0 {
+            return Err(PairingError::new(
+                line,
+                "team number",
+                "a team needs a team pairing number (1 to 999)",
+            ));
+        }
+        (n, cols(&chars, 8, 40), 73)
+    } else {
+        (number, cols(&chars, 4, 36), 36)
+    };
+    let Some(name) = super::team(line, "team name", &name)? else {
+        return Err(PairingError::new(
+            line,
+            "team name",
+            "the team name is blank",
+        ));
+    };
+    let mut players = Vec::new();
+    let mut at = first;
+    while at < chars.len() {
+        let rank = number_of(line, "team player", &cols(&chars, at, at + 4))?;
+        if rank != 0 {
+            players.push(rank);
+        }
+        at += 5;
+    }
+    Ok(Team {
+        line,
+        number,
+        name,
+        players,
+    })
+}
+
+/// The team of each start rank (team number, name, board in the team, 0-based), checked: a
+/// player in one team only, every player a `001` line's; team numbers distinct.
+fn teams_by_rank(
+    teams: &[Team],
+    by_rank: &HashMap<u32, usize>,
+) -> Result<HashMap<u32, (u32, String, usize)>, PairingError> {
+    let mut of: HashMap<u32, (u32, String, usize)> = HashMap::new();
+    let mut numbers: HashMap<u32, usize> = HashMap::new();
+    for t in teams {
+        if let Some(first) = numbers.insert(t.number, t.line) {
+            return Err(PairingError::new(
+                t.line,
+                "team number",
+                format!("team {} is given twice (also on line {first})", t.number),
+            ));
+        }
+        for (board, &rank) in t.players.iter().enumerate() {
+            if !by_rank.contains_key(&rank) {
+                return Err(PairingError::new(
+                    t.line,
+                    "team player",
+                    format!("no player has start rank {rank}"),
+                ));
+            }
+            if let Some((_, other, _)) = of.insert(rank, (t.number, t.name.clone(), board)) {
+                return Err(PairingError::new(
+                    t.line,
+                    "team player",
+                    format!(
+                        "start rank {rank} is in two teams ({other:?} and {:?})",
+                        t.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(of)
+}
+
 /// Text of a header line (`012 Name`), trimmed; `None` when blank.
 fn header(text: &str) -> Option<String> {
     let v = crate::pgn::clean_tag(text.get(4..).unwrap_or(""));
@@ -143,9 +251,14 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
     let mut site = None;
     let mut players: Vec<Entry> = Vec::new();
     let mut by_rank: HashMap<u32, usize> = HashMap::new();
+    let (mut old_teams, mut new_teams) = (Vec::new(), Vec::new());
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
-        if line.starts_with("012") {
+        if line.starts_with("013") {
+            old_teams.push(team_record(n, line, old_teams.len() as u32 + 1)?);
+        } else if line.starts_with("310") {
+            new_teams.push(team_record(n, line, 0)?);
+        } else if line.starts_with("012") {
             event = header(line);
         } else if line.starts_with("022") {
             site = header(line);
@@ -171,6 +284,15 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
             "001",
             "no player lines (001): not a TRF file",
         ));
+    }
+    let teams = if new_teams.is_empty() {
+        old_teams
+    } else {
+        new_teams
+    };
+    let team_of = teams_by_rank(&teams, &by_rank)?;
+    for p in &mut players {
+        p.player.team = team_of.get(&p.rank).map(|t| t.1.clone());
     }
     let r = round as usize;
     // (top score, sum of scores, best start rank, (White's, Black's start rank), players)
@@ -231,7 +353,20 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
             format!("more than {} boards", super::MAX_BOARDS),
         ));
     }
-    pairs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    // A board of two teams: (its match's teams, the better of its two boards in the teams).
+    let in_match = |x: &Ranked| -> (bool, u32, u32, usize) {
+        match (team_of.get(&x.3.0), team_of.get(&x.3.1)) {
+            (Some(w), Some(b)) if w.0 != b.0 => (false, w.0.min(b.0), w.0.max(b.0), w.2.min(b.2)),
+            _ => (true, 0, 0, 0),
+        }
+    };
+    pairs.sort_by(|a, b| {
+        in_match(a)
+            .cmp(&in_match(b))
+            .then(b.0.cmp(&a.0))
+            .then(b.1.cmp(&a.1))
+            .then(a.2.cmp(&b.2))
+    });
     Ok(LoadedRound {
         round,
         event,
@@ -384,6 +519,111 @@ mod tests {
             let _ = super::super::parse(super::super::Format::Trf, &sample, round.max(1));
             let _ = super::super::parse(super::super::Format::Csv, &sample, round.max(1));
         }
+    }
+
+    fn data(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/trf")
+            .join(name);
+        String::from_utf8(std::fs::read(&path).unwrap()).unwrap()
+    }
+
+    /// (board, White, White's team, Black, Black's team) of every board.
+    fn team_boards(r: &LoadedRound) -> Vec<(u32, String, String, String, String)> {
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        r.boards
+            .iter()
+            .map(|(n, p)| {
+                (
+                    *n,
+                    s(&p.white.name),
+                    s(&p.white.team),
+                    s(&p.black.name),
+                    s(&p.black.team),
+                )
+            })
+            .collect()
+    }
+
+    fn row(n: u32, w: &str, wt: &str, b: &str, bt: &str) -> (u32, String, String, String, String) {
+        (n, w.into(), wt.into(), b.into(), bt.into())
+    }
+
+    /// `teams-26.trf`: a TRF-26 of four teams of four (`310` records: team pairing number at
+    /// 5–7, name at 9–40, players' start ranks from 74 on, 5 apart), round 1 paired (CRLF line
+    /// ends), written for this test from the TRF-26 team section. Every player has their
+    /// team; the boards of a match come together, colours as the file gives them.
+    #[test]
+    fn trf26_team_records_give_every_player_a_team() {
+        let r = parse(&data("teams-26.trf"), 1).unwrap();
+        let (a, b, c, d) = ("SK Aachen", "SF Berlin", "SV Chemnitz", "USV Dresden");
+        assert_eq!(
+            team_boards(&r),
+            [
+                row(1, "Adler, Anna", a, "Engel, Emma", b),
+                row(2, "Fischer, Felix", b, "Bauer, Ben", a),
+                row(3, "Conrad, Clara", a, "Graf, Greta", b),
+                row(4, "Hahn, Hugo", b, "Dietz, David", a),
+                row(5, "Iske, Ida", c, "Maier, Mia", d),
+                row(6, "Neumann, Noah", d, "Jung, Jonas", c),
+                row(7, "Keller, Karla", c, "Otto, Olga", d),
+                row(8, "Peters, Paul", d, "Lang, Lukas", c),
+            ]
+        );
+    }
+
+    /// `teams-16.trf`: the same teams as TRF-16 `013` records (name at 5–36, players from 37
+    /// on, 5 apart), round 1 played and round 2 paired (Aachen–Dresden, Berlin–Chemnitz). By
+    /// scores alone the boards would be mixed (Adler's board has the top score, 1 point, as
+    /// do four others); the matches keep their boards together: the match of team 1 first,
+    /// boards in team order.
+    #[test]
+    fn trf16_team_records_keep_each_match_together() {
+        let r = parse(&data("teams-16.trf"), 2).unwrap();
+        let (a, b, c, d) = ("SK Aachen", "SF Berlin", "SV Chemnitz", "USV Dresden");
+        assert_eq!(
+            team_boards(&r),
+            [
+                row(1, "Maier, Mia", d, "Adler, Anna", a),
+                row(2, "Bauer, Ben", a, "Neumann, Noah", d),
+                row(3, "Otto, Olga", d, "Conrad, Clara", a),
+                row(4, "Dietz, David", a, "Peters, Paul", d),
+                row(5, "Engel, Emma", b, "Iske, Ida", c),
+                row(6, "Jung, Jonas", c, "Fischer, Felix", b),
+                row(7, "Graf, Greta", b, "Keller, Karla", c),
+                row(8, "Lang, Lukas", c, "Hahn, Hugo", b),
+            ]
+        );
+        // Round 1 of the same file: the same teams.
+        assert_eq!(parse(&data("teams-16.trf"), 1).unwrap().boards.len(), 8);
+    }
+
+    #[test]
+    fn broken_team_records_name_line_and_field() {
+        let text = data("teams-16.trf");
+        // Start rank 5 in two teams (line 23: the second team's record).
+        let bad = text.replace(
+            "013 SF Berlin                          5",
+            "013 SF Berlin                          1",
+        );
+        let e = err(&bad, 2);
+        assert_eq!((e.line, e.field.as_str()), (23, "team player"), "{e}");
+        let bad = text.replace("   16\n", "   17\n");
+        assert_eq!(err(&bad, 2).field, "team player");
+        let bad = text.replace("013 SK Aachen  ", "013            ");
+        let e = err(&bad, 2);
+        assert_eq!((e.line, e.field.as_str()), (22, "team name"), "{e}");
+        let bad = text.replace(
+            "013 SK Aachen                          1",
+            "013 SK Aachen                          x",
+        );
+        assert_eq!(err(&bad, 2).field, "team player");
+        let text = data("teams-26.trf");
+        let bad = text.replace("310   2 SF", "310   1 SF");
+        let e = err(&bad, 1);
+        assert_eq!((e.line, e.field.as_str()), (28, "team number"), "{e}");
+        let bad = text.replace("310   3 SV Chemnitz", "310   3 SV \"Chemnitz\"");
+        assert_eq!(err(&bad, 1).field, "team name");
     }
 
     #[test]

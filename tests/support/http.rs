@@ -88,6 +88,18 @@ pub fn request(
     })
 }
 
+/// A request to localhost `port` with the bearer token `token` (a body is sent as JSON);
+/// panics when there is no answer.
+pub fn with_token(port: u16, method: &str, path: &str, token: &str, body: &str) -> Response {
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![("Authorization", auth.as_str())];
+    if !body.is_empty() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    request(local(port), method, path, &headers, body)
+        .unwrap_or_else(|| panic!("no answer to {method} {path}"))
+}
+
 /// A GET; `None` if nobody listens or there is no answer.
 pub fn try_get(addr: impl ToSocketAddrs, path: &str) -> Option<Response> {
     request(addr, "GET", path, &[], b"")

@@ -35,8 +35,8 @@ use boards::{
 pub use body::{MAX_BODY, MAX_PAIRINGS_BODY};
 use events::{sse_events, ws_events};
 use rounds::{
-    load_round, round_games_pgn, round_results_csv, round_results_res, round_results_trf,
-    round_view, rounds,
+    load_round, round_games_pgn, round_matches, round_results_csv, round_results_res,
+    round_results_trf, round_view, rounds,
 };
 
 /// Content type of PGN.
@@ -130,6 +130,7 @@ pub fn router_with(o: HttpOptions) -> Router {
         .route("/api/v1/rounds", get(rounds))
         .route("/api/v1/rounds/{round}", get(round_view))
         .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
+        .route("/api/v1/rounds/{round}/matches", get(round_matches))
         .route("/api/v1/rounds/{round}/results.trf", get(round_results_trf))
         .route("/api/v1/rounds/{round}/results.csv", get(round_results_csv))
         .route("/api/v1/rounds/{round}/results.res", get(round_results_res))

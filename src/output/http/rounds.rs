@@ -155,6 +155,21 @@ pub(super) async fn round_view(
     })
 }
 
+/// `GET /api/v1/rounds/{R}/matches`: round R's team matches
+/// ([`crate::output::rounds::matches_json`]).
+pub(super) async fn round_matches(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    with_round_number(&app, &headers, &raw, |hub, n| {
+        match hub.with_round(|r| crate::output::rounds::matches_json(r, n)) {
+            Some(v) => json_response(&headers, &v),
+            None => error(StatusCode::NOT_FOUND, format!("no round {n}")),
+        }
+    })
+}
+
 pub(super) async fn round_games_pgn(
     State(app): State<App>,
     Path(raw): Path<String>,
