@@ -377,6 +377,26 @@ fn clock_secs(s: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlay_clock_counts_down_between_updates() {
+    clock_counts_down(Overlay::Board).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_overlay_shows_both_clocks_counting_down() {
+    clock_counts_down(Overlay::Round).await;
+}
+
+/// Which overlay a clock test looks at.
+#[derive(Clone, Copy)]
+enum Overlay {
+    /// `/overlay/BOARD`: its clocks are `data-clk="SIDE"`, class `clk`.
+    Board,
+    /// `/overlay/round`: each cell's clocks are `data-rclk="SIDE"`, class `ck`.
+    Round,
+}
+
+/// A game stopped mid-way on the overlay for six seconds of page time: the running side's
+/// clock counted down by about that, the other stayed, the running one marked.
+async fn clock_counts_down(overlay: Overlay) {
     let Some(chrome) = chromium() else {
         return;
     };
@@ -407,8 +427,12 @@ async fn overlay_clock_counts_down_between_updates() {
         ..Default::default()
     };
     let out = eboardd::output::start(hub.clone(), &cfg).await.unwrap();
-    let url = format!("http://{}/overlay/{board}", out.http.unwrap());
-    let work = scratch("overlay-countdown");
+    let (path, attr, class) = match overlay {
+        Overlay::Board => (board.clone(), "data-clk", "clk"),
+        Overlay::Round => ("round".to_string(), "data-rclk", "ck"),
+    };
+    let url = format!("http://{}/overlay/{path}", out.http.unwrap());
+    let work = scratch(&format!("overlay-countdown-{path}"));
     let w = work.clone();
     // Six seconds of the page's (virtual) time.
     let dom = tokio::task::spawn_blocking(move || {
@@ -422,7 +446,7 @@ async fn overlay_clock_counts_down_between_updates() {
     .await
     .unwrap();
     let shown = |side: &str| {
-        let t = text_of(&dom, &format!("data-clk=\"{side}\"")).unwrap_or("");
+        let t = text_of(&dom, &format!("{attr}=\"{side}\"")).unwrap_or("");
         assert!(is_clock_text(t), "{side}'s clock {t:?}:\n{dom}");
         clock_secs(t)
     };
@@ -438,7 +462,7 @@ async fn overlay_clock_counts_down_between_updates() {
         "{stopped}'s clock stays ({stayed} s)"
     );
     assert!(
-        dom.contains(&format!("class=\"clk run\" data-clk=\"{running}\"")),
+        dom.contains(&format!("class=\"{class} run\" {attr}=\"{running}\"")),
         "the running clock marked"
     );
     eprintln!("{running}'s clock ran {ran:.1} s, {stopped}'s {stayed:.1} s");

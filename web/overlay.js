@@ -129,6 +129,7 @@ function cellHtml(b) {
     '<span title="' + esc(p.name) + '">' + esc(short(p.name)) + "</span>";
   return '<div class="cell' + (res ? " over" : "") + '" data-board="' + esc(b.board) + '"><span class="num">' + esc(b.number ?? "") + "</span>" +
     '<span class="names"><span class="n w"><span class="dot w"></span>' + name(w) + '</span><span class="n b"><span class="dot b"></span>' + name(k) + "</span></span>" +
+    '<span class="clks"><span class="ck" data-rclk="white"></span><span class="ck" data-rclk="black"></span></span>' +
     '<span class="state">' + (res ? '<span class="res">' + esc(res) + "</span>" : '<span class="last">' + esc(lastMoveText(b) || "–") + "</span>") + "</span></div>";
 }
 function renderRound() {
@@ -141,22 +142,34 @@ function renderRound() {
   const head = [st.event, st.round ? "round " + st.round : ""].filter(Boolean).join(" · ");
   strip.innerHTML = (head ? '<div class="head">' + esc(head) + "</div>" : "") +
     '<div class="cells">' + st.order.map(id => cellHtml(st.boards.get(id))).join("") + "</div>";
+  tick();
 }
 
 function render() { if (VIEW === "board") renderBoard(); else renderRound(); }
-/** The clocks of the board shown, counted down between updates (only the running one moves). */
-function tick() {
-  if (VIEW !== "board" || !st.shown) return;
-  const b = st.boards.get(st.shown); if (!b) return;
-  const v = clockNow(b, st.at.get(b.board));
-  for (const side of ["white", "black"]) {
-    const el = document.querySelector('[data-clk="' + side + '"]'); if (!el) continue;
+/** Show the clocks `v` (from clockNow) in the elements `els` (white's, black's). */
+function showClocks(v, els) {
+  ["white", "black"].forEach((side, i) => {
+    const el = els[i]; if (!el) return;
     const ms = v ? v[side] : null;
     const text = fmtClock(ms, true);
     if (el.textContent !== text) el.textContent = text;
     el.classList.toggle("run", !!v && v.running === side);
     el.classList.toggle("low", ms != null && ms < 20000);
+  });
+}
+/** The clocks on the page, counted down between updates (only the running one moves): the
+ *  board shown, or every board of the round's strip. */
+function tick() {
+  if (VIEW === "round") {
+    for (const cell of document.querySelectorAll(".cell[data-board]")) {
+      const b = st.boards.get(cell.dataset.board); if (!b) continue;
+      showClocks(clockNow(b, st.at.get(b.board)), [cell.querySelector('[data-rclk="white"]'), cell.querySelector('[data-rclk="black"]')]);
+    }
+    return;
   }
+  if (!st.shown) return;
+  const b = st.boards.get(st.shown); if (!b) return;
+  showClocks(clockNow(b, st.at.get(b.board)), [document.querySelector('[data-clk="white"]'), document.querySelector('[data-clk="black"]')]);
 }
 setInterval(tick, 100);
 function start() {
