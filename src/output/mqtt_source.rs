@@ -24,9 +24,8 @@
 //! nodes use is served as `NODE.BOARD` for the second one.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use rumqttc::{AsyncClient, Event, Packet, QoS};
 use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::uci::UciMove;
@@ -34,6 +33,7 @@ use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen};
 use tokio::sync::watch;
 
 use super::change::MsgKind;
+use super::mqtt::{Failover, MqttBroker};
 use super::hub::Hub;
 use super::model::{BoardStatus, LinkState, Pairing};
 use crate::core::event::{CompletedBy, CoreEvent, EndReason, EventKind};
@@ -43,10 +43,8 @@ use crate::core::observation::Micros;
 /// Where to read the round from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
-    /// Broker host.
-    pub host: String,
-    /// Broker port.
-    pub port: u16,
+    /// The brokers, tried in this order (round-robin): one, or the nodes of a cluster.
+    pub brokers: Vec<MqttBroker>,
     /// First topic level the nodes publish under.
     pub prefix: String,
 }
@@ -295,7 +293,9 @@ pub fn game_from_json(g: &Value) -> Option<GameRecord> {
     Some(game)
 }
 
-/// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff.
+/// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff,
+/// to the next broker of the list (a cluster's nodes) each time a connection breaks or cannot
+/// be made.
 pub fn spawn(
     hub: Hub,
     cfg: SourceConfig,
@@ -303,24 +303,21 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     let prefix = super::mqtt::topic_level(&cfg.prefix);
     let client_id = format!("eboardd-round-{}", std::process::id());
-    let mut opts = MqttOptions::new(client_id, cfg.host.clone(), cfg.port);
-    opts.set_keep_alive(Duration::from_secs(10));
-    opts.set_max_packet_size(4 << 20, 4 << 20);
-    opts.set_clean_session(true);
-    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    let mut failover = Failover::new(cfg.brokers);
+    let options = move |b: &MqttBroker| super::mqtt::client_options(&client_id, b);
+    let (client, mut eventloop) = AsyncClient::new(options(failover.current()), 1024);
     tokio::spawn(async move {
         let mut assembler = Assembler::default();
         let mut connected = false;
-        let mut backoff = Duration::from_millis(200);
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                        backoff = Duration::from_millis(200);
+                        failover.connected();
                         connected = true;
                         assembler.reconnected();
-                        tracing::info!(host = %cfg.host, port = cfg.port, prefix = %prefix, "reading the round from the MQTT broker");
+                        tracing::info!(broker = %failover.current(), prefix = %prefix, "reading the round from the MQTT broker");
                         for filter in [
                             format!("{prefix}/+/status"),
                             format!("{prefix}/+/board/+/state"),
@@ -336,15 +333,16 @@ pub fn spawn(
                     }
                     Ok(_) => {}
                     Err(e) => {
-                        tracing::warn!("MQTT broker not reachable: {e}");
+                        tracing::warn!(broker = %failover.current(), "MQTT broker not reachable: {e}");
                         if std::mem::take(&mut connected) {
                             assembler.broker_lost(&hub);
                         }
+                        let wait = failover.failed();
+                        eventloop.mqtt_options = options(failover.current());
                         tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
+                            _ = tokio::time::sleep(wait) => {}
                             _ = stop.changed() => break,
                         }
-                        backoff = (backoff * 2).min(Duration::from_secs(10));
                     }
                 }
             }
