@@ -762,6 +762,38 @@ mod tests {
     }
 
     #[test]
+    fn mqtt_takes_one_broker_or_the_nodes_of_a_cluster() {
+        let one = Config::parse("t.toml", "[outputs]\nmqtt = \"mqtt://10.0.0.5:1883\"\n").unwrap();
+        assert_eq!(
+            one.outputs.mqtt.map(|m| m.to_vec()),
+            Some(vec!["mqtt://10.0.0.5:1883".to_string()])
+        );
+        let many = Config::parse(
+            "t.toml",
+            "[outputs]\nmqtt = [\"mqtt://10.0.0.5:1883\", \"mqtt://10.0.0.6\"]\n",
+        )
+        .unwrap();
+        let urls = many.outputs.mqtt.unwrap().to_vec();
+        let brokers = crate::output::MqttConfig::from_urls(&urls).unwrap().brokers;
+        assert_eq!(
+            brokers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["10.0.0.5:1883", "10.0.0.6:1883"]
+        );
+        let e = |t: &str| Config::parse("c.toml", t).unwrap_err().to_string();
+        let bad = e("[outputs]\nmqtt = [\"mqtt://10.0.0.5:1883\", \"http://10.0.0.6\"]\n");
+        assert!(bad.starts_with("c.toml: line 2: outputs.mqtt"), "{bad}");
+        assert!(
+            bad.contains("http://10.0.0.6") && !bad.contains('\n'),
+            "{bad}"
+        );
+        let empty = e("[outputs]\nmqtt = []\n");
+        assert!(
+            empty.contains("outputs.mqtt") && empty.contains("empty"),
+            "{empty}"
+        );
+    }
+
+    #[test]
     fn outputs_are_typed_and_bad_values_name_file_and_line() {
         let cfg = Config::parse(
             "t.toml",

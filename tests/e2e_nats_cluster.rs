@@ -79,7 +79,11 @@ fn connected_broker(port: u16) -> Option<String> {
 async fn until(what: &str, mut cond: impl FnMut() -> bool, context: impl Fn() -> String) {
     let deadline = Instant::now() + WAIT;
     while !cond() {
-        assert!(Instant::now() < deadline, "{what}: not in time\n{}", context());
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not in time\n{}",
+            context()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -132,17 +136,23 @@ async fn two_daemons_and_the_round_server_fail_over_between_cluster_nodes() {
         )
     };
 
-    // Mid-game: the node hall 1 is connected to dies.
+    // Mid-game, once the round flows through the cluster (NATS's MQTT streams on every
+    // node): the node hall 1 is connected to dies.
     d1.wait_for("ply 8 of hall 1", WAIT, |ev| completed(ev, &id1, 8))
         .await;
+    cluster.wait_mqtt_streams();
+    until(
+        "both boards in the round",
+        || served_plies(round_http, &id1) > 0 && served_plies(round_http, &id2) > 0,
+        logs,
+    )
+    .await;
     let mut node = None;
     until(
         "hall 1 connected to a node (its /connz) and saying which (its /metrics)",
         || {
             node = cluster.node_of(&client1);
-            node.is_some_and(|i| {
-                connected_broker(http1).is_some_and(|b| urls[i].ends_with(&b))
-            })
+            node.is_some_and(|i| connected_broker(http1).is_some_and(|b| urls[i].ends_with(&b)))
         },
         logs,
     )
@@ -150,7 +160,13 @@ async fn two_daemons_and_the_round_server_fail_over_between_cluster_nodes() {
     let killed = node.unwrap();
     let killed_url = urls[killed].clone();
     cluster.nodes[killed].kill9();
+    let killed_at = Instant::now();
     let plies_at_kill = completed_plies(&d1.events.lock().unwrap(), &id1);
+    assert!(
+        plies_at_kill + 8 < one.game.moves.len(),
+        "the node must die mid-game: ply {plies_at_kill} of {}",
+        one.game.moves.len()
+    );
 
     // The halls and the round server go on with another node while it is down.
     until(
@@ -162,6 +178,7 @@ async fn two_daemons_and_the_round_server_fail_over_between_cluster_nodes() {
         logs,
     )
     .await;
+    let failed_over = killed_at.elapsed();
     until(
         "moves made after the kill in the round while the node is down",
         || served_plies(round_http, &id1) >= plies_at_kill + 4,
@@ -169,6 +186,13 @@ async fn two_daemons_and_the_round_server_fail_over_between_cluster_nodes() {
     )
     .await;
     assert!(!cluster.nodes[killed].running());
+    eprintln!(
+        "node {} killed at ply {plies_at_kill} of hall 1; hall 1 on another node after {failed_over:?}; \
+         ply {} in the round after {:?}",
+        cluster.nodes[killed].name,
+        served_plies(round_http, &id1),
+        killed_at.elapsed()
+    );
     cluster.restart(killed);
 
     // Every game exact: in the round server's PGN, in the replay of each hall's captures.
@@ -182,7 +206,13 @@ async fn two_daemons_and_the_round_server_fail_over_between_cluster_nodes() {
             want.iter()
                 .all(|w| got.iter().filter(|g| *g == w).count() == 1)
         },
-        || format!("served PGN: {:?}\n{}", get(round_http, "/api/v1/games.pgn"), logs()),
+        || {
+            format!(
+                "served PGN: {:?}\n{}",
+                get(round_http, "/api/v1/games.pgn"),
+                logs()
+            )
+        },
     )
     .await;
     one.finish(d1, &id1).await;

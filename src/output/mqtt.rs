@@ -505,3 +505,63 @@ pub fn spawn(
     });
     (stats, handle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brokers(n: u16) -> Vec<MqttBroker> {
+        (1..=n)
+            .map(|port| MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn failover_goes_round_the_nodes_and_waits_only_after_a_whole_round() {
+        let mut f = Failover::new(brokers(3));
+        assert_eq!(f.current().port, 1);
+        assert_eq!(f.failed(), Duration::ZERO);
+        assert_eq!(f.current().port, 2);
+        assert_eq!(f.failed(), Duration::ZERO);
+        assert_eq!(f.current().port, 3);
+        assert_eq!(f.failed(), Duration::from_millis(200), "every node failed");
+        assert_eq!(f.current().port, 1);
+        f.failed();
+        f.failed();
+        assert_eq!(f.failed(), Duration::from_millis(400), "backoff doubles");
+        f.connected();
+        assert_eq!(f.current().port, 1);
+        assert_eq!(
+            f.failed(),
+            Duration::ZERO,
+            "a broken connection: the next node at once"
+        );
+        assert_eq!(f.current().port, 2);
+    }
+
+    #[test]
+    fn one_broker_waits_the_backoff_after_each_failure() {
+        let mut f = Failover::new(brokers(1));
+        assert_eq!(f.failed(), Duration::from_millis(200));
+        assert_eq!(f.failed(), Duration::from_millis(400));
+        for _ in 0..10 {
+            f.failed();
+        }
+        assert_eq!(f.failed(), Duration::from_secs(10));
+        assert_eq!(f.current().port, 1);
+    }
+
+    #[test]
+    fn a_list_of_addresses_is_checked_entry_by_entry() {
+        let e = MqttConfig::from_urls(&["mqtt://a:1883", "mqtt://b:x"]).unwrap_err();
+        assert!(e.to_string().contains("mqtt://b:x"), "{e}");
+        let e = MqttConfig::from_urls::<&str>(&[]).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let c = MqttConfig::from_urls(&["mqtt://a", "tcp://[::1]:1884"]).unwrap();
+        assert_eq!(c.brokers[1].to_string(), "[::1]:1884");
+        assert_eq!(c.brokers[0].to_string(), "a:1883");
+    }
+}

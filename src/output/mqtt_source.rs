@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rumqttc::{AsyncClient, Event, Packet, QoS};
+use rumqttc::{AsyncClient, Event, Packet, QoS, SubscribeFilter, SubscribeReasonCode};
 use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::uci::UciMove;
@@ -33,9 +33,9 @@ use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen};
 use tokio::sync::watch;
 
 use super::change::MsgKind;
-use super::mqtt::{Failover, MqttBroker};
 use super::hub::Hub;
 use super::model::{BoardStatus, LinkState, Pairing};
+use super::mqtt::{Failover, MqttBroker};
 use crate::core::event::{CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::Micros;
@@ -306,11 +306,23 @@ pub fn spawn(
     let mut failover = Failover::new(cfg.brokers);
     let options = move |b: &MqttBroker| super::mqtt::client_options(&client_id, b);
     let (client, mut eventloop) = AsyncClient::new(options(failover.current()), 1024);
+    let filters = [
+        format!("{prefix}/+/status"),
+        format!("{prefix}/+/board/+/state"),
+        format!("{prefix}/+/board/+/events"),
+    ];
+    let subscribe = move |client: &AsyncClient| {
+        let _ = client.try_subscribe_many(
+            filters
+                .iter()
+                .map(|f| SubscribeFilter::new(f.clone(), QoS::AtLeastOnce)),
+        );
+    };
     tokio::spawn(async move {
         let mut assembler = Assembler::default();
         let mut connected = false;
         loop {
-            tokio::select! {
+            let broken = tokio::select! {
                 _ = stop.changed() => break,
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
@@ -318,32 +330,38 @@ pub fn spawn(
                         connected = true;
                         assembler.reconnected();
                         tracing::info!(broker = %failover.current(), prefix = %prefix, "reading the round from the MQTT broker");
-                        for filter in [
-                            format!("{prefix}/+/status"),
-                            format!("{prefix}/+/board/+/state"),
-                            format!("{prefix}/+/board/+/events"),
-                        ] {
-                            let _ = client.try_subscribe(filter, QoS::AtLeastOnce);
-                        }
+                        subscribe(&client);
+                        None
+                    }
+                    Ok(Event::Incoming(Packet::SubAck(ack)))
+                        if ack.return_codes.contains(&SubscribeReasonCode::Failure) =>
+                    {
+                        // A cluster still electing its leaders after a node died refuses
+                        // subscriptions for a while, and the session keeps the refusal: drop
+                        // the connection and go on as after a broken one (the next node).
+                        eventloop.clean();
+                        Some("the MQTT broker refused a subscription".to_string())
                     }
                     Ok(Event::Incoming(Packet::Publish(p))) => {
                         if let Some(topic) = parse_topic(&prefix, &p.topic) {
                             assembler.apply(&hub, &topic, &p.payload);
                         }
+                        None
                     }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(broker = %failover.current(), "MQTT broker not reachable: {e}");
-                        if std::mem::take(&mut connected) {
-                            assembler.broker_lost(&hub);
-                        }
-                        let wait = failover.failed();
-                        eventloop.mqtt_options = options(failover.current());
-                        tokio::select! {
-                            _ = tokio::time::sleep(wait) => {}
-                            _ = stop.changed() => break,
-                        }
-                    }
+                    Ok(_) => None,
+                    Err(e) => Some(format!("MQTT broker not reachable: {e}")),
+                }
+            };
+            if let Some(why) = broken {
+                tracing::warn!(broker = %failover.current(), "{why}");
+                if std::mem::take(&mut connected) {
+                    assembler.broker_lost(&hub);
+                }
+                let wait = failover.failed();
+                eventloop.mqtt_options = options(failover.current());
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => break,
                 }
             }
         }

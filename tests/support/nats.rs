@@ -85,10 +85,16 @@ impl NatsNode {
         )
     }
 
+    /// JetStream streams this node holds (a replica of each replicated one), by its `/jsz`.
+    pub fn streams(&self) -> Option<u64> {
+        let r = http::try_get(http::local(self.http_port), "/jsz")?;
+        serde_json::from_str::<serde_json::Value>(&r.body).ok()?["streams"].as_u64()
+    }
+
     /// Ready: its monitoring port says healthy and JetStream has a cluster leader it knows.
     fn ready(&self) -> bool {
-        let healthy = http::try_get(http::local(self.http_port), "/healthz")
-            .is_some_and(|r| r.status == 200);
+        let healthy =
+            http::try_get(http::local(self.http_port), "/healthz").is_some_and(|r| r.status == 200);
         let leader = http::try_get(http::local(self.http_port), "/jsz")
             .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.body).ok())
             .is_some_and(|v| {
@@ -96,9 +102,7 @@ impl NatsNode {
                     .as_str()
                     .is_some_and(|l| !l.is_empty())
             });
-        healthy
-            && leader
-            && std::net::TcpStream::connect(("127.0.0.1", self.mqtt_port)).is_ok()
+        healthy && leader && std::net::TcpStream::connect(("127.0.0.1", self.mqtt_port)).is_ok()
     }
 }
 
@@ -179,7 +183,12 @@ impl NatsCluster {
     /// JetStream leader, its MQTT port open.
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.nodes.iter().filter(|n| n.running()).all(NatsNode::ready) {
+        while !self
+            .nodes
+            .iter()
+            .filter(|n| n.running())
+            .all(NatsNode::ready)
+        {
             assert!(
                 Instant::now() < deadline,
                 "the NATS cluster did not get ready; logs:\n{}",
@@ -196,6 +205,25 @@ impl NatsCluster {
         self.nodes[i].spawn(&bin);
         wait_listening(self.nodes[i].http_port, "nats-server");
         self.wait_ready();
+    }
+
+    /// Waits (at most 30 s) until every node holds a replica of NATS's three MQTT streams
+    /// (sessions, messages, retained messages), which the first MQTT client's connection
+    /// creates: only then can the cluster lose a node (three replicas cannot be placed on two).
+    pub fn wait_mqtt_streams(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self
+            .nodes
+            .iter()
+            .all(|n| n.streams().is_some_and(|s| s >= 3))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the MQTT streams are not on every node; logs:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The node the MQTT client `client_id` is connected to now, by its `/connz`.
