@@ -253,7 +253,7 @@ impl Failover {
     pub fn failed(&mut self) -> Duration {
         self.current = (self.current + 1) % self.brokers.len();
         self.failed += 1;
-        if self.failed % self.brokers.len() != 0 {
+        if !self.failed.is_multiple_of(self.brokers.len()) {
             return Duration::ZERO;
         }
         let wait = self.backoff;
