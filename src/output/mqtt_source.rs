@@ -311,11 +311,15 @@ pub fn spawn(
         format!("{prefix}/+/board/+/state"),
         format!("{prefix}/+/board/+/events"),
     ];
+    // QoS 0: the session is clean, so what QoS 1 would redeliver is lost with the connection
+    // anyway (the next connection's states restore every board); and a NATS cluster serves
+    // QoS 1 subscriptions through JetStream consumers, which stall while it elects new leaders
+    // after a node died, where QoS 0 goes straight through.
     let subscribe = move |client: &AsyncClient| {
         let _ = client.try_subscribe_many(
             filters
                 .iter()
-                .map(|f| SubscribeFilter::new(f.clone(), QoS::AtLeastOnce)),
+                .map(|f| SubscribeFilter::new(f.clone(), QoS::AtMostOnce)),
         );
     };
     tokio::spawn(async move {
