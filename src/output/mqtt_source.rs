@@ -20,6 +20,10 @@
 //! - while the source itself has no broker connection, every board shows disconnected (the
 //!   source cannot know more); the retained states of the next connection restore them.
 //!
+//! With several brokers (a cluster's nodes) the source reads from one and goes on with the next
+//! when the connection breaks or the broker refuses a subscription; subscriptions are QoS 0
+//! (see [`spawn`]).
+//!
 //! Board ids are the nodes' ids (give each hall its own board numbers); a board id that two
 //! nodes use is served as `NODE.BOARD` for the second one.
 
