@@ -174,8 +174,9 @@ pub struct OutputsConfig {
     pub http: Option<String>,
     /// LiveChess-compatible EBoards API, e.g. `127.0.0.1:1982` (off unless given).
     pub livechess: Option<String>,
-    /// MQTT broker, `mqtt://HOST:PORT`.
-    pub mqtt: Option<String>,
+    /// MQTT broker, `mqtt://HOST:PORT`, or a list of them: the nodes of a broker cluster,
+    /// tried in turn.
+    pub mqtt: Option<OneOrMany>,
     /// This daemon's name in MQTT topics (default: the host name).
     pub mqtt_node: Option<String>,
     /// First level of MQTT topics (default `eboardd`).
@@ -195,6 +196,26 @@ pub struct OutputsConfig {
     pub delay_secs: Option<u64>,
     /// `[outputs.lichess]`: push the round to a lichess broadcast.
     pub lichess: Option<crate::output::lichess::LichessFile>,
+}
+
+/// One string or a list of them (`key = "a"` or `key = ["a", "b"]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One.
+    One(String),
+    /// Several (maybe none).
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The strings in order.
+    pub fn to_vec(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// The longest broadcast delay accepted (3 hours).
@@ -378,8 +399,8 @@ impl Config {
                 ));
             }
         }
-        if let Some(url) = &o.mqtt
-            && let Err(e) = crate::output::MqttConfig::from_url(url)
+        if let Some(urls) = &o.mqtt
+            && let Err(e) = crate::output::MqttConfig::from_urls(&urls.to_vec())
         {
             return bad(format!("outputs.mqtt: {e}"));
         }
@@ -738,6 +759,38 @@ mod tests {
         assert_eq!(cfg.allowed_origins(), ["https://broadcast.example.org"]);
         let e = Config::parse("t.toml", "[outputs]\nallowed_origins = [\"evil\"]\n").unwrap_err();
         assert!(e.to_string().contains("web origin"), "{e}");
+    }
+
+    #[test]
+    fn mqtt_takes_one_broker_or_the_nodes_of_a_cluster() {
+        let one = Config::parse("t.toml", "[outputs]\nmqtt = \"mqtt://10.0.0.5:1883\"\n").unwrap();
+        assert_eq!(
+            one.outputs.mqtt.map(|m| m.to_vec()),
+            Some(vec!["mqtt://10.0.0.5:1883".to_string()])
+        );
+        let many = Config::parse(
+            "t.toml",
+            "[outputs]\nmqtt = [\"mqtt://10.0.0.5:1883\", \"mqtt://10.0.0.6\"]\n",
+        )
+        .unwrap();
+        let urls = many.outputs.mqtt.unwrap().to_vec();
+        let brokers = crate::output::MqttConfig::from_urls(&urls).unwrap().brokers;
+        assert_eq!(
+            brokers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["10.0.0.5:1883", "10.0.0.6:1883"]
+        );
+        let e = |t: &str| Config::parse("c.toml", t).unwrap_err().to_string();
+        let bad = e("[outputs]\nmqtt = [\"mqtt://10.0.0.5:1883\", \"http://10.0.0.6\"]\n");
+        assert!(bad.starts_with("c.toml: line 2: outputs.mqtt"), "{bad}");
+        assert!(
+            bad.contains("http://10.0.0.6") && !bad.contains('\n'),
+            "{bad}"
+        );
+        let empty = e("[outputs]\nmqtt = []\n");
+        assert!(
+            empty.contains("outputs.mqtt") && empty.contains("empty"),
+            "{empty}"
+        );
     }
 
     #[test]

@@ -77,8 +77,10 @@ async fn publisher(
     let hub = Hub::new(info, HubConfig::default());
     let cfg = OutputConfig {
         mqtt: Some(MqttConfig {
-            host: "127.0.0.1".into(),
-            port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            }],
             prefix: "eboardd".into(),
             node: node.into(),
             queue,
@@ -295,8 +297,10 @@ async fn events_published_before_the_connection_are_delivered() {
     let (stats, task) = eboardd::output::mqtt::spawn(
         hub.clone(),
         MqttConfig {
-            host: "127.0.0.1".into(),
-            port: broker.port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port: broker.port,
+            }],
             prefix: "eboardd".into(),
             node: "early".into(),
             queue: 1000,
@@ -375,8 +379,10 @@ async fn events_in_flight_when_the_link_dies_are_sent_again() {
     let (stats, task) = eboardd::output::mqtt::spawn(
         hub.clone(),
         MqttConfig {
-            host: "127.0.0.1".into(),
-            port: relay.port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port: relay.port,
+            }],
             prefix: "eboardd".into(),
             node: "inflight".into(),
             queue: 10_000,
@@ -518,8 +524,10 @@ async fn two_nodes_served_as_one_round_from_the_broker() {
     let source = eboardd::output::mqtt_source::spawn(
         round.clone(),
         eboardd::output::mqtt_source::SourceConfig {
-            host: "127.0.0.1".into(),
-            port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            }],
             prefix: "eboardd".into(),
         },
         stop_rx,
@@ -640,8 +648,10 @@ async fn a_node_offline_before_the_round_source_started_shows_offline() {
     let source = eboardd::output::mqtt_source::spawn(
         round.clone(),
         eboardd::output::mqtt_source::SourceConfig {
-            host: "127.0.0.1".into(),
-            port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            }],
             prefix: "eboardd".into(),
         },
         stop_rx,

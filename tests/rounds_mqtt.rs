@@ -34,8 +34,10 @@ async fn a_loaded_round_reaches_the_mqtt_board_state() {
         http: Some("127.0.0.1:0".parse().unwrap()),
         token: Some(TOKEN.into()),
         mqtt: Some(MqttConfig {
-            host: "127.0.0.1".into(),
-            port,
+            brokers: vec![eboardd::output::MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            }],
             prefix: "eboardd".into(),
             node: "hall-a".into(),
             queue: 1000,

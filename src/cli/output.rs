@@ -42,9 +42,10 @@ pub struct OutputArgs {
     /// LiveChess-compatible EBoards API, e.g. 127.0.0.1:1982 (off unless given).
     #[arg(long, value_name = "ADDR")]
     pub livechess: Option<String>,
-    /// Publish to an MQTT broker: mqtt://HOST:PORT.
+    /// Publish to an MQTT broker: mqtt://HOST:PORT; repeat for the nodes of a broker cluster
+    /// (tried in turn, the next one when a connection breaks).
     #[arg(long, value_name = "URL")]
-    pub mqtt: Option<String>,
+    pub mqtt: Vec<String>,
     /// This daemon's name in MQTT topics (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub mqtt_node: Option<String>,
@@ -154,7 +155,12 @@ impl OutputArgs {
         };
         fill(&mut a.http, &o.http);
         fill(&mut a.livechess, &o.livechess);
-        fill(&mut a.mqtt, &o.mqtt);
+        if a.mqtt.is_empty()
+            && let Some(urls) = &o.mqtt
+        {
+            // Never empty: the file's checks refuse an empty list.
+            a.mqtt = urls.to_vec();
+        }
         fill(&mut a.mqtt_node, &o.mqtt_node);
         fill(&mut a.mqtt_prefix, &o.mqtt_prefix);
         fill(&mut a.event, &cfg.event.name);
@@ -214,10 +220,10 @@ impl OutputArgs {
                 "the access token must have at least 8 characters",
             ));
         }
-        let mqtt = match &self.mqtt {
-            None => None,
-            Some(url) => {
-                let mut m = MqttConfig::from_url(url)?;
+        let mqtt = match &self.mqtt[..] {
+            [] => None,
+            urls => {
+                let mut m = MqttConfig::from_urls(urls)?;
                 if let Some(n) = &self.mqtt_node {
                     m.node = n.clone();
                 }
@@ -462,9 +468,10 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
 /// Options of `eboardd serve-mqtt`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeMqttArgs {
-    /// The broker the daemons publish to, `mqtt://HOST[:PORT]`.
-    #[arg(long, value_name = "URL")]
-    pub from: String,
+    /// The broker the daemons publish to, `mqtt://HOST[:PORT]`; repeat for the nodes of a
+    /// broker cluster (read from one, the next when its connection breaks).
+    #[arg(long, value_name = "URL", required = true)]
+    pub from: Vec<String>,
     /// The first topic level the daemons publish under (their `--mqtt-prefix`).
     #[arg(long, value_name = "PREFIX", default_value = "eboardd")]
     pub from_prefix: String,
@@ -488,14 +495,14 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    if out.mqtt.is_some() {
+    if !out.mqtt.is_empty() {
         return fail(
             "serve-mqtt reads the round from --from; publishing it again (--mqtt, or [outputs] \
              mqtt of the configuration) would feed it back"
                 .into(),
         );
     }
-    let from = match crate::output::MqttConfig::from_url(&args.from) {
+    let from = match crate::output::MqttConfig::from_urls(&args.from) {
         Ok(m) => m,
         Err(e) => return fail(e.to_string()),
     };
@@ -523,8 +530,7 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         let source = crate::output::mqtt_source::spawn(
             hub.clone(),
             crate::output::mqtt_source::SourceConfig {
-                host: from.host,
-                port: from.port,
+                brokers: from.brokers,
                 prefix: args.from_prefix,
             },
             stop_rx,

@@ -80,24 +80,7 @@ pub struct LichessFile {
 }
 
 /// One round id or several.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum RoundIds {
-    /// One round (up to 100 boards).
-    One(String),
-    /// Several rounds, 100 boards each.
-    Many(Vec<String>),
-}
-
-impl RoundIds {
-    /// The ids in order.
-    pub fn to_vec(&self) -> Vec<String> {
-        match self {
-            RoundIds::One(id) => vec![id.clone()],
-            RoundIds::Many(ids) => ids.clone(),
-        }
-    }
-}
+pub type RoundIds = crate::config::OneOrMany;
 
 /// Where and how to push.
 #[derive(Debug, Clone, PartialEq, Eq)]

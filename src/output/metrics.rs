@@ -172,6 +172,11 @@ struct KindLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BrokerLabels {
+    broker: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StatusLabels {
     status: String,
 }
@@ -192,6 +197,7 @@ pub struct Metrics {
     capture_bytes: Counter,
     lichess_push: Family<StatusLabels, Counter>,
     failing: Family<PartLabels, Gauge>,
+    mqtt_connected: Family<BrokerLabels, Gauge>,
     faults: Mutex<BTreeMap<(Part, String), Fault>>,
 }
 
@@ -217,6 +223,7 @@ impl Metrics {
             capture_bytes: Counter::default(),
             lichess_push: Family::default(),
             failing: Family::default(),
+            mqtt_connected: Family::default(),
             faults: Mutex::default(),
             registry: Registry::default(),
         };
@@ -277,6 +284,12 @@ impl Metrics {
             "Parts failing now, by kind: configured ports that cannot open, the capture \
              directory, the MQTT broker, lichess (GET /api/v1/health lists them with the reason)",
             m.failing.clone(),
+        );
+        registry.register(
+            "mqtt_connected",
+            "The MQTT broker the publisher is connected to, by broker (the configured ones, e.g. \
+             the nodes of a cluster): 1 for the one connected, 0 for the others",
+            m.mqtt_connected.clone(),
         );
         for part in Part::ALL {
             drop(m.failing.get_or_create(&PartLabels { part: part.name() }));
@@ -345,6 +358,16 @@ impl Metrics {
                 status: status.to_string(),
             })
             .inc();
+    }
+
+    /// For the MQTT publisher: whether it is connected to `broker` (`HOST:PORT`, one of the
+    /// configured brokers: a small fixed set) now.
+    pub fn mqtt_connected(&self, broker: &str, connected: bool) {
+        self.mqtt_connected
+            .get_or_create(&BrokerLabels {
+                broker: broker.to_string(),
+            })
+            .set(i64::from(connected));
     }
 
     /// `part` named `name` fails for `reason` (`None`: it works again). A part that keeps

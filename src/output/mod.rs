@@ -40,7 +40,7 @@ use std::time::Duration;
 pub use change::{Change, Message, MsgKind, Notice};
 pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Msg, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
-pub use mqtt::MqttConfig;
+pub use mqtt::{MqttBroker, MqttConfig};
 
 /// Default address of the HTTP API and page.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
@@ -309,7 +309,8 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
         let (stats, task) = mqtt::spawn(hub.clone(), m.clone(), stop_rx.clone());
         out.mqtt = Some(stats);
         tasks.push(task);
-        tracing::info!("MQTT to {}:{} as {}/{}", m.host, m.port, m.prefix, m.node);
+        let brokers: Vec<String> = m.brokers.iter().map(ToString::to_string).collect();
+        tracing::info!("MQTT to {} as {}/{}", brokers.join(", "), m.prefix, m.node);
     }
     out.tasks = tasks;
     Ok(out)

@@ -18,6 +18,14 @@
 //! (0.2 s to 10 s). Events handed to the MQTT client but not acknowledged by the broker when the
 //! connection breaks are sent again first on the next connection (QoS 1: at least once). States
 //! are published once per batch of events.
+//!
+//! Several brokers (the nodes of a cluster, e.g. NATS with MQTT and JetStream on) are tried in
+//! turn: when the connection to one breaks or cannot be made, the next one in the list is tried
+//! at once (round-robin); the backoff waits only after a whole round of the list failed. Every
+//! connection is a clean session and begins with the status, every board's retained state and
+//! the events not acknowledged before, so a node that has never seen this daemon gets all it
+//! needs. Only QoS 1 is used (NATS accepts 0 and 1), the Last Will is a plain retained QoS 1
+//! message.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -31,14 +39,32 @@ use tokio::sync::watch;
 
 use super::hub::{Hub, Msg};
 
-/// Where and how to publish.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// One broker: a lone broker, or one node of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MqttConfig {
+pub struct MqttBroker {
     /// Broker host.
     pub host: String,
     /// Broker port.
     pub port: u16,
+}
+
+impl std::fmt::Display for MqttBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Where and how to publish.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MqttConfig {
+    /// The brokers, tried in this order (round-robin): one, or the nodes of a cluster.
+    pub brokers: Vec<MqttBroker>,
     /// First topic level.
     #[serde(default = "default_prefix")]
     pub prefix: String,
@@ -94,6 +120,32 @@ impl From<String> for MqttUrlError {
 impl MqttConfig {
     /// Parse `mqtt://HOST[:PORT]` (port 1883 by default).
     pub fn from_url(url: &str) -> Result<Self, MqttUrlError> {
+        Self::from_urls(&[url])
+    }
+
+    /// Parse a list of `mqtt://HOST[:PORT]`, the nodes of a cluster (at least one).
+    pub fn from_urls<S: AsRef<str>>(urls: &[S]) -> Result<Self, MqttUrlError> {
+        if urls.is_empty() {
+            return Err(MqttUrlError::from(
+                "no MQTT broker given: an empty list of addresses".to_string(),
+            ));
+        }
+        let brokers = urls
+            .iter()
+            .map(|u| MqttBroker::from_url(u.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MqttConfig {
+            brokers,
+            prefix: default_prefix(),
+            node: default_node(),
+            queue: default_queue(),
+        })
+    }
+}
+
+impl MqttBroker {
+    /// Parse `mqtt://HOST[:PORT]` (port 1883 by default).
+    pub fn from_url(url: &str) -> Result<Self, MqttUrlError> {
         let rest = url
             .strip_prefix("mqtt://")
             .or_else(|| url.strip_prefix("tcp://"))
@@ -117,12 +169,9 @@ impl MqttConfig {
                 "MQTT address {url:?} has no host"
             )));
         }
-        Ok(MqttConfig {
+        Ok(MqttBroker {
             host: host.to_string(),
             port,
-            prefix: default_prefix(),
-            node: default_node(),
-            queue: default_queue(),
         })
     }
 }
@@ -138,6 +187,79 @@ pub struct MqttStats {
     pub dropped: AtomicU64,
     /// Connections made (1 after the first, more after reconnects).
     pub connects: AtomicU64,
+    /// The broker connected now (`HOST:PORT`, one of the configured nodes), if any.
+    pub broker: std::sync::Mutex<Option<String>>,
+}
+
+impl MqttStats {
+    /// The broker connected now (`HOST:PORT`), if any.
+    pub fn broker(&self) -> Option<String> {
+        self.broker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// The client options shared by the publisher and the round source for `broker`: keep-alive
+/// 10 s, packets up to 4 MiB, a clean session.
+pub fn client_options(client_id: &str, broker: &MqttBroker) -> MqttOptions {
+    let mut opts = MqttOptions::new(client_id, broker.host.clone(), broker.port);
+    opts.set_keep_alive(Duration::from_secs(10));
+    opts.set_max_packet_size(4 << 20, 4 << 20);
+    opts.set_clean_session(true);
+    opts
+}
+
+/// Which broker of a list to use, and how long to wait before the next try: the next node at
+/// once after a failure, the backoff (0.2 s doubling to 10 s) only after every node failed.
+#[derive(Debug)]
+pub struct Failover {
+    brokers: Vec<MqttBroker>,
+    current: usize,
+    failed: usize,
+    backoff: Duration,
+}
+
+impl Failover {
+    /// Start with the first of `brokers` (at least one).
+    pub fn new(brokers: Vec<MqttBroker>) -> Self {
+        assert!(!brokers.is_empty(), "at least one MQTT broker");
+        Failover {
+            brokers,
+            current: 0,
+            failed: 0,
+            backoff: Duration::from_millis(200),
+        }
+    }
+
+    /// The broker to connect to now.
+    pub fn current(&self) -> &MqttBroker {
+        &self.brokers[self.current]
+    }
+
+    /// Every broker.
+    pub fn brokers(&self) -> &[MqttBroker] {
+        &self.brokers
+    }
+
+    /// Connected: the next failure starts a fresh round of the list.
+    pub fn connected(&mut self) {
+        self.failed = 0;
+        self.backoff = Duration::from_millis(200);
+    }
+
+    /// The current broker failed: move on to the next one; the time to wait before trying it.
+    pub fn failed(&mut self) -> Duration {
+        self.current = (self.current + 1) % self.brokers.len();
+        self.failed += 1;
+        if !self.failed.is_multiple_of(self.brokers.len()) {
+            return Duration::ZERO;
+        }
+        let wait = self.backoff;
+        self.backoff = (self.backoff * 2).min(Duration::from_secs(10));
+        wait
+    }
 }
 
 struct Topics {
@@ -168,38 +290,50 @@ pub fn spawn(
         prefix: format!("{}/{}", topic_level(&cfg.prefix), node),
     };
     let client_id = format!("eboardd-{node}-{}", std::process::id());
-    let mut opts = MqttOptions::new(client_id, cfg.host.clone(), cfg.port);
-    opts.set_keep_alive(Duration::from_secs(10));
-    opts.set_max_packet_size(4 << 20, 4 << 20);
-    opts.set_clean_session(true);
     let offline = json!({"node": node, "online": false}).to_string();
-    opts.set_last_will(LastWill::new(
-        topics.status(),
-        offline.clone(),
-        QoS::AtLeastOnce,
-        true,
-    ));
-    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    let will = LastWill::new(topics.status(), offline.clone(), QoS::AtLeastOnce, true);
+    let options = move |broker: &MqttBroker| {
+        let mut opts = client_options(&client_id, broker);
+        opts.set_last_will(will.clone());
+        opts
+    };
+    let mut failover = Failover::new(cfg.brokers.clone());
+    let (client, mut eventloop) = AsyncClient::new(options(failover.current()), 1024);
     let (conn_tx, mut conn_rx) = watch::channel(0u64);
 
-    // The event loop: connects, reconnects with backoff, reports each new connection.
+    // The event loop: connects, reconnects (the next node) with backoff, reports each new
+    // connection.
     let loop_stats = stats.clone();
     let mut loop_stop = stop.clone();
-    // Health lists the broker while it cannot be reached (part `mqtt`).
-    let broker = format!("{}:{}", cfg.host, cfg.port);
-    let fault = {
+    // Health lists the brokers that cannot be reached (part `mqtt`) until one is connected;
+    // the metrics name the one connected.
+    let status = {
         let hub = hub.clone();
-        move |why: Option<String>| {
+        move |broker: &MqttBroker, why: Option<String>| {
             if let Some(m) = hub.metrics() {
-                m.set_fault(super::metrics::Part::Mqtt, &broker, why);
+                m.set_fault(super::metrics::Part::Mqtt, &broker.to_string(), why);
             }
         }
     };
+    let connected_to = {
+        let hub = hub.clone();
+        let stats = stats.clone();
+        let all = cfg.brokers.clone();
+        move |now: Option<&MqttBroker>| {
+            if let Some(m) = hub.metrics() {
+                for b in &all {
+                    m.mqtt_connected(&b.to_string(), Some(b) == now);
+                }
+            }
+            *stats.broker.lock().unwrap_or_else(|e| e.into_inner()) = now.map(|b| b.to_string());
+        }
+    };
+    connected_to(None);
     let driver = tokio::spawn(async move {
-        let mut backoff = Duration::from_millis(200);
         // Publishes handed to the client but not acknowledged by the broker when the connection
         // broke (in flight, or still in the client's channel). The client keeps them only for a
-        // session the broker kept, and ours are clean: they go first on the next connection.
+        // session the broker kept, and ours are clean: they go first on the next connection
+        // (to whichever node it is).
         let mut unacked: VecDeque<Request> = VecDeque::new();
         let mut unreachable: Option<String> = None;
         loop {
@@ -210,11 +344,15 @@ pub fn spawn(
                         if !ack.session_present {
                             eventloop.pending.extend(unacked.drain(..));
                         }
-                        backoff = Duration::from_millis(200);
-                        if unreachable.take().is_some() {
-                            tracing::info!("MQTT broker reached");
+                        failover.connected();
+                        let broker = failover.current().clone();
+                        if unreachable.take().is_some() || failover.brokers().len() > 1 {
+                            tracing::info!(%broker, "MQTT broker reached");
                         }
-                        fault(None);
+                        for b in failover.brokers() {
+                            status(b, None);
+                        }
+                        connected_to(Some(&broker));
                         loop_stats.connected.store(true, Ordering::Relaxed);
                         let n = loop_stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
                         conn_tx.send_replace(n);
@@ -228,18 +366,21 @@ pub fn spawn(
                                 .filter(|r| matches!(r, Request::Publish(_))),
                         );
                         let why = e.to_string();
+                        let broker = failover.current().clone();
                         if loop_stats.connected.swap(false, Ordering::Relaxed) {
-                            tracing::warn!("MQTT broker connection lost: {why}");
+                            tracing::warn!(%broker, "MQTT broker connection lost: {why}");
+                            connected_to(None);
                         } else if unreachable.as_deref() != Some(&why) {
-                            tracing::warn!("MQTT broker not reachable: {why}; retrying");
+                            tracing::warn!(%broker, "MQTT broker not reachable: {why}; retrying");
                         }
-                        fault(Some(format!("not reachable: {why}")));
+                        status(&broker, Some(format!("not reachable: {why}")));
                         unreachable = Some(why);
+                        let wait = failover.failed();
+                        eventloop.mqtt_options = options(failover.current());
                         tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
+                            _ = tokio::time::sleep(wait) => {}
                             _ = loop_stop.changed() => break,
                         }
-                        backoff = (backoff * 2).min(Duration::from_secs(10));
                     }
                 }
             }
@@ -253,7 +394,10 @@ pub fn spawn(
             }
         })
         .await;
-        fault(None);
+        for b in failover.brokers() {
+            status(b, None);
+        }
+        connected_to(None);
     });
 
     // Subscribed here, before the task runs: every event published once `spawn` returns is
@@ -360,4 +504,64 @@ pub fn spawn(
         let _ = driver.await;
     });
     (stats, handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brokers(n: u16) -> Vec<MqttBroker> {
+        (1..=n)
+            .map(|port| MqttBroker {
+                host: "127.0.0.1".into(),
+                port,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn failover_goes_round_the_nodes_and_waits_only_after_a_whole_round() {
+        let mut f = Failover::new(brokers(3));
+        assert_eq!(f.current().port, 1);
+        assert_eq!(f.failed(), Duration::ZERO);
+        assert_eq!(f.current().port, 2);
+        assert_eq!(f.failed(), Duration::ZERO);
+        assert_eq!(f.current().port, 3);
+        assert_eq!(f.failed(), Duration::from_millis(200), "every node failed");
+        assert_eq!(f.current().port, 1);
+        f.failed();
+        f.failed();
+        assert_eq!(f.failed(), Duration::from_millis(400), "backoff doubles");
+        f.connected();
+        assert_eq!(f.current().port, 1);
+        assert_eq!(
+            f.failed(),
+            Duration::ZERO,
+            "a broken connection: the next node at once"
+        );
+        assert_eq!(f.current().port, 2);
+    }
+
+    #[test]
+    fn one_broker_waits_the_backoff_after_each_failure() {
+        let mut f = Failover::new(brokers(1));
+        assert_eq!(f.failed(), Duration::from_millis(200));
+        assert_eq!(f.failed(), Duration::from_millis(400));
+        for _ in 0..10 {
+            f.failed();
+        }
+        assert_eq!(f.failed(), Duration::from_secs(10));
+        assert_eq!(f.current().port, 1);
+    }
+
+    #[test]
+    fn a_list_of_addresses_is_checked_entry_by_entry() {
+        let e = MqttConfig::from_urls(&["mqtt://a:1883", "mqtt://b:x"]).unwrap_err();
+        assert!(e.to_string().contains("mqtt://b:x"), "{e}");
+        let e = MqttConfig::from_urls::<&str>(&[]).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let c = MqttConfig::from_urls(&["mqtt://a", "tcp://[::1]:1884"]).unwrap();
+        assert_eq!(c.brokers[1].to_string(), "[::1]:1884");
+        assert_eq!(c.brokers[0].to_string(), "a:1883");
+    }
 }

@@ -20,13 +20,16 @@
 //! - while the source itself has no broker connection, every board shows disconnected (the
 //!   source cannot know more); the retained states of the next connection restore them.
 //!
+//! With several brokers (a cluster's nodes) the source reads from one and goes on with the next
+//! when the connection breaks or the broker refuses a subscription; subscriptions are QoS 0
+//! (see [`spawn`]).
+//!
 //! Board ids are the nodes' ids (give each hall its own board numbers); a board id that two
 //! nodes use is served as `NODE.BOARD` for the second one.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use rumqttc::{AsyncClient, Event, Packet, QoS, SubscribeFilter, SubscribeReasonCode};
 use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::uci::UciMove;
@@ -36,6 +39,7 @@ use tokio::sync::watch;
 use super::change::MsgKind;
 use super::hub::Hub;
 use super::model::{BoardStatus, LinkState, Pairing};
+use super::mqtt::{Failover, MqttBroker};
 use crate::core::event::{CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::Micros;
@@ -43,10 +47,8 @@ use crate::core::observation::Micros;
 /// Where to read the round from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
-    /// Broker host.
-    pub host: String,
-    /// Broker port.
-    pub port: u16,
+    /// The brokers, tried in this order (round-robin): one, or the nodes of a cluster.
+    pub brokers: Vec<MqttBroker>,
     /// First topic level the nodes publish under.
     pub prefix: String,
 }
@@ -295,7 +297,9 @@ pub fn game_from_json(g: &Value) -> Option<GameRecord> {
     Some(game)
 }
 
-/// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff.
+/// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff,
+/// to the next broker of the list (a cluster's nodes) each time a connection breaks or cannot
+/// be made.
 pub fn spawn(
     hub: Hub,
     cfg: SourceConfig,
@@ -303,49 +307,69 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     let prefix = super::mqtt::topic_level(&cfg.prefix);
     let client_id = format!("eboardd-round-{}", std::process::id());
-    let mut opts = MqttOptions::new(client_id, cfg.host.clone(), cfg.port);
-    opts.set_keep_alive(Duration::from_secs(10));
-    opts.set_max_packet_size(4 << 20, 4 << 20);
-    opts.set_clean_session(true);
-    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    let mut failover = Failover::new(cfg.brokers);
+    let options = move |b: &MqttBroker| super::mqtt::client_options(&client_id, b);
+    let (client, mut eventloop) = AsyncClient::new(options(failover.current()), 1024);
+    let filters = [
+        format!("{prefix}/+/status"),
+        format!("{prefix}/+/board/+/state"),
+        format!("{prefix}/+/board/+/events"),
+    ];
+    // QoS 0: the session is clean, so what QoS 1 would redeliver is lost with the connection
+    // anyway (the next connection's states restore every board); and a NATS cluster serves
+    // QoS 1 subscriptions through JetStream consumers, which stall while it elects new leaders
+    // after a node died, where QoS 0 goes straight through.
+    let subscribe = move |client: &AsyncClient| {
+        let _ = client.try_subscribe_many(
+            filters
+                .iter()
+                .map(|f| SubscribeFilter::new(f.clone(), QoS::AtMostOnce)),
+        );
+    };
     tokio::spawn(async move {
         let mut assembler = Assembler::default();
         let mut connected = false;
-        let mut backoff = Duration::from_millis(200);
         loop {
-            tokio::select! {
+            let broken = tokio::select! {
                 _ = stop.changed() => break,
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                        backoff = Duration::from_millis(200);
+                        failover.connected();
                         connected = true;
                         assembler.reconnected();
-                        tracing::info!(host = %cfg.host, port = cfg.port, prefix = %prefix, "reading the round from the MQTT broker");
-                        for filter in [
-                            format!("{prefix}/+/status"),
-                            format!("{prefix}/+/board/+/state"),
-                            format!("{prefix}/+/board/+/events"),
-                        ] {
-                            let _ = client.try_subscribe(filter, QoS::AtLeastOnce);
-                        }
+                        tracing::info!(broker = %failover.current(), prefix = %prefix, "reading the round from the MQTT broker");
+                        subscribe(&client);
+                        None
+                    }
+                    Ok(Event::Incoming(Packet::SubAck(ack)))
+                        if ack.return_codes.contains(&SubscribeReasonCode::Failure) =>
+                    {
+                        // A cluster still electing its leaders after a node died refuses
+                        // subscriptions for a while, and the session keeps the refusal: drop
+                        // the connection and go on as after a broken one (the next node).
+                        eventloop.clean();
+                        Some("the MQTT broker refused a subscription".to_string())
                     }
                     Ok(Event::Incoming(Packet::Publish(p))) => {
                         if let Some(topic) = parse_topic(&prefix, &p.topic) {
                             assembler.apply(&hub, &topic, &p.payload);
                         }
+                        None
                     }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!("MQTT broker not reachable: {e}");
-                        if std::mem::take(&mut connected) {
-                            assembler.broker_lost(&hub);
-                        }
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
-                            _ = stop.changed() => break,
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(10));
-                    }
+                    Ok(_) => None,
+                    Err(e) => Some(format!("MQTT broker not reachable: {e}")),
+                }
+            };
+            if let Some(why) = broken {
+                tracing::warn!(broker = %failover.current(), "{why}");
+                if std::mem::take(&mut connected) {
+                    assembler.broker_lost(&hub);
+                }
+                let wait = failover.failed();
+                eventloop.mqtt_options = options(failover.current());
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => break,
                 }
             }
         }

@@ -2,31 +2,46 @@
 //! absence fails the test with the reason (CI installs it, see `.ci/run`): never a pass that
 //! checked nothing.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The binary `name` in the usual system directories, if installed.
+pub fn system_binary(name: &str) -> Option<PathBuf> {
+    ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
+        .iter()
+        .map(|d| PathBuf::from(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// The binary `name` of Debian's package `package`; its absence fails the test.
+pub fn require_binary(name: &str, package: &str) -> Option<PathBuf> {
+    let found = system_binary(name);
+    assert!(
+        found.is_some(),
+        "{name} is not installed: .ci/run must install Debian's {package} package (APT_PACKAGES) (apt-get install {package})"
+    );
+    found
+}
+
 /// The broker binary, if installed.
 pub fn mosquitto_binary() -> Option<PathBuf> {
-    [
-        "/usr/sbin/mosquitto",
-        "/usr/bin/mosquitto",
-        "/usr/local/sbin/mosquitto",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file())
+    system_binary("mosquitto")
 }
 
 /// The broker binary; its absence fails the test.
 pub fn require_mosquitto() -> Option<PathBuf> {
-    let found = mosquitto_binary();
-    assert!(
-        found.is_some(),
-        "mosquitto is not installed: .ci/run must install Debian's mosquitto package (APT_PACKAGES) (apt-get install mosquitto)"
-    );
-    found
+    require_binary("mosquitto", "mosquitto")
+}
+
+/// Waits until something listens on `port` of 127.0.0.1 (at most 10 s), or fails the test
+/// naming `what`.
+pub fn wait_listening(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A running mosquitto, stopped when dropped.
@@ -42,13 +57,7 @@ pub struct Broker {
 impl Broker {
     /// Start mosquitto on `port` (a free one when `None`) and wait until it listens.
     pub fn start(bin: &PathBuf, port: Option<u16>) -> Broker {
-        let port = port.unwrap_or_else(|| {
-            TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        });
+        let port = port.unwrap_or_else(super::http::free_port);
         let dir = std::env::temp_dir().join(format!("eboardd-mqtt-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let conf = dir.join("mosquitto.conf");
@@ -67,14 +76,7 @@ impl Broker {
             .stderr(Stdio::null())
             .spawn()
             .expect("start mosquitto");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "mosquitto did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(port, "mosquitto");
         Broker {
             child,
             port,

@@ -1,7 +1,7 @@
 //! Test support shared by the test files (`mod support;`): the PGN corpus under
 //! `tests/data/pgn` (here), the daemon as a child process with emulated boards and a pty relay
 //! ([`daemon`]), a board-and-clock rig for the core ([`rig`]), readers of the event streams
-//! ([`streams`]), a real MQTT broker ([`broker`]), a plain HTTP client ([`http`]), headless Chromium
+//! ([`streams`]), a real MQTT broker ([`broker`]) and a NATS cluster ([`nats`]), a plain HTTP client ([`http`]), headless Chromium
 //! ([`chromium`]). Each test file uses only part of it.
 #![allow(dead_code)]
 
@@ -9,6 +9,7 @@ pub mod broker;
 pub mod chromium;
 pub mod daemon;
 pub mod http;
+pub mod nats;
 pub mod pgn;
 pub mod rig;
 pub mod streams;
