@@ -666,6 +666,15 @@ impl LiveBoard {
             .is_some_and(|g| !g.ended() && g.ply() == 0)
     }
 
+    /// What the board senses now (every field, the clock), for the hall check.
+    pub fn senses(&self) -> crate::round::check::BoardSenses {
+        let engine = &self.device.engine;
+        crate::round::check::BoardSenses {
+            board: engine.sensed().clone(),
+            clock: engine.clock_reading().copied(),
+        }
+    }
+
     /// The games rebuilt or played on this board, in the order they started.
     pub fn games(&self) -> &[GameRecord] {
         self.device.engine.games()

@@ -187,6 +187,7 @@ pub struct Metrics {
     games: Counter,
     irregularities: Counter,
     irregularities_open: Gauge,
+    hall: [Gauge; 2],
     link_errors: Family<KindLabels, Counter>,
     clients: Family<KindLabels, Gauge>,
     capture_bytes: Counter,
@@ -212,6 +213,7 @@ impl Metrics {
             games: Counter::default(),
             irregularities: Counter::default(),
             irregularities_open: Gauge::default(),
+            hall: Default::default(),
             link_errors: Family::default(),
             clients: Family::default(),
             capture_bytes: Counter::default(),
@@ -250,6 +252,17 @@ impl Metrics {
             "irregularities_open",
             "Irregularities raised and not yet resolved, among those GET /api/v1/boards lists",
             m.irregularities_open.clone(),
+        );
+        registry.register(
+            "hall_boards_checked",
+            "Boards the hall check looks at (GET /api/v1/round/check: the loaded round's, else \
+             the connected ones)",
+            m.hall[0].clone(),
+        );
+        registry.register(
+            "hall_boards_ready",
+            "Boards the hall check finds ready for the round (GET /api/v1/round/check)",
+            m.hall[1].clone(),
         );
         registry.register(
             "link_errors",
@@ -386,7 +399,7 @@ impl Metrics {
     }
 
     /// The exposition (Prometheus text format), with the gauges read from `hub`'s round model
-    /// now (boards by link state, irregularities open).
+    /// now (boards by link state, irregularities open, the hall check's boards).
     pub fn encode(&self, hub: &Hub) -> String {
         let (states, open) = hub.with_round(|r| {
             let mut states = [0i64; LINK_STATES.len()];
@@ -408,6 +421,9 @@ impl Metrics {
                 .set(n);
         }
         self.irregularities_open.set(open);
+        let hall = super::hall::round_check(hub, None);
+        self.hall[0].set(hall.boards_checked as i64);
+        self.hall[1].set(hall.boards_ready as i64);
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);

@@ -13,6 +13,7 @@ mod boards;
 mod body;
 mod cache;
 mod events;
+mod hall;
 mod rounds;
 
 use std::sync::Arc;
@@ -127,6 +128,7 @@ pub fn router_with(o: HttpOptions) -> Router {
             post(acknowledge),
         )
         .route("/api/v1/round", post(load_round))
+        .route("/api/v1/round/check", get(hall::round_check))
         .route("/api/v1/rounds", get(rounds))
         .route("/api/v1/rounds/{round}", get(round_view))
         .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
