@@ -810,3 +810,302 @@ pub fn check_round(
         boards,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::observation::ClockFace;
+    use crate::round::pairing::Player;
+    use serde_json::json;
+
+    /// What a board senses with `board`'s pieces on it, read under `orientation`.
+    fn senses_of(board: &Board, orientation: Orientation, clock: Option<ClockReading>) -> BoardSenses {
+        let mut sensed = SensedBoard::default();
+        for (sq, p) in board.clone() {
+            sensed.set(orientation.index_of(sq), SquareReading::Piece(p));
+        }
+        BoardSenses {
+            board: sensed,
+            clock,
+        }
+    }
+
+    /// A stopped clock showing `left` and `right` seconds.
+    fn clock(left: u32, right: u32) -> ClockReading {
+        let face = |s: u32| ClockFace {
+            millis: s * 1000,
+            ..Default::default()
+        };
+        ClockReading {
+            left: face(left),
+            right: face(right),
+            ..Default::default()
+        }
+    }
+
+    fn pairing() -> Pairing {
+        let p = |n: &str| Player {
+            name: Some(n.into()),
+            ..Default::default()
+        };
+        Pairing {
+            white: p("Alpha, Ann"),
+            black: p("Beta, Bob"),
+        }
+    }
+
+    fn facts<'a>(senses: &'a BoardSenses, pairing: &'a Pairing) -> BoardFacts<'a> {
+        BoardFacts {
+            id: "board-1",
+            number: 1,
+            link: Link::Active,
+            senses: Some(senses),
+            clock_seen: false,
+            pairing: Some(pairing),
+            battery: None,
+        }
+    }
+
+    fn rapid() -> Expected {
+        Expected::new(Some("5400+30"), None)
+    }
+
+    #[test]
+    fn starting_times_of_time_controls() {
+        let cases = [
+            ("5400+30", Some(5_400_000)),
+            ("300", Some(300_000)),
+            ("40/5400+30:1800+30", Some(5_400_000)),
+            ("15 min/game + 10 sec/move", Some(900_000)),
+            ("90 min/40 moves + 30 min/game + 30 sec/move", Some(5_400_000)),
+            ("1 h + 30 s", Some(3_600_000)),
+            ("?", None),
+            ("-", None),
+            ("*180", None),
+            ("", None),
+        ];
+        for (tc, want) in cases {
+            assert_eq!(base_of_time_control(tc), want, "{tc:?}");
+        }
+    }
+
+    #[test]
+    fn a_board_set_up_with_its_clock_set_is_ready() {
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let p = pairing();
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert!(c.ready, "{c:#?}");
+        assert!(c.problems().is_empty());
+        assert_eq!(c.checks.pieces.finding, Finding::StartPosition { reversed: false });
+        assert_eq!(c.checks.clock_time.reason, "clock set: 1:30:00 1:30:00");
+        assert_eq!(c.checks.players.reason, "Alpha, Ann – Beta, Bob");
+        assert_eq!(c.checks.battery.as_ref().map(|b| b.ok), Some(true), "the clock's bit");
+        // A clock that adds the first increment before the first move is set too.
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5430, 5430)));
+        assert!(check_board(&facts(&s, &p), &rapid()).ready);
+    }
+
+    #[test]
+    fn a_misplaced_knight_is_named_by_its_squares() {
+        // Ng1 stands on f3 before the game.
+        let mut board = Board::default();
+        let knight = board.remove_piece_at(Square::G1).unwrap();
+        board.set_piece_at(Square::F3, knight);
+        let s = senses_of(&board, Orientation::Normal, Some(clock(5400, 5400)));
+        let p = pairing();
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert!(!c.ready);
+        assert_eq!(c.problems(), vec!["g1 empty, f3: white knight".to_string()]);
+        let v = serde_json::to_value(&c.checks.pieces).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "ok": false,
+                "state": "problem",
+                "code": "pieces_wrong",
+                "reversed": false,
+                "squares": [
+                    {"square": "g1", "expected": "white knight", "found": null},
+                    {"square": "f3", "expected": null, "found": "white knight"},
+                ],
+                "reason": "g1 empty, f3: white knight",
+            })
+        );
+        // A bishop where the knight belongs says what was expected.
+        let mut board = Board::default();
+        board.set_piece_at(Square::B1, Color::White.bishop());
+        let s = senses_of(&board, Orientation::Normal, Some(clock(5400, 5400)));
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert_eq!(
+            c.checks.pieces.reason,
+            "b1: white bishop (white knight expected)"
+        );
+        // Nothing on the board at all.
+        let s = senses_of(&Board::empty(), Orientation::Normal, Some(clock(5400, 5400)));
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert_eq!(c.checks.pieces.reason, "no pieces on the board");
+    }
+
+    #[test]
+    fn a_board_turned_round_is_read_turned_round() {
+        let s = senses_of(&Board::default(), Orientation::Reversed, Some(clock(5400, 5400)));
+        let p = pairing();
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert!(c.ready, "{c:#?}");
+        assert_eq!(c.checks.pieces.finding, Finding::StartPosition { reversed: true });
+        // Turned round with e2 empty: the square is e2 as the players see it.
+        let mut board = Board::default();
+        board.discard_piece_at(Square::E2);
+        let s = senses_of(&board, Orientation::Reversed, Some(clock(5400, 5400)));
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert_eq!(
+            c.checks.pieces.reason,
+            "e2 empty (board turned round)"
+        );
+    }
+
+    #[test]
+    fn no_clock_wrong_times_and_a_running_clock_are_problems() {
+        let p = pairing();
+        let s = senses_of(&Board::default(), Orientation::Normal, None);
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert!(!c.ready);
+        assert_eq!(c.problems(), vec!["no clock".to_string()]);
+        assert_eq!(c.checks.clock_time.state, State::Unchecked);
+        assert_eq!(c.checks.battery, None, "nothing reports a battery");
+
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(3600, 5400)));
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert_eq!(
+            c.problems(),
+            vec!["clock shows 1:00:00 1:30:00, the time control starts at 1:30:00".to_string()]
+        );
+
+        // Started a moment ago: the times are still the starting ones, but it runs.
+        let mut running = clock(5400, 5400);
+        running.running = true;
+        running.right_turn = true;
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(running));
+        let c = check_board(&facts(&s, &p), &rapid());
+        assert_eq!(
+            c.checks.clock_time.finding,
+            Finding::ClockRunning {
+                left_ms: 5_400_000,
+                right_ms: 5_400_000
+            }
+        );
+        assert_eq!(c.problems(), vec!["clock running (1:30:00 1:30:00)".to_string()]);
+        assert!(!c.ready);
+    }
+
+    #[test]
+    fn without_a_time_control_the_clock_times_are_unchecked_and_said_so() {
+        let p = pairing();
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(1, 2)));
+        let none = Expected::new(None, None);
+        let c = check_board(&facts(&s, &p), &none);
+        assert!(c.ready, "an unchecked clock holds nothing back");
+        assert_eq!(c.checks.clock_time.state, State::Unchecked);
+        assert_eq!(c.checks.clock_time.reason, "no time control configured");
+        let r = check_round(1, Scope::Round, &[facts(&s, &p)], vec![], &none);
+        assert!(r.ready);
+        assert_eq!(r.warnings.len(), 1);
+        assert_eq!(r.warnings[0].warning, Warning::NoTimeControl);
+        // A time control with no starting time in it: unchecked too, with its text.
+        let odd = Expected::new(Some("?"), None);
+        let c = check_board(&facts(&s, &p), &odd);
+        assert_eq!(c.checks.clock_time.state, State::Unchecked);
+        assert!(c.checks.clock_time.reason.contains("\"?\""));
+    }
+
+    #[test]
+    fn players_battery_and_link() {
+        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let p = pairing();
+        let mut f = facts(&s, &p);
+        f.pairing = None;
+        assert_eq!(
+            check_board(&f, &rapid()).problems(),
+            vec!["no pairing for this board".to_string()]
+        );
+        let mut half = pairing();
+        half.black.name = None;
+        f.pairing = Some(&half);
+        assert_eq!(
+            check_board(&f, &rapid()).problems(),
+            vec!["no black player in the pairing".to_string()]
+        );
+        let mut f = facts(&s, &p);
+        f.battery = Some("15%");
+        assert_eq!(
+            check_board(&f, &rapid()).problems(),
+            vec!["battery low (15%)".to_string()]
+        );
+        f.battery = Some("87%");
+        assert!(check_board(&f, &rapid()).ready);
+        let mut low = clock(5400, 5400);
+        low.battery_low = true;
+        let s2 = senses_of(&Board::default(), Orientation::Normal, Some(low));
+        assert_eq!(
+            check_board(&facts(&s2, &p), &rapid()).problems(),
+            vec!["clock battery low".to_string()]
+        );
+        let mut f = facts(&s, &p);
+        f.link = Link::NeverSeen;
+        let c = check_board(&f, &rapid());
+        assert_eq!(c.problems(), vec!["board not connected".to_string()]);
+        assert_eq!(c.checks.pieces.state, State::Unchecked);
+        assert!(!c.ready);
+        // No sensed board here: never called ready unseen.
+        let mut f = facts(&s, &p);
+        f.senses = None;
+        f.clock_seen = true;
+        let c = check_board(&f, &rapid());
+        assert!(!c.ready);
+        assert_eq!(c.checks.pieces.finding, Finding::NotSensed);
+        assert!(c.checks.clock.ok);
+    }
+
+    #[test]
+    fn chess960_expects_the_announced_position() {
+        // Position 0: BBQNNRKR.
+        let board = start::board_of(0);
+        assert_eq!(board.to_string(), "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR");
+        let s = senses_of(&board, Orientation::Normal, Some(clock(5400, 5400)));
+        let p = pairing();
+        assert!(check_board(&facts(&s, &p), &Expected::new(Some("5400+30"), Some(0))).ready);
+        let standard = check_board(&facts(&s, &p), &rapid());
+        assert!(!standard.ready);
+        assert!(standard.checks.pieces.reason.starts_with("a1: white bishop (white rook expected)"));
+    }
+
+    #[test]
+    fn the_round_is_ready_only_when_every_board_is() {
+        let p = pairing();
+        let good = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let no_clock = senses_of(&Board::default(), Orientation::Normal, None);
+        let mut two = facts(&no_clock, &p);
+        two.id = "board-2";
+        two.number = 2;
+        let r = check_round(3, Scope::Round, &[facts(&good, &p), two], vec!["dgt-9".into()], &rapid());
+        assert!(!r.ready);
+        assert_eq!((r.boards_checked, r.boards_ready), (2, 1));
+        assert_eq!(
+            r.not_ready,
+            vec![NotReady {
+                board: "board-2".into(),
+                number: 2,
+                reasons: vec!["no clock".into()]
+            }]
+        );
+        assert_eq!(r.unpaired, vec!["dgt-9".to_string()]);
+        assert_eq!(r.clock_start_ms, Some(5_400_000));
+        assert_eq!(r.start.chess960, 518);
+        let r = check_round(3, Scope::Round, &[facts(&good, &p)], vec![], &rapid());
+        assert!(r.ready && r.warnings.is_empty());
+        let r = check_round(3, Scope::Round, &[], vec![], &rapid());
+        assert!(!r.ready, "no board is not a ready round");
+        let r = check_round(3, Scope::Connected, &[], vec![], &rapid());
+        assert_eq!(r.warnings[0].warning, Warning::NoRound);
+    }
+}
