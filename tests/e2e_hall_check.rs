@@ -88,7 +88,12 @@ fn check(port: u16) -> Option<Value> {
 }
 
 /// Polls the hall check until `pred` holds; panics with the last answer at `deadline`.
-async fn check_until(port: u16, what: &str, deadline: Instant, pred: impl Fn(&Value) -> bool) -> Value {
+async fn check_until(
+    port: u16,
+    what: &str,
+    deadline: Instant,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let mut last = None;
     loop {
         if let Some(v) = check(port) {
@@ -196,7 +201,10 @@ async fn the_hall_check_names_each_board_not_ready_and_goes_green_when_all_are()
     assert_eq!(first["scope"], "round");
     assert_eq!(first["boards_ready"], 1);
     assert_eq!(first["clock_start_ms"], 5_400_000);
-    assert_eq!(first["not_ready"][1]["reasons"], serde_json::json!(["no clock"]));
+    assert_eq!(
+        first["not_ready"][1]["reasons"],
+        serde_json::json!(["no clock"])
+    );
     let b1 = board(&first, "board-1");
     assert_eq!(b1["ready"], true, "{b1:#}");
     assert_eq!(b1["checks"]["clock_time"]["code"], "clock_set", "{b1:#}");
@@ -218,8 +226,16 @@ async fn the_hall_check_names_each_board_not_ready_and_goes_green_when_all_are()
     // The gauge counts them.
     let (code, metrics) = get_local(http_port, "/metrics").unwrap();
     assert_eq!(code, 200);
-    assert_eq!(gauge(&metrics, "eboardd_hall_boards_checked"), Some(3), "{metrics}");
-    assert_eq!(gauge(&metrics, "eboardd_hall_boards_ready"), Some(1), "{metrics}");
+    assert_eq!(
+        gauge(&metrics, "eboardd_hall_boards_checked"),
+        Some(3),
+        "{metrics}"
+    );
+    assert_eq!(
+        gauge(&metrics, "eboardd_hall_boards_ready"),
+        Some(1),
+        "{metrics}"
+    );
 
     // The knight goes to g1: board 2 is ready; the round is not, board 3 has no clock.
     let second = check_until(
@@ -240,7 +256,10 @@ async fn the_hall_check_names_each_board_not_ready_and_goes_green_when_all_are()
         http::local(http_port),
         "POST",
         "/api/v1/round?round=2&format=csv",
-        &[("Authorization", auth.as_str()), ("Content-Type", "text/csv")],
+        &[
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "text/csv"),
+        ],
         "board,white,black\n1,\"Eta, Ed\",\"Theta, Tom\"\n2,\"Iota, Ida\",\"Kappa, Kim\"\n",
     )
     .unwrap();
@@ -253,11 +272,25 @@ async fn the_hall_check_names_each_board_not_ready_and_goes_green_when_all_are()
     )
     .await;
     assert_eq!(green["ready"], true, "{green:#}");
-    assert_eq!((green["boards_checked"].as_u64(), green["boards_ready"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(
+        (
+            green["boards_checked"].as_u64(),
+            green["boards_ready"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
     assert_eq!(green["unpaired"], serde_json::json!(["board-3"]));
     let (_, metrics) = get_local(http_port, "/metrics").unwrap();
-    assert_eq!(gauge(&metrics, "eboardd_hall_boards_checked"), Some(2), "{metrics}");
-    assert_eq!(gauge(&metrics, "eboardd_hall_boards_ready"), Some(2), "{metrics}");
+    assert_eq!(
+        gauge(&metrics, "eboardd_hall_boards_checked"),
+        Some(2),
+        "{metrics}"
+    );
+    assert_eq!(
+        gauge(&metrics, "eboardd_hall_boards_ready"),
+        Some(2),
+        "{metrics}"
+    );
 
     d.terminate();
     for (b, serial) in boards.into_iter().zip(["41101", "41102", "41103"]) {

@@ -320,11 +320,13 @@ pub enum Finding {
         #[serde(serialize_with = "crate::core::vocab::ser_color")]
         color: Color,
     },
-    /// The battery is fine.
+    /// The board's battery is fine.
     BatteryOk {
-        /// As reported (`"87%"`; `"clock ok"` for a clock's battery bit).
+        /// As reported (`"87%"`).
         level: String,
     },
+    /// The clock does not show its low-battery sign.
+    ClockBatteryOk,
     /// The board's battery is low.
     BatteryLow {
         /// As reported.
@@ -352,7 +354,8 @@ impl fmt::Display for Finding {
                 write!(f, "every piece on its start square{}", turned(reversed))
             }
             Finding::PiecesWrong { reversed, squares } => {
-                if squares.len() == 32 && squares.iter().all(|s| s.found.0 == SquareReading::Empty) {
+                if squares.len() == 32 && squares.iter().all(|s| s.found.0 == SquareReading::Empty)
+                {
                     return f.write_str("no pieces on the board");
                 }
                 let list: Vec<String> = squares.iter().map(ToString::to_string).collect();
@@ -382,12 +385,9 @@ impl fmt::Display for Finding {
                 hms(*right_ms),
                 hms(*expected_ms)
             ),
-            Finding::ClockRunning { left_ms, right_ms } => write!(
-                f,
-                "clock running ({} {})",
-                hms(*left_ms),
-                hms(*right_ms)
-            ),
+            Finding::ClockRunning { left_ms, right_ms } => {
+                write!(f, "clock running ({} {})", hms(*left_ms), hms(*right_ms))
+            }
             Finding::Paired { white, black } => write!(f, "{white} – {black}"),
             Finding::NotPaired => f.write_str("no pairing for this board"),
             Finding::PlayerMissing { color } => write!(
@@ -398,6 +398,7 @@ impl fmt::Display for Finding {
             Finding::BatteryOk { level } => write!(f, "battery {level}"),
             Finding::BatteryLow { level } => write!(f, "battery low ({level})"),
             Finding::ClockBatteryLow => f.write_str("clock battery low"),
+            Finding::ClockBatteryOk => f.write_str("clock battery ok"),
         }
     }
 }
@@ -495,7 +496,11 @@ impl BoardCheck {
 }
 
 /// The squares where `senses` differs from `start` read under `orientation`.
-fn wrong_squares(senses: &SensedBoard, start: &Board, orientation: Orientation) -> Vec<WrongSquare> {
+fn wrong_squares(
+    senses: &SensedBoard,
+    start: &Board,
+    orientation: Orientation,
+) -> Vec<WrongSquare> {
     let mut out: Vec<WrongSquare> = Square::ALL
         .into_iter()
         .filter_map(|sq| {
@@ -599,10 +604,13 @@ fn battery_check(battery: Option<&str>, clock: Option<&ClockReading>) -> Option<
     if clock.is_some_and(|c| c.battery_low) {
         return Some(Check::problem(Finding::ClockBatteryLow));
     }
-    battery
-        .map(str::to_string)
-        .or_else(|| clock.map(|_| "clock ok".to_string()))
-        .map(|level| Check::ok(Finding::BatteryOk { level }))
+    match (battery, clock) {
+        (Some(level), _) => Some(Check::ok(Finding::BatteryOk {
+            level: level.to_string(),
+        })),
+        (None, Some(_)) => Some(Check::ok(Finding::ClockBatteryOk)),
+        (None, None) => None,
+    }
 }
 
 /// The hall check of one board.
@@ -761,10 +769,7 @@ pub fn check_round(
     unpaired: Vec<String>,
     expected: &Expected,
 ) -> RoundCheck {
-    let boards: Vec<BoardCheck> = boards
-        .iter()
-        .map(|f| check_board(f, expected))
-        .collect();
+    let boards: Vec<BoardCheck> = boards.iter().map(|f| check_board(f, expected)).collect();
     let not_ready: Vec<NotReady> = boards
         .iter()
         .filter(|b| !b.ready)
@@ -819,7 +824,11 @@ mod tests {
     use serde_json::json;
 
     /// What a board senses with `board`'s pieces on it, read under `orientation`.
-    fn senses_of(board: &Board, orientation: Orientation, clock: Option<ClockReading>) -> BoardSenses {
+    fn senses_of(
+        board: &Board,
+        orientation: Orientation,
+        clock: Option<ClockReading>,
+    ) -> BoardSenses {
         let mut sensed = SensedBoard::default();
         for (sq, p) in board.clone() {
             sensed.set(orientation.index_of(sq), SquareReading::Piece(p));
@@ -877,7 +886,10 @@ mod tests {
             ("300", Some(300_000)),
             ("40/5400+30:1800+30", Some(5_400_000)),
             ("15 min/game + 10 sec/move", Some(900_000)),
-            ("90 min/40 moves + 30 min/game + 30 sec/move", Some(5_400_000)),
+            (
+                "90 min/40 moves + 30 min/game + 30 sec/move",
+                Some(5_400_000),
+            ),
             ("1 h + 30 s", Some(3_600_000)),
             ("?", None),
             ("-", None),
@@ -891,17 +903,32 @@ mod tests {
 
     #[test]
     fn a_board_set_up_with_its_clock_set_is_ready() {
-        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let s = senses_of(
+            &Board::default(),
+            Orientation::Normal,
+            Some(clock(5400, 5400)),
+        );
         let p = pairing();
         let c = check_board(&facts(&s, &p), &rapid());
         assert!(c.ready, "{c:#?}");
         assert!(c.problems().is_empty());
-        assert_eq!(c.checks.pieces.finding, Finding::StartPosition { reversed: false });
+        assert_eq!(
+            c.checks.pieces.finding,
+            Finding::StartPosition { reversed: false }
+        );
         assert_eq!(c.checks.clock_time.reason, "clock set: 1:30:00 1:30:00");
         assert_eq!(c.checks.players.reason, "Alpha, Ann – Beta, Bob");
-        assert_eq!(c.checks.battery.as_ref().map(|b| b.ok), Some(true), "the clock's bit");
+        assert_eq!(
+            c.checks.battery.as_ref().map(|b| b.reason.as_str()),
+            Some("clock battery ok"),
+            "the clock's bit"
+        );
         // A clock that adds the first increment before the first move is set too.
-        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5430, 5430)));
+        let s = senses_of(
+            &Board::default(),
+            Orientation::Normal,
+            Some(clock(5430, 5430)),
+        );
         assert!(check_board(&facts(&s, &p), &rapid()).ready);
     }
 
@@ -941,27 +968,35 @@ mod tests {
             "b1: white bishop (white knight expected)"
         );
         // Nothing on the board at all.
-        let s = senses_of(&Board::empty(), Orientation::Normal, Some(clock(5400, 5400)));
+        let s = senses_of(
+            &Board::empty(),
+            Orientation::Normal,
+            Some(clock(5400, 5400)),
+        );
         let c = check_board(&facts(&s, &p), &rapid());
         assert_eq!(c.checks.pieces.reason, "no pieces on the board");
     }
 
     #[test]
     fn a_board_turned_round_is_read_turned_round() {
-        let s = senses_of(&Board::default(), Orientation::Reversed, Some(clock(5400, 5400)));
+        let s = senses_of(
+            &Board::default(),
+            Orientation::Reversed,
+            Some(clock(5400, 5400)),
+        );
         let p = pairing();
         let c = check_board(&facts(&s, &p), &rapid());
         assert!(c.ready, "{c:#?}");
-        assert_eq!(c.checks.pieces.finding, Finding::StartPosition { reversed: true });
+        assert_eq!(
+            c.checks.pieces.finding,
+            Finding::StartPosition { reversed: true }
+        );
         // Turned round with e2 empty: the square is e2 as the players see it.
         let mut board = Board::default();
         board.discard_piece_at(Square::E2);
         let s = senses_of(&board, Orientation::Reversed, Some(clock(5400, 5400)));
         let c = check_board(&facts(&s, &p), &rapid());
-        assert_eq!(
-            c.checks.pieces.reason,
-            "e2 empty (board turned round)"
-        );
+        assert_eq!(c.checks.pieces.reason, "e2 empty (board turned round)");
     }
 
     #[test]
@@ -974,7 +1009,11 @@ mod tests {
         assert_eq!(c.checks.clock_time.state, State::Unchecked);
         assert_eq!(c.checks.battery, None, "nothing reports a battery");
 
-        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(3600, 5400)));
+        let s = senses_of(
+            &Board::default(),
+            Orientation::Normal,
+            Some(clock(3600, 5400)),
+        );
         let c = check_board(&facts(&s, &p), &rapid());
         assert_eq!(
             c.problems(),
@@ -994,7 +1033,10 @@ mod tests {
                 right_ms: 5_400_000
             }
         );
-        assert_eq!(c.problems(), vec!["clock running (1:30:00 1:30:00)".to_string()]);
+        assert_eq!(
+            c.problems(),
+            vec!["clock running (1:30:00 1:30:00)".to_string()]
+        );
         assert!(!c.ready);
     }
 
@@ -1020,7 +1062,11 @@ mod tests {
 
     #[test]
     fn players_battery_and_link() {
-        let s = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let s = senses_of(
+            &Board::default(),
+            Orientation::Normal,
+            Some(clock(5400, 5400)),
+        );
         let p = pairing();
         let mut f = facts(&s, &p);
         f.pairing = None;
@@ -1070,24 +1116,43 @@ mod tests {
     fn chess960_expects_the_announced_position() {
         // Position 0: BBQNNRKR.
         let board = start::board_of(0);
-        assert_eq!(board.to_string(), "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR");
+        assert_eq!(
+            board.to_string(),
+            "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR"
+        );
         let s = senses_of(&board, Orientation::Normal, Some(clock(5400, 5400)));
         let p = pairing();
         assert!(check_board(&facts(&s, &p), &Expected::new(Some("5400+30"), Some(0))).ready);
         let standard = check_board(&facts(&s, &p), &rapid());
         assert!(!standard.ready);
-        assert!(standard.checks.pieces.reason.starts_with("a1: white bishop (white rook expected)"));
+        assert!(
+            standard
+                .checks
+                .pieces
+                .reason
+                .starts_with("a1: white bishop (white rook expected)")
+        );
     }
 
     #[test]
     fn the_round_is_ready_only_when_every_board_is() {
         let p = pairing();
-        let good = senses_of(&Board::default(), Orientation::Normal, Some(clock(5400, 5400)));
+        let good = senses_of(
+            &Board::default(),
+            Orientation::Normal,
+            Some(clock(5400, 5400)),
+        );
         let no_clock = senses_of(&Board::default(), Orientation::Normal, None);
         let mut two = facts(&no_clock, &p);
         two.id = "board-2";
         two.number = 2;
-        let r = check_round(3, Scope::Round, &[facts(&good, &p), two], vec!["dgt-9".into()], &rapid());
+        let r = check_round(
+            3,
+            Scope::Round,
+            &[facts(&good, &p), two],
+            vec!["dgt-9".into()],
+            &rapid(),
+        );
         assert!(!r.ready);
         assert_eq!((r.boards_checked, r.boards_ready), (2, 1));
         assert_eq!(

@@ -215,7 +215,9 @@ impl BoardEngine {
     /// The clock's latest reading, while a clock is there: `None` before any reading and after
     /// the clock said "no clock".
     pub fn clock_reading(&self) -> Option<&ClockReading> {
-        self.clock.last().filter(|_| self.clock_present != Some(false))
+        self.clock
+            .last()
+            .filter(|_| self.clock_present != Some(false))
     }
 
     /// Feed one observation.

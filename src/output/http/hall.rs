@@ -29,7 +29,12 @@ pub(super) async fn round_check(
             "the hall check shows the boards live: with a broadcast delay it needs the token",
         );
     }
-    let chess960 = match q.chess960.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+    let chess960 = match q
+        .chess960
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         None => None,
         Some(s) => match s.parse::<u16>() {
             Ok(n) if n < 960 => Some(n),
