@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use eboardd::core::observation::{ClockFace, ClockReading, FieldArray, SquareReading};
+use eboardd::core::observation::{ClockFace, ClockReading, SquareReading};
 use eboardd::core::sensed::Orientation;
 use eboardd::driver::dgt::DgtMessage;
 use eboardd::sim::emulator::runner::{self, Handle, RunnerConfig};
@@ -26,15 +26,6 @@ const TOKEN: &str = "e2e-hall-token";
 /// When (script time, from the host's first mode command) the players put board 2's knight
 /// from f3 on g1.
 const KNIGHT_FIXED_AT: i64 = 30_000_000;
-
-/// The fields of `board` as a DGT board reads it (connector on White's left).
-fn fields_of(board: &Board) -> FieldArray {
-    let mut f = [SquareReading::Empty; 64];
-    for (sq, p) in board.clone() {
-        f[usize::from(Orientation::Normal.index_of(sq))] = SquareReading::Piece(p);
-    }
-    f
-}
 
 /// A DGT 3000 showing `secs` on both faces, stopped.
 fn clock_at(secs: u32) -> ClockReading {
@@ -60,7 +51,7 @@ fn standing(
     let script = Script {
         steps,
         plies: Vec::new(),
-        initial: fields_of(initial),
+        initial: support::fields_of(initial, Orientation::Normal),
         game_starts: Vec::new(),
         lap: None,
     };

@@ -471,6 +471,8 @@ mod tests {
             "eboardd_moves_total 0",
             "eboardd_games_total 0",
             "eboardd_irregularities_open 0",
+            "eboardd_hall_boards_checked 0",
+            "eboardd_hall_boards_ready 0",
             "eboardd_link_errors_total{kind=\"bad_frame\"} 0",
             "eboardd_clients{kind=\"livechess\"} 0",
             "eboardd_capture_bytes_total 0",

@@ -590,8 +590,8 @@ fn players_check(pairing: Option<&Pairing>) -> Check {
 fn battery_low(level: &str) -> bool {
     let l = level.trim().to_ascii_lowercase();
     l.contains("low")
-        || l.strip_suffix('%')
-            .and_then(|n| n.trim().parse::<u32>().ok())
+        || l.split_once('%')
+            .and_then(|(n, _)| n.trim().parse::<u32>().ok())
             .is_some_and(|n| n < LOW_BATTERY_PERCENT)
 }
 
@@ -1086,6 +1086,11 @@ mod tests {
         assert_eq!(
             check_board(&f, &rapid()).problems(),
             vec!["battery low (15%)".to_string()]
+        );
+        f.battery = Some("12%, charging");
+        assert_eq!(
+            check_board(&f, &rapid()).problems(),
+            vec!["battery low (12%, charging)".to_string()]
         );
         f.battery = Some("87%");
         assert!(check_board(&f, &rapid()).ready);
