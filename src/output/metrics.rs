@@ -187,6 +187,7 @@ pub struct Metrics {
     games: Counter,
     irregularities: Counter,
     irregularities_open: Gauge,
+    /// The hall check's boards: checked, and ready among them.
     hall: [Gauge; 2],
     link_errors: Family<KindLabels, Counter>,
     clients: Family<KindLabels, Gauge>,
