@@ -7,7 +7,7 @@ use std::time::Duration;
 
 mod support;
 use support::capture;
-use support::chromium::{chromium, rendered, run_chromium};
+use support::chromium::{chromium, rendered_page};
 
 use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
@@ -67,14 +67,7 @@ async fn the_summary_counts_only_open_irregularities_and_boards_playing() {
     let put_right = irr.len() - open;
     assert!(put_right > 0 && open > 0, "{api}");
 
-    let work = std::env::temp_dir().join(format!("eboardd-summary-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    let (b, p, u) = (bin.clone(), work.join("profile"), format!("http://{addr}/"));
-    let dom = tokio::task::spawn_blocking(move || run_chromium(&b, &p, &u, &["--dump-dom"]))
-        .await
-        .unwrap();
-    let dom = rendered(dom);
+    let dom = rendered_page(&bin, "summary", format!("http://{addr}/")).await;
     let summary = dom
         .split("id=\"summary\">")
         .nth(1)
@@ -94,5 +87,4 @@ async fn the_summary_counts_only_open_irregularities_and_boards_playing() {
     tokio::time::timeout(Duration::from_secs(10), out.shutdown())
         .await
         .unwrap();
-    let _ = std::fs::remove_dir_all(&work);
 }

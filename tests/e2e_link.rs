@@ -10,7 +10,7 @@
 //!   before that ack: the daemon's queue never sends into a busy clock, and texts still reach
 //!   it.
 //! - An old Bluetooth board (12-byte serial number frame, an `rfcomm` port) is served under
-//!   its serial number and its battery is asked for and reported.
+//!   its serial number and its battery is asked for and reported (in its status too).
 
 mod support;
 
@@ -190,7 +190,9 @@ async fn an_old_bluetooth_board_is_served_and_its_battery_reported() {
     );
     let caps = dir.join("captures");
     let id = "dgt-40000";
-    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &[]);
+    let port = support::http::free_port();
+    let http = format!("127.0.0.1:{port}");
+    let mut d = Daemon::start(std::slice::from_ref(&link), &caps, &["--http", &http]);
     let n = game.moves.len();
     d.wait_for("the game to be completed", WAIT, |ev| completed(ev, id, n))
         .await;
@@ -200,6 +202,12 @@ async fn an_old_bluetooth_board_is_served_and_its_battery_reported() {
         assert!(!conn.is_empty());
         assert_eq!(conn[0]["serial"], "40000");
     }
+    // The battery reaches the board's status (the arbiter page, the hall check).
+    let boards = support::http::json_when_up(port, "/api/v1/boards").await;
+    assert_eq!(
+        boards["boards"][0]["status"]["battery"], "77%",
+        "{boards:#}"
+    );
     let log = d.log.clone();
     d.terminate();
     stop_strict(board, id).await;

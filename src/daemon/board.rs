@@ -83,6 +83,8 @@ pub struct LiveBoard {
     capture: CaptureFile,
     /// Whether a clock has reported on this board.
     clock_seen: bool,
+    /// The battery as the board last reported it (wireless boards), for its status.
+    battery: Option<String>,
     connection: LinkState,
     port: Option<String>,
     /// The tags last written to the capture.
@@ -280,6 +282,7 @@ impl LiveBoard {
             device: replayed.device,
             capture: opened.file,
             clock_seen,
+            battery: None,
             connection: LinkState::Unknown,
             port: None,
             tags_written: replayed.tags.unwrap_or_else(|| meta.tags()),
@@ -536,6 +539,20 @@ impl LiveBoard {
         Ok(())
     }
 
+    /// The board reported its battery: shown in its status (`"87%"`, `"87%, charging"`).
+    pub fn set_battery(&mut self, level: &crate::driver::BatteryLevel, hub: &Hub) {
+        let mut text = level
+            .percent
+            .map_or_else(|| "unknown".to_string(), |p| format!("{p}%"));
+        if level.charging == Some(true) {
+            text.push_str(", charging");
+        }
+        if self.battery.as_deref() != Some(text.as_str()) {
+            self.battery = Some(text);
+            hub.set_status(&self.id, self.status());
+        }
+    }
+
     /// An operator action: checked, captured, then handled; its events are published. A
     /// refused action is not captured (an error).
     pub fn operator(&mut self, action: OperatorAction, hub: &Hub) -> io::Result<Vec<CoreEvent>> {
@@ -666,6 +683,15 @@ impl LiveBoard {
             .is_some_and(|g| !g.ended() && g.ply() == 0)
     }
 
+    /// What the board senses now (every field, the clock), for the hall check.
+    pub fn senses(&self) -> crate::round::check::BoardSenses {
+        let engine = &self.device.engine;
+        crate::round::check::BoardSenses {
+            board: engine.sensed().clone(),
+            clock: engine.clock_reading().copied(),
+        }
+    }
+
     /// The games rebuilt or played on this board, in the order they started.
     pub fn games(&self) -> &[GameRecord] {
         self.device.engine.games()
@@ -678,6 +704,7 @@ impl LiveBoard {
             source: self.port.clone(),
             serial: self.meta.serial.clone(),
             clock_connected: self.clock_seen.then_some(true),
+            battery: self.battery.clone(),
             t0_ms: Some(self.capture.created().timestamp_millis()),
             ..Default::default()
         }

@@ -687,7 +687,11 @@ impl<'a> Port<'a> {
         } else {
             tracing::warn!("{}: {note}", l.id);
         }
-        lock(&l.board).note(&note.to_string())
+        let mut b = lock(&l.board);
+        if let Note::Battery(level) = note {
+            b.set_battery(level, &self.ctx.hub);
+        }
+        b.note(&note.to_string())
     }
 
     /// The port's tick: the boards' cores take their due decisions; texts on the clocks end.

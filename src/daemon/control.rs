@@ -1,12 +1,14 @@
 //! Operator actions from the outputs (arbiter page, API), carried out at once on the board so
 //! that the caller hears whether they were refused: checked, captured as `op` records, applied.
 
+use std::collections::HashMap;
 use std::sync::Weak;
 
 use super::ctx::Ctx;
 use crate::core::observation::OperatorAction;
 use crate::output::Pairing;
 use crate::output::corrections::ControlError;
+use crate::round::check::BoardSenses;
 
 /// The daemon's [`crate::output::Control`]: holds the daemon's context weakly (the outputs must
 /// not keep it alive).
@@ -44,6 +46,20 @@ impl crate::output::Control for DaemonControl {
         s.set_meta(meta).map_err(|e| {
             ControlError::Unavailable(format!("the players could not be captured: {e}"))
         })
+    }
+
+    /// Each board in memory, locked in turn (never two at once, never with the hub locked).
+    fn senses(&self) -> HashMap<String, BoardSenses> {
+        let Ok(ctx) = self.ctx() else {
+            return HashMap::new();
+        };
+        ctx.all_boards()
+            .into_iter()
+            .map(|b| {
+                let s = b.lock().unwrap_or_else(|e| e.into_inner());
+                (s.id.clone(), s.senses())
+            })
+            .collect()
     }
 }
 

@@ -11,7 +11,7 @@
 //! transports (behind the fan-out, in batches) then send it a snapshot and drop it if it lags
 //! again.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::extract::ws::Utf8Bytes;
@@ -27,6 +27,7 @@ use super::metrics::Metrics;
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{Micros, OperatorAction};
+use crate::round::check::BoardSenses;
 
 /// One numbered message of the event stream, serialised once for every consumer.
 #[derive(Debug, Clone)]
@@ -107,6 +108,12 @@ pub trait Control: Send + Sync {
     fn players(&self, board: &str, pairing: &Pairing) -> Result<(), ControlError> {
         let _ = (board, pairing);
         Ok(())
+    }
+
+    /// What each board senses now (every field and the clock), by board id, for the hall
+    /// check ([`crate::round::check`]). By default nothing is known.
+    fn senses(&self) -> HashMap<String, BoardSenses> {
+        HashMap::new()
     }
 }
 
@@ -817,6 +824,12 @@ impl Hub {
             Some(c) => Ok(c.operator(board, action)?),
             None => Err(HubError::NoControl),
         }
+    }
+
+    /// What each board senses now, from the installed [`Control`] (nothing without one). Never
+    /// called with the round locked: the boards publish into the hub under their own locks.
+    pub fn senses(&self) -> HashMap<String, BoardSenses> {
+        self.control().map(|c| c.senses()).unwrap_or_default()
     }
 
     /// Forward an arbiter's correction to the installed [`Control`], with its typed refusal.

@@ -192,6 +192,8 @@ pub struct Metrics {
     games: Counter,
     irregularities: Counter,
     irregularities_open: Gauge,
+    /// The hall check's boards: checked, and ready among them.
+    hall: [Gauge; 2],
     link_errors: Family<KindLabels, Counter>,
     clients: Family<KindLabels, Gauge>,
     capture_bytes: Counter,
@@ -218,6 +220,7 @@ impl Metrics {
             games: Counter::default(),
             irregularities: Counter::default(),
             irregularities_open: Gauge::default(),
+            hall: Default::default(),
             link_errors: Family::default(),
             clients: Family::default(),
             capture_bytes: Counter::default(),
@@ -257,6 +260,17 @@ impl Metrics {
             "irregularities_open",
             "Irregularities raised and not yet resolved, among those GET /api/v1/boards lists",
             m.irregularities_open.clone(),
+        );
+        registry.register(
+            "hall_boards_checked",
+            "Boards the hall check looks at (GET /api/v1/round/check: the loaded round's, else \
+             the connected ones)",
+            m.hall[0].clone(),
+        );
+        registry.register(
+            "hall_boards_ready",
+            "Boards the hall check finds ready for the round (GET /api/v1/round/check)",
+            m.hall[1].clone(),
         );
         registry.register(
             "link_errors",
@@ -409,7 +423,7 @@ impl Metrics {
     }
 
     /// The exposition (Prometheus text format), with the gauges read from `hub`'s round model
-    /// now (boards by link state, irregularities open).
+    /// now (boards by link state, irregularities open, the hall check's boards).
     pub fn encode(&self, hub: &Hub) -> String {
         let (states, open) = hub.with_round(|r| {
             let mut states = [0i64; LINK_STATES.len()];
@@ -431,6 +445,9 @@ impl Metrics {
                 .set(n);
         }
         self.irregularities_open.set(open);
+        let hall = super::hall::round_check(hub, None);
+        self.hall[0].set(hall.boards_checked as i64);
+        self.hall[1].set(hall.boards_ready as i64);
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
@@ -478,6 +495,8 @@ mod tests {
             "eboardd_moves_total 0",
             "eboardd_games_total 0",
             "eboardd_irregularities_open 0",
+            "eboardd_hall_boards_checked 0",
+            "eboardd_hall_boards_ready 0",
             "eboardd_link_errors_total{kind=\"bad_frame\"} 0",
             "eboardd_clients{kind=\"livechess\"} 0",
             "eboardd_capture_bytes_total 0",

@@ -15,6 +15,7 @@ pub mod change;
 pub mod corrections;
 pub mod delay;
 pub mod fanout;
+pub mod hall;
 pub mod http;
 pub mod hub;
 pub mod lichess;

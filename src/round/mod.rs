@@ -4,6 +4,7 @@
 //! [`pairing`]'s. The `eboardd round load` command that sends a file to the running daemon is
 //! [`crate::cli::round`].
 
+pub mod check;
 pub mod csv;
 pub mod matches;
 pub mod pairing;

@@ -56,6 +56,18 @@ pub fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[&str]) -> St
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The page at `url` as headless Chromium rendered it ([`rendered`] of its `--dump-dom`), with a
+/// fresh profile in the scratch directory `name` (removed after).
+pub async fn rendered_page(bin: &Path, name: &str, url: String) -> String {
+    let work = super::scratch(name);
+    let (b, p) = (bin.to_path_buf(), work.join("profile"));
+    let dom = tokio::task::spawn_blocking(move || run_chromium(&b, &p, &url, &["--dump-dom"]))
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&work);
+    rendered(dom)
+}
+
 /// Only what the page rendered: the DOM without its `<script>` elements (inline or not).
 pub fn rendered(dom: String) -> String {
     let mut out = String::with_capacity(dom.len());

@@ -151,6 +151,9 @@ pub struct BoardEngine {
     /// squares that differed. Nothing is inferred until it does.
     correcting: Option<Vec<Square>>,
     last_change: Micros,
+    /// Whether the clock said it is there (a reading) or not ("no clock") last; `None`
+    /// before either.
+    clock_present: Option<bool>,
     /// The board's memory, replayed, waiting for the board dump that follows it.
     memory: Option<memory::MemoryReplay>,
     /// Bumped whenever the move list changes, to key the candidate caches.
@@ -203,6 +206,20 @@ impl BoardEngine {
         self.orientation
     }
 
+    /// What every field of the board reads now (the pieces as they stand, before, during or
+    /// after a game), in device numbering.
+    pub fn sensed(&self) -> &SensedBoard {
+        &self.sensed
+    }
+
+    /// The clock's latest reading, while a clock is there: `None` before any reading and after
+    /// the clock said "no clock".
+    pub fn clock_reading(&self) -> Option<&ClockReading> {
+        self.clock
+            .last()
+            .filter(|_| self.clock_present != Some(false))
+    }
+
     /// Feed one observation.
     pub fn handle(&mut self, t: Micros, obs: &Observation, out: &mut Vec<CoreEvent>) {
         self.tick(t, out);
@@ -243,8 +260,11 @@ impl BoardEngine {
                 self.reconcile(t, recovery::Trigger::Dump, out);
             }
             Observation::Field { index, reading } => self.on_field(t, *index, *reading, out),
-            Observation::Clock(reading) => self.on_clock(t, *reading, out),
-            Observation::ClockAbsent => {}
+            Observation::Clock(reading) => {
+                self.clock_present = Some(true);
+                self.on_clock(t, *reading, out)
+            }
+            Observation::ClockAbsent => self.clock_present = Some(false),
             Observation::Disconnected { driver, serial } => {
                 self.link_dropped_at.get_or_insert(t);
                 self.emit(

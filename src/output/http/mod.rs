@@ -4,8 +4,8 @@
 //! The rooms: `cache` (ETag and `304` of a rendered body), `auth` (the token, and which hub a
 //! request sees), `body` (reading and parsing a request body), `events` (the WebSocket and
 //! SSE event streams and their one lag policy), `boards` (the page, health, metrics, boards,
-//! PGN and relay files), `actions` (operator actions on a board) and `rounds` (the round
-//! routes); the router and what they share are here.
+//! PGN and relay files), `actions` (operator actions on a board), `rounds` (the round
+//! routes) and `hall` (the hall check); the router and what they share are here.
 
 mod actions;
 mod auth;
@@ -13,6 +13,7 @@ mod boards;
 mod body;
 mod cache;
 mod events;
+mod hall;
 mod rounds;
 
 use std::sync::Arc;
@@ -127,6 +128,7 @@ pub fn router_with(o: HttpOptions) -> Router {
             post(acknowledge),
         )
         .route("/api/v1/round", post(load_round))
+        .route("/api/v1/round/check", get(hall::round_check))
         .route("/api/v1/rounds", get(rounds))
         .route("/api/v1/rounds/{round}", get(round_view))
         .route("/api/v1/rounds/{round}/games.pgn", get(round_games_pgn))
