@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::results::{WriteError, fill_round};
+use super::results::{Ranks, WriteError, fill_round};
 use super::{LoadedRound, PairingError};
 
 /// One line of a pairing list: White's and Black's start ranks (`black` 0: a bye for `white`).
@@ -90,7 +90,8 @@ pub fn parse(text: &str) -> Result<Vec<Pair>, PairingError> {
 }
 
 /// The TRF `trf` with round `round` paired as `pairs` says: each player's opponent and colour
-/// (result blank), a bye `0000 - U` (the pairing-allocated bye, its point counted); every
+/// (result blank), a bye `0000 - U` (the pairing-allocated bye, its point counted); the ranks
+/// kept (the standings before the round, which the results' ranking breaks ties by); every
 /// other byte kept ([`fill_round`]).
 pub fn merge(trf: &[u8], round: u32, pairs: &[Pair]) -> Result<Vec<u8>, WriteError> {
     let mut wanted = HashMap::new();
@@ -102,7 +103,7 @@ pub fn merge(trf: &[u8], round: u32, pairs: &[Pair]) -> Result<Vec<u8>, WriteErr
             wanted.insert(p.black, (p.white, 'b', ' '));
         }
     }
-    fill_round(trf, round, &wanted)
+    fill_round(trf, round, &wanted, Ranks::Keep)
 }
 
 /// `loaded` (the round as parsed from the merged TRF) with its boards in the order of `pairs`.
@@ -188,5 +189,14 @@ mod tests {
         let novak = merged.lines().find(|l| l.contains("Novak")).unwrap();
         assert_eq!(&novak[80..84], " 1.5");
         assert_eq!(&novak[121..129], "0000 - U");
+        // Nothing is played yet: every rank stays as the file had it.
+        for (line, before) in merged
+            .lines()
+            .zip(String::from_utf8(unpaired).unwrap().lines())
+        {
+            if line.starts_with("001") {
+                assert_eq!(line.get(85..89), before.get(85..89), "{line}");
+            }
+        }
     }
 }

@@ -290,16 +290,29 @@ pub fn write_trf(trf: &[u8], round: u32, results: &[RankedResult]) -> Result<Vec
         wanted.insert(r.white, (r.black, 'w', w));
         wanted.insert(r.black, (r.white, 'b', b));
     }
-    fill_round(trf, round, &wanted)
+    fill_round(trf, round, &wanted, Ranks::Recompute)
+}
+
+/// What [`fill_round`] does with the rank column (86–89).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranks {
+    /// Every rank recomputed from the points (results written).
+    Recompute,
+    /// Every rank kept: the standings before the round (a pairing written, nothing played; a
+    /// bye's point counted then must not rank its player ahead of the ties the round's results
+    /// break by the rank before).
+    Keep,
 }
 
 /// The TRF `trf` with round `round`'s columns of the players in `wanted` (start rank ->
 /// opponent or 0, colour, result code) written, their points moved by the new code's score
-/// less the old one's, and every rank recomputed (as [`write_trf`] says); every other byte kept.
+/// less the old one's, and every rank recomputed (as [`write_trf`] says) or kept (`ranks`);
+/// every other byte kept.
 pub fn fill_round(
     trf: &[u8],
     round: u32,
     wanted: &HashMap<u32, (u32, char, char)>,
+    ranks: Ranks,
 ) -> Result<Vec<u8>, WriteError> {
     if round == 0 || round > 999 {
         return Err(WriteError::Round(round));
@@ -347,20 +360,23 @@ pub fn fill_round(
     if let Some(&rank) = missing.first() {
         return Err(WriteError::NoPlayer(rank));
     }
-    let mut order: Vec<&(usize, u32, i64, u32)> = players.iter().collect();
-    order.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)).then(a.1.cmp(&b.1)));
-    let mut ranks: HashMap<usize, usize> = HashMap::new();
-    for (i, p) in order.iter().enumerate() {
-        ranks.insert(p.0, i + 1);
+    let mut new_ranks: HashMap<usize, usize> = HashMap::new();
+    if ranks == Ranks::Recompute {
+        let mut order: Vec<&(usize, u32, i64, u32)> = players.iter().collect();
+        order.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)).then(a.1.cmp(&b.1)));
+        for (i, p) in order.iter().enumerate() {
+            new_ranks.insert(p.0, i + 1);
+        }
     }
     let mut out = bom.to_vec();
     for (i, (chars, content, end)) in lines.into_iter().enumerate() {
         match chars {
             Some(mut chars) => {
-                let rank = ranks.get(&i).copied().unwrap_or(0);
-                let old = field(&chars, 85, 89);
-                if old.trim().parse::<usize>().ok() != Some(rank) {
-                    put(&mut chars, 85, &format!("{rank:>4}"));
+                if let Some(&rank) = new_ranks.get(&i) {
+                    let old = field(&chars, 85, 89);
+                    if old.trim().parse::<usize>().ok() != Some(rank) {
+                        put(&mut chars, 85, &format!("{rank:>4}"));
+                    }
                 }
                 let new = bytes_of(&chars, utf8);
                 // A line nothing changed stays as it was, byte for byte.

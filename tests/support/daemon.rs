@@ -413,12 +413,19 @@ pub fn san(game: &ScriptGame) -> Vec<String> {
 /// `eboardd round load FILE --round R --config CONFIG` against the running daemon; panics with
 /// its standard error unless it succeeds.
 pub async fn round_load(file: &Path, round: u32, config: &str) {
+    round_load_with(file, round, config, &[]).await;
+}
+
+/// [`round_load`] with more arguments (`--pairs LIST`).
+pub async fn round_load_with(file: &Path, round: u32, config: &str, extra: &[&str]) {
     let (file, config) = (file.to_path_buf(), config.to_string());
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(bin())
             .args(["round", "load"])
             .arg(&file)
             .args(["--round", &round.to_string(), "--config", &config])
+            .args(&extra)
             .output()
             .unwrap()
     })
