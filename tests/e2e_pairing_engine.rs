@@ -145,10 +145,8 @@ async fn a_round_paired_by_bbp_pairings_goes_back_to_it_and_it_pairs_the_next() 
     std::fs::write(&cfg_path, cfg).unwrap();
     let cfg = cfg_path.display().to_string();
     let mut d = Daemon::start(&links, &caps, &["--config", &cfg]);
-    d.wait_for("every board", WAIT, |ev| {
-        (1..=BOARDS.len()).all(|n| !of(ev, &id(n), "board_connected").is_empty())
-    })
-    .await;
+    d.wait_every_board("board_connected", BOARDS.len(), WAIT)
+        .await;
     http::json_when_up(http, "/api/v1/rounds").await;
 
     // Round 1: the TRF and the engine's list.
@@ -170,10 +168,7 @@ async fn a_round_paired_by_bbp_pairings_goes_back_to_it_and_it_pairs_the_next() 
     assert_eq!(r1["complete"], false, "{r1:#}");
 
     // Every game ends on its board with its real result; the arbiter confirms each.
-    d.wait_for("every game to end", WAIT, |ev| {
-        (1..=BOARDS.len()).all(|n| !of(ev, &id(n), "game_ended").is_empty())
-    })
-    .await;
+    d.wait_every_board("game_ended", BOARDS.len(), WAIT).await;
     let r1 = json_auth(http, "/api/v1/rounds/1");
     for (i, (_, _, _, result)) in BOARDS.iter().enumerate() {
         assert_eq!(r1["boards"][i]["game"]["result"], *result, "{r1:#}");

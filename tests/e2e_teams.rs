@@ -260,10 +260,8 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
     let mut d = Daemon::start(&links, &caps, &["--config", &cfg]);
 
     // Round 1 from the TRF-26, once the boards are there.
-    d.wait_for("every board", WAIT, |ev| {
-        (1..=BOARDS.len()).all(|n| !of(ev, &id(n), "board_connected").is_empty())
-    })
-    .await;
+    d.wait_every_board("board_connected", BOARDS.len(), WAIT)
+        .await;
     http::json_when_up(http, "/api/v1/rounds").await;
     let trf = dir.join("bundesliga.trf");
     std::fs::write(&trf, TRF).unwrap();
@@ -277,10 +275,7 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
     }
 
     // Every game ends on its board with its real result.
-    d.wait_for("every game to end", WAIT, |ev| {
-        (1..=BOARDS.len()).all(|n| !of(ev, &id(n), "game_ended").is_empty())
-    })
-    .await;
+    d.wait_every_board("game_ended", BOARDS.len(), WAIT).await;
     let r1 = json_auth(http, "/api/v1/rounds/1");
     for (i, b) in BOARDS.iter().enumerate() {
         assert_eq!(r1["boards"][i]["game"]["result"], b.result, "{r1:#}");

@@ -280,6 +280,14 @@ impl Daemon {
         }
     }
 
+    /// Waits until every one of `event` has come from boards `board-1` … `board-{boards}`.
+    pub async fn wait_every_board(&mut self, event: &str, boards: usize, timeout: Duration) {
+        self.wait_for(&format!("{event} of every board"), timeout, |ev| {
+            (1..=boards).all(|n| !of(ev, &format!("board-{n}"), event).is_empty())
+        })
+        .await;
+    }
+
     /// Sends a signal.
     pub fn signal(&self, sig: nix::sys::signal::Signal) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), sig).unwrap();
