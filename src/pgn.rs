@@ -29,10 +29,15 @@ pub struct TagUpdate {
     pub black: Option<Option<String>>,
     /// `number`, the board's number (1 or more).
     pub number: Option<Option<u32>>,
+    /// `white_team`, White's team in a team event.
+    pub white_team: Option<Option<String>>,
+    /// `black_team`, Black's team in a team event.
+    pub black_team: Option<Option<String>>,
 }
 
 impl TagUpdate {
     /// Every tag a capture records, as `tags` has them: applied to no tags, gives `tags` again.
+    /// The teams only when set (a capture of an individual event has the keys it always had).
     pub fn of(tags: &GameTags) -> TagUpdate {
         TagUpdate {
             event: Some(tags.event.clone()),
@@ -41,6 +46,8 @@ impl TagUpdate {
             white: Some(tags.white.clone()),
             black: Some(tags.black.clone()),
             number: Some(tags.number),
+            white_team: tags.white_team.clone().map(Some),
+            black_team: tags.black_team.clone().map(Some),
         }
     }
 
@@ -59,6 +66,8 @@ impl TagUpdate {
                     .and_then(|n| u32::try_from(n).ok())
                     .filter(|&n| n > 0)
             }),
+            white_team: text("white_team"),
+            black_team: text("black_team"),
         }
     }
 
@@ -80,6 +89,8 @@ impl TagUpdate {
             ("round", &self.round),
             ("white", &self.white),
             ("black", &self.black),
+            ("white_team", &self.white_team),
+            ("black_team", &self.black_team),
         ] {
             if let Some(v) = v {
                 o.insert(key.into(), v.clone().into());
@@ -116,6 +127,10 @@ pub struct GameTags {
     /// `None` lets the writer estimate it from the game's clock times (see [`increment_of`]).
     /// It is only used for `[%emt]`, never written as a tag.
     pub increment_ms: Option<u32>,
+    /// White's team in a team event (`WhiteTeam`, after the other tags).
+    pub white_team: Option<String>,
+    /// Black's team in a team event (`BlackTeam`).
+    pub black_team: Option<String>,
 }
 
 impl GameTags {
@@ -128,6 +143,8 @@ impl GameTags {
             (&mut self.round, &update.round),
             (&mut self.white, &update.white),
             (&mut self.black, &update.black),
+            (&mut self.white_team, &update.white_team),
+            (&mut self.black_team, &update.black_team),
         ] {
             if let Some(new) = new {
                 slot.clone_from(new);
@@ -299,6 +316,13 @@ pub fn write_game(game: &GameRecord, tags: &GameTags, out: &mut String) {
         };
         tag(out, "Termination", termination);
     }
+    // Team events: lichess builds its match table from these (lila `RelayTeamTable`).
+    if let Some(team) = &tags.white_team {
+        tag(out, "WhiteTeam", team);
+    }
+    if let Some(team) = &tags.black_team {
+        tag(out, "BlackTeam", team);
+    }
     out.push('\n');
     let mut tokens: Vec<String> = Vec::new();
     let start = game.start();
@@ -371,6 +395,46 @@ mod tests {
         assert_eq!(tags.number, None, "board number 0 is no number");
     }
 
+    /// Team events: `white_team`/`black_team` in a capture's tags (set, cleared by `null`, kept
+    /// when absent) become `WhiteTeam`/`BlackTeam`; an individual event's tags have no such keys.
+    #[test]
+    fn teams_go_through_the_capture_into_the_pgn() {
+        let record = serde_json::json!({"action": "set_tags", "white": "Adler, Anna",
+            "white_team": "SK Aachen", "black_team": "SF Berlin"});
+        let mut tags = GameTags::default();
+        tags.apply(&TagUpdate::read(&record));
+        assert_eq!(tags.white_team.as_deref(), Some("SK Aachen"));
+        assert_eq!(
+            TagUpdate::read(&TagUpdate::of(&tags).to_op()),
+            TagUpdate::of(&tags)
+        );
+        let game = GameRecord::new(
+            1,
+            shakmaty::Chess::default(),
+            shakmaty::CastlingMode::Standard,
+            None,
+            0,
+        );
+        let mut pgn = String::new();
+        write_game(&game, &tags, &mut pgn);
+        assert!(
+            pgn.contains("[WhiteTeam \"SK Aachen\"]\n[BlackTeam \"SF Berlin\"]\n"),
+            "{pgn}"
+        );
+        tags.apply(&TagUpdate::read(&serde_json::json!({"black_team": null})));
+        tags.apply(&TagUpdate::read(
+            &serde_json::json!({"white": "Claes, Carla"}),
+        ));
+        assert_eq!(
+            tags.white_team.as_deref(),
+            Some("SK Aachen"),
+            "absent: kept"
+        );
+        assert_eq!(tags.black_team, None, "null: cleared");
+        let plain = TagUpdate::of(&GameTags::default()).to_json();
+        assert!(plain.get("white_team").is_none() && plain.get("black_team").is_none());
+    }
+
     #[test]
     fn a_set_tags_record_is_written_as_captures_always_had_it() {
         let update = TagUpdate {
@@ -380,6 +444,8 @@ mod tests {
             white: Some(None),
             black: Some(Some("Beta, Bob".into())),
             number: Some(Some(2)),
+            white_team: None,
+            black_team: None,
         };
         // The record eboardd has written since set_tags began (keys sorted, nulls kept).
         let written = r#"{"action":"set_tags","black":"Beta, Bob","event":"Open","number":2,"round":"4.2","site":null,"white":null}"#;

@@ -6,7 +6,8 @@
 //!
 //! - Every PGN eboardd writes — the API's `games.pgn` (all, the round's, each board's), the
 //!   relay files and the lichess push (a local stand-in) — tags each game's `WhiteTeam` and
-//!   `BlackTeam`; the relay JSON names each player's team.
+//!   `BlackTeam`; the relay JSON names each player's team; and so does `eboardd replay` of the
+//!   captures the daemon wrote.
 //! - `GET /api/v1/rounds/1/matches`: once the games ended, the provisional board points and
 //!   match points (nothing confirmed); then after each result the arbiter confirms, the
 //!   confirmed score — worked out by hand below from the games' results and the colours.
@@ -436,6 +437,8 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
     assert_team_tags("lichess push", &last_push);
 
     d.terminate();
+    // The captures carry the teams (`set_tags`): their replay tags every game as the outputs did.
+    assert_team_tags("eboardd replay of the captures", &replay(&caps));
     for (i, b) in boards.into_iter().enumerate() {
         stop_strict(b, &id(i + 1)).await;
     }

@@ -42,6 +42,10 @@ pub struct BoardMeta {
     pub white: Option<String>,
     /// PGN Black.
     pub black: Option<String>,
+    /// PGN WhiteTeam (team events).
+    pub white_team: Option<String>,
+    /// PGN BlackTeam (team events).
+    pub black_team: Option<String>,
     /// White's clock side when fixed.
     pub white_clock: Option<ClockSide>,
     /// The board's driver (`None`: the default), for a new capture; a capture continued
@@ -61,6 +65,9 @@ impl BoardMeta {
             white: Some(self.white.clone()),
             black: Some(self.black.clone()),
             number: Some(self.number),
+            // Only in a team event: an individual event's records keep the keys they had.
+            white_team: self.white_team.clone().map(Some),
+            black_team: self.black_team.clone().map(Some),
         }
     }
 
@@ -334,7 +341,15 @@ impl LiveBoard {
         let tags = meta.tags();
         if tags != self.tags_written {
             let t = self.capture.now();
-            self.record(t, RecordKind::Op(OpRecord::SetTags(meta.tag_update())))?;
+            let mut update = meta.tag_update();
+            // A team no longer there is cleared (`null`), not left to the next game.
+            if self.tags_written.white_team.is_some() && update.white_team.is_none() {
+                update.white_team = Some(None);
+            }
+            if self.tags_written.black_team.is_some() && update.black_team.is_none() {
+                update.black_team = Some(None);
+            }
+            self.record(t, RecordKind::Op(OpRecord::SetTags(update)))?;
             self.tags_written = tags;
         }
         let side = meta.white_clock;

@@ -43,6 +43,8 @@ impl crate::output::Control for DaemonControl {
         let mut meta = s.meta().clone();
         meta.white.clone_from(&pairing.white.name);
         meta.black.clone_from(&pairing.black.name);
+        meta.white_team.clone_from(&pairing.white.team);
+        meta.black_team.clone_from(&pairing.black.team);
         s.set_meta(meta).map_err(|e| {
             ControlError::Unavailable(format!("the players could not be captured: {e}"))
         })

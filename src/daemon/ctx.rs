@@ -104,6 +104,8 @@ impl Ctx {
             round: cfg.event.round.clone(),
             white: b.and_then(|b| b.white.clone()),
             black: b.and_then(|b| b.black.clone()),
+            white_team: None,
+            black_team: None,
             white_clock: b.and_then(|b| b.white_clock),
             driver: None,
             unit: None,
@@ -155,6 +157,12 @@ impl Ctx {
         }
         if let Some(name) = pairing.black.name {
             meta.black = Some(name);
+        }
+        if let Some(team) = pairing.black.team {
+            meta.black_team = Some(team);
+        }
+        if let Some(team) = pairing.white.team {
+            meta.white_team = Some(team);
         }
         meta
     }

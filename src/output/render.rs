@@ -73,6 +73,8 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out:
         board: Some(board.id.clone()),
         number: Some(number),
         increment_ms: increment_of(info),
+        white_team: pairing.white.team.clone(),
+        black_team: pairing.black.team.clone(),
     };
     let mut text = String::new();
     pgn::write_game(game, &tags, &mut text);
@@ -90,10 +92,6 @@ pub fn write_game_pgn(round: &RoundState, board: &BoardState, game: &Shown, out:
         }
         if let Some(v) = &p.federation {
             tag(&format!("{side}Fed"), v.clone());
-        }
-        // Team events: lichess builds its match table from these (lila `RelayTeamTable`).
-        if let Some(v) = &p.team {
-            tag(&format!("{side}Team"), v.clone());
         }
     }
     if let Some(tc) = &info.time_control {

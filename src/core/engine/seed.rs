@@ -63,6 +63,10 @@ pub struct EngineSeed {
     /// `down` record, as after every clean stop).
     #[serde(default)]
     link_dropped_at: Option<Micros>,
+    /// Whether the clock last said it is there (a reading) or not ("no clock"), for the hall
+    /// check (`None`: neither yet; seeds written before it have none).
+    #[serde(default)]
+    clock_present: Option<bool>,
 }
 
 impl EngineSeed {
@@ -96,6 +100,7 @@ impl EngineSeed {
             pending_press: engine.pending_press,
             ledger: engine.ledger.clone(),
             link_dropped_at: engine.link_dropped_at,
+            clock_present: engine.clock_present,
         };
         let text = serde_json::to_string(&seed).ok()?;
         let back: EngineSeed = serde_json::from_str(&text).ok()?;
@@ -137,6 +142,7 @@ impl EngineSeed {
         engine.pending_press = self.pending_press;
         engine.ledger = self.ledger.clone();
         engine.link_dropped_at = self.link_dropped_at;
+        engine.clock_present = self.clock_present;
         Ok(engine)
     }
 
