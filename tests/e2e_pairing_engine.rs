@@ -15,11 +15,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use eboardd::sim::{SimConfig, Style};
 use serde_json::Value;
 use support::daemon::*;
 use support::http::{self, free_port};
@@ -110,23 +109,7 @@ async fn a_round_paired_by_bbp_pairings_goes_back_to_it_and_it_pairs_the_next() 
     for (_, _, game, result) in BOARDS {
         assert_eq!(games[game].tag("Result"), Some(result), "demo game {game}");
     }
-    let links: Vec<PathBuf> = (1..=BOARDS.len())
-        .map(|n| dir.join(format!("board-{n}")))
-        .collect();
-    let boards: Vec<_> = BOARDS
-        .iter()
-        .zip(&links)
-        .enumerate()
-        .map(|(i, ((_, _, game, _), link))| {
-            let mut sim = SimConfig::new(Style::Human, 40 + i as u64);
-            sim.signal_result = true;
-            let em = eboardd::sim::emulator::EmulatorConfig {
-                serial: (38001 + i).to_string(),
-                ..Default::default()
-            };
-            board_with(&games[*game..=*game], sim, em, link, SPEED)
-        })
-        .collect();
+    let (boards, links) = result_telling_boards(&dir, &BOARDS.map(|b| b.2), 38000, SPEED);
     let http = free_port();
     let token = dir.join("api.token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
@@ -135,12 +118,7 @@ async fn a_round_paired_by_bbp_pairings_goes_back_to_it_and_it_pairs_the_next() 
          [outputs]\nhttp = \"127.0.0.1:{http}\"\ntoken_file = {:?}\n\n",
         token.display().to_string()
     );
-    for n in 1..=BOARDS.len() {
-        cfg.push_str(&format!(
-            "[[board]]\nnumber = {n}\nserial = \"{}\"\n\n",
-            38000 + n
-        ));
-    }
+    cfg.push_str(&board_sections(BOARDS.len(), 38000));
     let cfg_path = dir.join("eboardd.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let cfg = cfg_path.display().to_string();

@@ -17,14 +17,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
-use eboardd::sim::{SimConfig, Style};
 use serde_json::{Value, json};
 use support::daemon::*;
 use support::http::{self, free_port, get, local};
@@ -163,12 +162,7 @@ fn config(dir: &Path, http: u16, lichess: u16, relay: &Path) -> String {
         relay.display().to_string(),
         lichess_token.display().to_string(),
     );
-    for n in 1..=BOARDS.len() {
-        text.push_str(&format!(
-            "[[board]]\nnumber = {n}\nserial = \"{}\"\n\n",
-            37000 + n
-        ));
-    }
+    text.push_str(&board_sections(BOARDS.len(), 37000));
     let path = dir.join("eboardd.toml");
     std::fs::write(&path, text).unwrap();
     path.to_string_lossy().to_string()
@@ -237,24 +231,8 @@ async fn a_team_round_tags_every_pgn_and_scores_its_matches() {
             b.game
         );
     }
-    let links: Vec<PathBuf> = (1..=BOARDS.len())
-        .map(|n| dir.join(format!("board-{n}")))
-        .collect();
-    let boards: Vec<_> = BOARDS
-        .iter()
-        .zip(&links)
-        .enumerate()
-        .map(|(i, (b, link))| {
-            let mut sim = SimConfig::new(Style::Human, i as u64);
-            // The players tell the game's result on the board, as it ended.
-            sim.signal_result = true;
-            let em = eboardd::sim::emulator::EmulatorConfig {
-                serial: (37001 + i).to_string(),
-                ..Default::default()
-            };
-            board_with(&games[b.game..=b.game], sim, em, link, SPEED)
-        })
-        .collect();
+    // The players tell each game's result on the board, as it ended.
+    let (boards, links) = result_telling_boards(&dir, &BOARDS.map(|b| b.game), 37000, SPEED);
     let (lichess, pushed) = stand_in().await;
     let http = free_port();
     let cfg = config(&dir, http, lichess, &relay);

@@ -71,6 +71,50 @@ pub fn board_with(
     .unwrap()
 }
 
+/// Emulated boards `board-1` … `board-N` in `dir` (N = `games.len()`), board n playing demo
+/// game `games[n - 1]` in human style and its players telling the result on the board as the
+/// game ended; serial numbers `first_serial + n` (as [`board_sections`] configures them):
+/// (their handles, their links).
+pub fn result_telling_boards(
+    dir: &Path,
+    games: &[usize],
+    first_serial: usize,
+    speed: f64,
+) -> (Vec<Handle>, Vec<PathBuf>) {
+    let demo = demo_games();
+    let links: Vec<PathBuf> = (1..=games.len())
+        .map(|n| dir.join(format!("board-{n}")))
+        .collect();
+    let boards = games
+        .iter()
+        .zip(&links)
+        .enumerate()
+        .map(|(i, (&game, link))| {
+            let mut sim = SimConfig::new(Style::Human, (first_serial + i) as u64);
+            sim.signal_result = true;
+            let em = EmulatorConfig {
+                serial: (first_serial + i + 1).to_string(),
+                ..Default::default()
+            };
+            board_with(&demo[game..=game], sim, em, link, speed)
+        })
+        .collect();
+    (boards, links)
+}
+
+/// The configuration's `[[board]]` sections of boards 1 … `count`, board n with serial number
+/// `first_serial + n`.
+pub fn board_sections(count: usize, first_serial: usize) -> String {
+    (1..=count)
+        .map(|n| {
+            format!(
+                "[[board]]\nnumber = {n}\nserial = \"{}\"\n\n",
+                first_serial + n
+            )
+        })
+        .collect()
+}
+
 /// One emulated board (human handling) playing game `index` of the demo games, in a fresh
 /// scratch directory with a `captures` directory for the daemon.
 pub struct Single {
