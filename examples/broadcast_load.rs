@@ -203,8 +203,7 @@ fn main() {
         }
     }
     println!(
-        "setup: {boards} boards ({} records), {clients} WebSocket clients connected in {:.1} s, speed {speed}x, {seconds} s",
-        plan.len(),
+        "setup: {boards} boards, {clients} WebSocket clients connected in {:.1} s, speed {speed}x, {seconds} s",
         connect_started.elapsed().as_secs_f64()
     );
     println!("memory before replay: {}", memory());

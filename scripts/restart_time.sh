@@ -4,7 +4,7 @@
 # times shifted), starts `eboardd run` on it (a first start replays every capture and writes each
 # board's resume point), kills it with SIGKILL, starts it again and measures, for both starts,
 # until health answers, until it says ready (200) and the RSS then; for the restart also until
-# the earlier games are read back (health's `earlier_games` gone).
+# the earlier games are read back (health's `earlier_games` gone); and the peak RSS (VmHWM).
 # Usage: scripts/restart_time.sh BOARDS GAMES [DIR]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -52,8 +52,9 @@ start() {  # $1: what this start is
     sleep 0.01
   done
   t2=$(date +%s.%N)
-  printf '%s: health answers after %.2f s, ready after %.2f s (RSS %d MB), earlier games back after %.2f s\n' \
-    "$1" "$(echo "$first - $t0" | bc)" "$(echo "$t1 - $t0" | bc)" "$rss" "$(echo "$t2 - $t0" | bc)"
+  peak=$(($(awk '/VmHWM/ {print $2}' "/proc/$pid/status") / 1024))
+  printf '%s: health answers after %.2f s, ready after %.2f s (RSS %d MB), earlier games back after %.2f s (peak RSS %d MB)\n' \
+    "$1" "$(echo "$first - $t0" | bc)" "$(echo "$t1 - $t0" | bc)" "$rss" "$(echo "$t2 - $t0" | bc)" "$peak"
   kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 }
 start "first start (every capture replayed)"

@@ -120,46 +120,312 @@ struct Step {
     kind: RecordKind,
 }
 
+/// What laying captures out takes from one of them, met record by record (its records need
+/// not be kept).
+#[derive(Debug, Default)]
+struct Summary {
+    /// Device ids, in the order the header lists them and then of their first record.
+    ids: Vec<String>,
+    /// Per device id: its first record (order key) and the time of its last.
+    spans: BTreeMap<String, Span>,
+    /// The `set_tags` records: order key, device id, update.
+    set_tags: Vec<(Key, String, TagUpdate)>,
+    /// Records met.
+    records: usize,
+    /// The order key of the first record.
+    first: Option<Key>,
+    /// The largest `t` so far (the order of a capture whose `t` went back, see [`Key`]).
+    running: Micros,
+}
+
+/// Where a record of a capture falls in the merge, its capture's offset aside: the largest `t`
+/// of the capture up to it (a record whose `t` went back is played right after the one before
+/// it, as the merge takes them), then its position in the capture.
+type Key = (Micros, usize);
+
+/// The records of one device in one capture.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    first: Key,
+    /// The smallest and largest `t` of its records (whether two captures' uses of one device id
+    /// overlap).
+    low: Micros,
+    high: Micros,
+}
+
+impl Summary {
+    /// Nothing met yet; the devices its header lists.
+    fn new(header: &Header) -> Summary {
+        let mut s = Summary::default();
+        for id in header.devices().map(|d| d.id).filter(|id| !id.is_empty()) {
+            if !s.ids.contains(&id) {
+                s.ids.push(id);
+            }
+        }
+        s
+    }
+
+    /// Record `r`, the next of the capture.
+    fn add(&mut self, r: &Record) {
+        self.running = if self.records == 0 {
+            r.t
+        } else {
+            self.running.max(r.t)
+        };
+        let key = (self.running, self.records);
+        self.records += 1;
+        self.first.get_or_insert(key);
+        match self.spans.get_mut(&r.dev) {
+            Some(span) => {
+                span.low = span.low.min(r.t);
+                span.high = span.high.max(r.t);
+            }
+            None => {
+                self.spans.insert(
+                    r.dev.clone(),
+                    Span {
+                        first: key,
+                        low: r.t,
+                        high: r.t,
+                    },
+                );
+                if !self.ids.contains(&r.dev) {
+                    self.ids.push(r.dev.clone());
+                }
+            }
+        }
+        if let RecordKind::Op(OpRecord::SetTags(update)) = &r.kind {
+            self.set_tags.push((key, r.dev.clone(), update.clone()));
+        }
+    }
+
+    /// The summary of records held in memory.
+    fn of(header: &Header, records: &[Record]) -> Summary {
+        let mut s = Summary::new(header);
+        records.iter().for_each(|r| s.add(r));
+        s
+    }
+}
+
+/// Where a capture's records come from as they are played.
+#[derive(Debug)]
+enum Source {
+    /// Held in memory ([`Plan::load`] and the rest).
+    Memory(std::vec::IntoIter<Record>),
+    /// Read from the file again as they are played ([`Plan::open`]): opened when its first
+    /// record's turn comes, closed after its last; only the records the layout met are played.
+    File {
+        path: PathBuf,
+        reader: Option<Box<capture::CaptureReader<io::BufReader<std::fs::File>>>>,
+        left: usize,
+    },
+}
+
+impl Source {
+    /// The next record; a file that cannot be read again ends with a warning.
+    fn next(&mut self, warnings: &mut Vec<String>) -> Option<Record> {
+        match self {
+            Source::Memory(records) => records.next(),
+            Source::File { path, reader, left } => {
+                if *left == 0 {
+                    *reader = None;
+                    return None;
+                }
+                if reader.is_none() {
+                    match capture::CaptureReader::open(path) {
+                        Ok(r) => *reader = Some(Box::new(r)),
+                        Err(e) => {
+                            warnings.push(format!("{e}: its records are not played"));
+                            *left = 0;
+                            return None;
+                        }
+                    }
+                }
+                let r = reader.as_mut()?;
+                match r.next() {
+                    Some(Ok(record)) => {
+                        *left -= 1;
+                        // Its warnings were given when the plan was laid out.
+                        r.take_warnings();
+                        Some(record)
+                    }
+                    Some(Err(e)) => {
+                        warnings.push(format!("{e}: its records after that are not played"));
+                        *left = 0;
+                        *reader = None;
+                        None
+                    }
+                    None => {
+                        warnings.push(format!(
+                            "{}: {left} record(s) fewer than when the replay was laid out",
+                            path.display()
+                        ));
+                        *left = 0;
+                        *reader = None;
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The captures' records merged by time, each capture in its own order (a capture whose `t`
+/// went back stays as it is); equal times: the earlier capture first.
+#[derive(Debug, Default)]
+struct Merge {
+    /// Per capture: its records, its offset, its device ids' device indices.
+    sources: Vec<(Source, Micros, BTreeMap<String, usize>)>,
+    /// Each capture's next record, waiting for its turn.
+    heads: Vec<Option<Record>>,
+    queue: BinaryHeap<std::cmp::Reverse<(Micros, usize)>>,
+    /// Records after this time are not played ([`Plan::until`]).
+    until: Option<Micros>,
+    /// Problems met reading captures again.
+    warnings: Vec<String>,
+}
+
+impl Merge {
+    /// The replay time of the next record.
+    fn peek_t(&self) -> Option<Micros> {
+        let std::cmp::Reverse((t, _)) = self.queue.peek()?;
+        Some(*t).filter(|t| self.until.is_none_or(|u| *t <= u))
+    }
+
+    /// The next record to play.
+    fn next(&mut self) -> Option<Step> {
+        self.peek_t()?;
+        let std::cmp::Reverse((t, fi)) = self.queue.pop()?;
+        let record = match self.heads[fi].take() {
+            Some(r) => r,
+            None => self.sources[fi].0.next(&mut self.warnings)?,
+        };
+        let (source, offset, devices) = &mut self.sources[fi];
+        let device = devices[&record.dev];
+        if let Some(next) = source.next(&mut self.warnings) {
+            self.queue.push(std::cmp::Reverse((*offset + next.t, fi)));
+            self.heads[fi] = Some(next);
+        }
+        Some(Step {
+            t,
+            device,
+            kind: record.kind,
+        })
+    }
+}
+
+/// The records of a plan: laid out in memory, or merged from the files as they are played.
+#[derive(Debug)]
+enum Steps {
+    Memory(std::collections::VecDeque<Step>),
+    Stream(Box<Merge>),
+}
+
+impl Default for Steps {
+    fn default() -> Steps {
+        Steps::Memory(Default::default())
+    }
+}
+
+impl Steps {
+    fn peek_t(&self) -> Option<Micros> {
+        match self {
+            Steps::Memory(steps) => steps.front().map(|s| s.t),
+            Steps::Stream(merge) => merge.peek_t(),
+        }
+    }
+
+    fn next(&mut self) -> Option<Step> {
+        match self {
+            Steps::Memory(steps) => steps.pop_front(),
+            Steps::Stream(merge) => merge.next(),
+        }
+    }
+
+    /// Problems met reading captures again since the last call.
+    fn take_warnings(&mut self) -> Vec<String> {
+        match self {
+            Steps::Memory(_) => Vec::new(),
+            Steps::Stream(merge) => std::mem::take(&mut merge.warnings),
+        }
+    }
+
+    /// Every step, in memory.
+    fn into_memory(self) -> std::collections::VecDeque<Step> {
+        match self {
+            Steps::Memory(steps) => steps,
+            Steps::Stream(mut merge) => std::iter::from_fn(|| merge.next()).collect(),
+        }
+    }
+}
+
 /// Captures laid out for replay: the devices, the records in the order they are played, the PGN
 /// tags of each device over time, the warnings met.
 #[derive(Debug, Default)]
 pub struct Plan {
-    steps: Vec<Step>,
+    steps: Steps,
     /// In the order of their first record; devices a header lists without records last.
     devices: Vec<Setup>,
     /// Per device, the tags in force from each time on, in time order.
-    tags: Vec<Vec<(Micros, GameTags)>>,
+    tags: Vec<TagsOverTime>,
     /// The earliest `created`: `t` = 0 of the replay, and the PGN dates.
     origin: Option<DateTime<FixedOffset>>,
     warnings: Vec<String>,
 }
 
+/// The tags in force from each time on, in time order.
+type TagsOverTime = Vec<(Micros, GameTags)>;
+
+/// One capture to lay out: its label, header, summary and records.
+type Laid = (String, Header, Summary, Source);
+
 impl Plan {
     /// Reads the captures under `paths` (a directory stands for every `*.jsonl` under it,
-    /// links to folders not followed) and lays them out.
+    /// links to folders not followed) and lays them out, every record in memory.
     pub fn load(paths: &[PathBuf], layout: Layout) -> Result<Plan, CaptureError> {
-        let mut files = Vec::new();
-        for p in paths {
-            let io = |source| CaptureError::Io {
-                file: p.display().to_string(),
-                source,
-            };
-            let found = capture_files(p).map_err(io)?;
-            if found.is_empty() {
-                return Err(io(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "no capture files (*.jsonl) in this directory",
-                )));
-            }
-            files.extend(found);
-        }
+        let files = files_under(paths)?;
         // Files are read on every core; the first bad one (in file order) is the error.
-        let read = read_all(&files);
+        let read = crate::parallel::map_in_order(&files, crate::parallel::cores(), |f| {
+            capture::read_capture(f)
+        });
         let mut caps = Vec::with_capacity(files.len());
         for (cap, label) in read.into_iter().zip(labels(&files)) {
             caps.push((label, cap?));
         }
         Ok(Plan::new(caps, layout))
+    }
+
+    /// [`Plan::load`] without holding the records: the captures are read once to lay them out
+    /// (devices, names, tags, warnings: what [`Plan::load`] gives), then again as they are
+    /// played, so that memory does not grow with the captures (`eboardd serve-replay` of a
+    /// whole event). A capture that cannot be read again ends with a warning.
+    pub fn open(paths: &[PathBuf], layout: Layout) -> Result<Plan, CaptureError> {
+        let files = files_under(paths)?;
+        let read = crate::parallel::map_in_order(&files, crate::parallel::cores(), |f| {
+            let mut reader = capture::CaptureReader::open(f)?;
+            let mut summary = Summary::new(reader.header());
+            for r in reader.by_ref() {
+                summary.add(&r?);
+            }
+            let warnings = reader.take_warnings();
+            Ok::<_, CaptureError>((reader.header().clone(), summary, warnings))
+        });
+        let mut laid = Vec::with_capacity(files.len());
+        let mut warnings = Vec::new();
+        for ((read, label), path) in read.into_iter().zip(labels(&files)).zip(files) {
+            let (header, summary, w) = read?;
+            warnings.extend(w);
+            let left = summary.records;
+            let source = Source::File {
+                path,
+                reader: None,
+                left,
+            };
+            laid.push((label, header, summary, source));
+        }
+        let mut plan = Plan::lay_out(laid, layout, true);
+        plan.warnings.splice(0..0, warnings);
+        Ok(plan)
     }
 
     /// One capture, as it is.
@@ -176,10 +442,32 @@ impl Plan {
         })
     }
 
-    /// Lays out captures, each with the label that tells its devices apart.
-    fn new(mut files: Vec<(String, Capture)>, layout: Layout) -> Plan {
-        files.retain(|(_, cap)| !cap.header.is_line());
-        let created: Vec<_> = files.iter().map(|(_, c)| c.header.created()).collect();
+    /// Lays out captures held in memory, each with the label that tells its devices apart.
+    fn new(files: Vec<(String, Capture)>, layout: Layout) -> Plan {
+        let mut warnings = Vec::new();
+        let laid = files
+            .into_iter()
+            .map(|(label, cap)| {
+                warnings.extend(cap.warnings);
+                let summary = Summary::of(&cap.header, &cap.records);
+                (
+                    label,
+                    cap.header,
+                    summary,
+                    Source::Memory(cap.records.into_iter()),
+                )
+            })
+            .collect();
+        let mut plan = Plan::lay_out(laid, layout, false);
+        plan.warnings.splice(0..0, warnings);
+        plan
+    }
+
+    /// Lays out captures: their devices named, set up and ordered, their tags over time, their
+    /// records merged (`stream`: as they are played, else now).
+    fn lay_out(mut files: Vec<Laid>, layout: Layout, stream: bool) -> Plan {
+        files.retain(|(_, header, _, _)| !header.is_line());
+        let created: Vec<_> = files.iter().map(|(_, h, _, _)| h.created()).collect();
         let origin = created.iter().flatten().min().copied();
         let offsets: Vec<Micros> = created
             .iter()
@@ -188,125 +476,119 @@ impl Plan {
                 _ => 0,
             })
             .collect();
-        let names = names(&files, &offsets, layout);
+        let summaries: Vec<(&str, &Summary)> =
+            files.iter().map(|(l, _, s, _)| (l.as_str(), s)).collect();
+        let names = names(&summaries, &offsets, layout);
         let mut plan = Plan {
             origin,
             ..Plan::default()
         };
-        for (_, cap) in &files {
-            plan.warnings.extend(cap.warnings.iter().cloned());
-        }
-        let mut index: BTreeMap<String, usize> = BTreeMap::new();
-        let mut device = |plan: &mut Plan, header: &Header, id: &str, name: &str| {
-            if let Some(&i) = index.get(name) {
-                return i;
+        // Devices in the order of their first record in the merge (see `Key`), then those a
+        // header lists without records; one name is one device.
+        let mut firsts: Vec<((Micros, usize, usize), usize, &str)> = Vec::new();
+        for (fi, (_, _, summary, _)) in files.iter().enumerate() {
+            for (id, span) in &summary.spans {
+                let (t, pos) = span.first;
+                firsts.push(((offsets[fi] + t, fi, pos), fi, id));
             }
-            let (setup, warning) = Setup::of(header, id, name.to_string());
+        }
+        firsts.sort();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        let unrecorded = files.iter().enumerate().flat_map(|(fi, (_, _, s, _))| {
+            names[fi]
+                .keys()
+                .filter(|id| !s.spans.contains_key(*id))
+                .map(move |id| (fi, id.as_str()))
+        });
+        for (fi, id) in firsts.iter().map(|&(_, fi, id)| (fi, id)).chain(unrecorded) {
+            let name = &names[fi][id];
+            if index.contains_key(name) {
+                continue;
+            }
+            let (setup, warning) = Setup::of(&files[fi].1, id, name.clone());
             plan.warnings.extend(warning);
             plan.devices.push(setup);
-            index.insert(name.to_string(), plan.devices.len() - 1);
-            plan.devices.len() - 1
-        };
-        let mut tags: BTreeMap<String, (GameTags, Vec<(Micros, GameTags)>)> = BTreeMap::new();
-        let mut set_tags = |name: &str, t: Micros, update: &TagUpdate| {
-            let (now, changes) = tags.entry(name.to_string()).or_default();
-            now.apply(update);
-            changes.push((t, now.clone()));
-        };
-        // Merged by time, each capture in its own order (a capture whose `t` went back stays as
-        // it is); a capture's header counts from the capture's start. Equal times: the earlier
-        // capture first.
-        let mut records: Vec<_> = files
-            .iter_mut()
-            .map(|(_, cap)| std::mem::take(&mut cap.records).into_iter().peekable())
-            .collect();
-        let mut started = vec![false; files.len()];
-        let mut queue: BinaryHeap<std::cmp::Reverse<(Micros, usize)>> = offsets
-            .iter()
-            .enumerate()
-            .map(|(fi, &t)| std::cmp::Reverse((t, fi)))
-            .collect();
-        let mut last: Option<(usize, String, usize)> = None;
-        while let Some(std::cmp::Reverse((t, fi))) = queue.pop() {
-            let header = &files[fi].1.header;
-            if !started[fi] {
-                started[fi] = true;
-                if let Some(update) = header.tags() {
-                    // The file's board's tags, or every device's when it names none.
-                    match header.board() {
-                        Some(board) => {
-                            let name = names[fi].get(board).map_or(board, String::as_str);
-                            set_tags(name, t, &update);
-                        }
-                        None => names[fi].values().for_each(|n| set_tags(n, t, &update)),
-                    }
-                }
-            } else if let Some(record) = records[fi].next() {
-                let d = match &last {
-                    Some((lf, dev, d)) if *lf == fi && *dev == record.dev => *d,
-                    _ => {
-                        let name = &names[fi][&record.dev];
-                        let d = device(&mut plan, header, &record.dev, name);
-                        last = Some((fi, record.dev.clone(), d));
-                        d
-                    }
-                };
-                if let RecordKind::Op(OpRecord::SetTags(update)) = &record.kind {
-                    set_tags(&plan.devices[d].name, t, update);
-                }
-                plan.steps.push(Step {
-                    t,
-                    device: d,
-                    kind: record.kind,
-                });
+            index.insert(name.clone(), plan.devices.len() - 1);
+        }
+        // Tags over time: each header's from its capture's start (before its first record),
+        // for its board or every device it has; then the `set_tags` records.
+        let mut changes: Vec<((Micros, usize, usize), &str, &TagUpdate)> = Vec::new();
+        let mut header_tags = Vec::new();
+        for (fi, (_, header, summary, _)) in files.iter().enumerate() {
+            if let Some(update) = header.tags() {
+                header_tags.push((fi, update));
             }
-            if let Some(next) = records[fi].peek() {
-                queue.push(std::cmp::Reverse((offsets[fi] + next.t, fi)));
+            for ((t, pos), id, update) in &summary.set_tags {
+                changes.push((
+                    (offsets[fi] + t, fi, pos + 1),
+                    names[fi][id].as_str(),
+                    update,
+                ));
             }
         }
-        // Devices a header lists that have no record (a board's file just created).
-        for (fi, (_, cap)) in files.iter().enumerate() {
-            for (id, name) in &names[fi] {
-                device(&mut plan, &cap.header, id, name);
+        for (fi, update) in &header_tags {
+            let key = (offsets[*fi], *fi, 0);
+            match files[*fi].1.board() {
+                Some(board) => {
+                    let name = names[*fi].get(board).map_or(board, String::as_str);
+                    changes.push((key, name, update));
+                }
+                None => changes.extend(names[*fi].values().map(|n| (key, n.as_str(), update))),
             }
+        }
+        changes.sort_by_key(|(key, _, _)| *key);
+        // Per name: the tags now, and from each time on.
+        let mut tags: BTreeMap<&str, (GameTags, TagsOverTime)> = BTreeMap::new();
+        for ((t, _, _), name, update) in changes {
+            let (now, list) = tags.entry(name).or_default();
+            now.apply(update);
+            list.push((t, now.clone()));
         }
         plan.tags = plan
             .devices
             .iter()
-            .map(|s| tags.remove(&s.name).map(|(_, c)| c).unwrap_or_default())
+            .map(|s| {
+                tags.remove(s.name.as_str())
+                    .map(|(_, c)| c)
+                    .unwrap_or_default()
+            })
             .collect();
+        // The records, merged by time.
+        let mut merge = Merge::default();
+        for (fi, (_, _, summary, source)) in files.into_iter().enumerate() {
+            let devices = names[fi]
+                .iter()
+                .map(|(id, name)| (id.clone(), index[name]))
+                .collect();
+            merge.sources.push((source, offsets[fi], devices));
+            merge.heads.push(None);
+            if let Some((t, _)) = summary.first {
+                merge.queue.push(std::cmp::Reverse((offsets[fi] + t, fi)));
+            }
+        }
+        plan.steps = Steps::Stream(Box::new(merge));
+        if !stream {
+            plan.steps = Steps::Memory(std::mem::take(&mut plan.steps).into_memory());
+        }
         plan
     }
 
     /// Keeps only the records up to replay time `t` (a round in mid-play).
     pub fn until(mut self, t: Micros) -> Plan {
-        self.steps.retain(|s| s.t <= t);
+        match &mut self.steps {
+            Steps::Memory(steps) => steps.retain(|s| s.t <= t),
+            Steps::Stream(merge) => merge.until = Some(t),
+        }
         for changes in &mut self.tags {
             changes.retain(|(when, _)| *when <= t);
         }
         self
     }
 
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.steps.len()
-    }
-
-    /// Whether there is nothing to play.
-    pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
-    }
-
-    /// Replay time of the last record.
-    pub fn duration(&self) -> Micros {
-        self.steps.last().map_or(0, |s| s.t)
-    }
-
     /// The boards (device names), in the order of their first record.
     pub fn boards(&self) -> impl Iterator<Item = &str> + '_ {
         self.devices.iter().map(|s| s.name.as_str())
     }
-
     /// The board numbers the captures recorded (`tags.number`, the last one of each device),
     /// by device name.
     pub fn numbers(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
@@ -365,6 +647,27 @@ impl Plan {
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
+}
+
+/// Every capture file under `paths`, each directory's sorted; an error for a directory that
+/// holds none.
+fn files_under(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CaptureError> {
+    let mut files = Vec::new();
+    for p in paths {
+        let io = |source| CaptureError::Io {
+            file: p.display().to_string(),
+            source,
+        };
+        let found = capture_files(p).map_err(io)?;
+        if found.is_empty() {
+            return Err(io(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no capture files (*.jsonl) in this directory",
+            )));
+        }
+        files.extend(found);
+    }
+    Ok(files)
 }
 
 /// Every capture file under `path` (itself when it is a file), sorted. Links to folders are
@@ -443,46 +746,19 @@ fn labels(files: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// Device ids of a capture, in the order its header lists them and then of their first record.
-fn device_ids(cap: &Capture) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    let listed = cap
-        .header
-        .devices()
-        .map(|d| d.id)
-        .filter(|id| !id.is_empty());
-    let mut last = None;
-    let recorded = cap.records.iter().map(|r| r.dev.as_str()).filter(move |d| {
-        let new = last != Some(*d);
-        last = Some(*d);
-        new
-    });
-    listed
-        .chain(recorded.map(str::to_string))
-        .filter(|id| seen.insert(id.clone()))
-        .collect()
-}
-
-/// Per capture, the replay name of each of its device ids ([`Layout`]).
+/// Per capture (label, summary), the replay name of each of its device ids ([`Layout`]).
 fn names(
-    files: &[(String, Capture)],
+    files: &[(&str, &Summary)],
     offsets: &[Micros],
     layout: Layout,
 ) -> Vec<BTreeMap<String, String>> {
-    let ids: Vec<Vec<String>> = files.iter().map(|(_, c)| device_ids(c)).collect();
     // Devices to tell apart: (file, id) of an id whose records in two files overlap in time.
     let mut renamed: BTreeSet<(usize, &str)> = BTreeSet::new();
     if layout == Layout::AsRecorded && files.len() > 1 {
         let mut spans: BTreeMap<&str, Vec<(Micros, Micros, usize)>> = BTreeMap::new();
-        for (fi, (_, cap)) in files.iter().enumerate() {
-            let mut per_dev: BTreeMap<&str, (Micros, Micros)> = BTreeMap::new();
-            for r in &cap.records {
-                let t = offsets[fi] + r.t;
-                let span = per_dev.entry(&r.dev).or_insert((t, t));
-                span.0 = span.0.min(t);
-                span.1 = span.1.max(t);
-            }
-            for (dev, (a, b)) in per_dev {
+        for (fi, (_, summary)) in files.iter().enumerate() {
+            for (dev, span) in &summary.spans {
+                let (a, b) = (offsets[fi] + span.low, offsets[fi] + span.high);
                 spans.entry(dev).or_default().push((a, b, fi));
             }
         }
@@ -493,9 +769,11 @@ fn names(
             }
         }
     }
-    ids.iter()
+    files
+        .iter()
         .enumerate()
-        .map(|(fi, ids)| {
+        .map(|(fi, (label, summary))| {
+            let ids = &summary.ids;
             ids.iter()
                 .map(|id| {
                     let id = id.as_str();
@@ -503,7 +781,7 @@ fn names(
                         Layout::Round if ids.len() == 1 => format!("board-{}", fi + 1),
                         Layout::Round => format!("f{}-{id}", fi + 1),
                         Layout::AsRecorded if renamed.contains(&(fi, id)) => {
-                            format!("{}/{id}", files[fi].0)
+                            format!("{label}/{id}")
                         }
                         Layout::AsRecorded => id.to_string(),
                     };
@@ -538,14 +816,14 @@ pub fn round_number(tag: &str) -> Option<u32> {
 #[derive(Debug)]
 pub struct Session {
     plan: Plan,
-    /// The next step.
-    next: usize,
     devices: Vec<Device>,
     white_clock: Vec<Option<ClockSide>>,
     /// Replay time of the last record played.
     t: Micros,
     events: Vec<CoreEvent>,
     warnings: Vec<String>,
+    /// Each board keeps only its latest games ([`Session::forgetting_finished_games`]).
+    forget: bool,
 }
 
 impl Session {
@@ -556,10 +834,19 @@ impl Session {
             white_clock: vec![None; plan.devices.len()],
             warnings: plan.warnings.clone(),
             plan,
-            next: 0,
             t: 0,
             events: Vec::new(),
+            forget: false,
         }
+    }
+
+    /// The session, its boards forgetting their finished games as new ones start (as the
+    /// live daemon's do: [`crate::core::engine::BoardEngine::forget_finished`]), for a replay
+    /// whose events are its output (a hub keeps the games): memory does not grow with the
+    /// games played. [`Session::pgn`] then has the latest games only.
+    pub fn forgetting_finished_games(mut self) -> Session {
+        self.forget = true;
+        self
     }
 
     /// Plays every record of `plan`, then lets every board take its pending decisions.
@@ -585,10 +872,12 @@ impl Session {
             return Session::play(plan, sink.unwrap_or(&mut none));
         }
         let keep = sink.is_some();
-        let end_t = plan.steps.iter().map(|s| s.t).max().unwrap_or(0);
-        let steps = plan.steps.len();
+        let mut plan = plan;
+        let all: Vec<Step> = std::mem::take(&mut plan.steps).into_memory().into();
+        let end_t = all.iter().map(|s| s.t).max().unwrap_or(0);
+        let steps = all.len();
         let mut per_device: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, s) in plan.steps.iter().enumerate() {
+        for (i, s) in all.iter().enumerate() {
             per_device[s.device].push(i);
         }
         // Per board: its device, White's clock side, (step, event) and (step, warning) in order;
@@ -605,7 +894,7 @@ impl Session {
             let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
             let mut buf = Vec::new();
             for &i in &per_device[d] {
-                let step = &plan.steps[i];
+                let step = &all[i];
                 match apply_record(&mut device, step.t, &step.kind, &mut buf) {
                     Applied::Ignored { value, error } => {
                         warnings.push((i, format!("ignored operator action {value}: {error}")))
@@ -631,10 +920,10 @@ impl Session {
             warnings: plan.warnings.clone(),
             devices: Vec::with_capacity(n),
             white_clock: Vec::with_capacity(n),
-            next: steps,
             t: end_t,
             events: Vec::new(),
             plan,
+            forget: false,
         };
         let mut events: Vec<(usize, usize, CoreEvent)> = Vec::new();
         let mut warnings: Vec<(usize, String)> = Vec::new();
@@ -661,15 +950,16 @@ impl Session {
 
     /// Replay time of the next record, if any is left.
     pub fn next_t(&self) -> Option<Micros> {
-        self.plan.steps.get(self.next).map(|s| s.t)
+        self.plan.steps.peek_t()
     }
 
     /// Plays the next record; `false` when none was left.
     pub fn step(&mut self, sink: &mut Sink<'_>) -> io::Result<bool> {
-        let Some(step) = self.plan.steps.get(self.next) else {
+        let step = self.plan.steps.next();
+        self.warnings.extend(self.plan.steps.take_warnings());
+        let Some(step) = step else {
             return Ok(false);
         };
-        self.next += 1;
         self.t = self.t.max(step.t);
         let device = &mut self.devices[step.device];
         match apply_record(device, step.t, &step.kind, &mut self.events) {
@@ -680,6 +970,9 @@ impl Session {
                 self.white_clock[step.device] = Some(*white);
             }
             Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
+        }
+        if self.forget && device.engine.games().len() > 2 {
+            device.engine.forget_finished();
         }
         let name = &self.plan.devices[step.device].name;
         for e in self.events.drain(..) {
@@ -822,13 +1115,6 @@ impl Session {
     }
 }
 
-/// Reads `files` as captures on every core, in file order.
-fn read_all(files: &[PathBuf]) -> Vec<Result<Capture, CaptureError>> {
-    crate::parallel::map_in_order(files, crate::parallel::cores(), |f| {
-        capture::read_capture(f)
-    })
-}
-
 /// `eboardd replay`: replays the captures under `paths` (files, or directories searched for
 /// `*.jsonl`) and writes every game as PGN, or the events as JSON Lines when `events` is set,
 /// to `out`; warnings go to `warn`.
@@ -899,7 +1185,10 @@ mod tests {
 
     /// The (time, device name, note) of every step.
     fn steps(plan: &Plan) -> Vec<(Micros, &str, &str)> {
-        plan.steps
+        let Steps::Memory(steps) = &plan.steps else {
+            panic!("a plan in memory")
+        };
+        steps
             .iter()
             .map(|s| {
                 let RecordKind::Note(n) = &s.kind else {
@@ -985,7 +1274,7 @@ mod tests {
             Layout::AsRecorded,
         );
         assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1"]);
-        assert_eq!(plan.len(), 2);
+        assert_eq!(steps(&plan).len(), 2);
         let plan = Plan::new(
             vec![
                 ("x".into(), day("2026-11-29T10:00:00Z")),
@@ -1006,7 +1295,7 @@ mod tests {
             Layout::Round,
         );
         assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1", "board-2"]);
-        assert_eq!(plan.duration(), 0);
+        assert!(steps(&plan).iter().all(|(t, _, _)| *t == 0));
     }
 
     #[test]
@@ -1034,7 +1323,7 @@ mod tests {
             Layout::AsRecorded,
         );
         assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1"]);
-        assert_eq!(plan.len(), 1);
+        assert_eq!(steps(&plan).len(), 1);
         assert!(plan.warnings().is_empty(), "{:?}", plan.warnings());
     }
 

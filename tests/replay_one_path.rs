@@ -382,3 +382,72 @@ fn replay_on_several_cores_gives_the_same_events_games_and_warnings_as_on_one() 
         assert_eq!(one.1, sink_less);
     }
 }
+
+#[test]
+fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
+    // `Plan::open` (serve-replay: records read again as they are played) against
+    // `Plan::load` (every record in memory): the same boards, events, games and warnings,
+    // merged by time and as a round, whole and cut at a time; and a session forgetting its
+    // finished games publishes the same events.
+    let samples = support::data("captures");
+    let (round, _) = round_dir("streamed");
+    // Damaged captures: a garbled line in the middle and a cut-off last line.
+    let damaged = scratch("streamed-damaged");
+    for (i, name) in ["clean/g0001.jsonl", "human/g0002.jsonl"]
+        .iter()
+        .enumerate()
+    {
+        let mut text = std::fs::read_to_string(samples.join(name)).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(5, "{\"t\": 1.0, \"dev\"");
+        let mut out = lines.join("\n");
+        out.push_str("\n{\"t\": 999.0, \"dev\": \"board-1\", \"rx\": \"8e0");
+        text = out;
+        std::fs::write(damaged.join(format!("d{i}.jsonl")), text).unwrap();
+    }
+    for dir in [samples, round, damaged.clone()] {
+        for layout in [Layout::AsRecorded, Layout::Round] {
+            for until in [None, Some(90_000_000)] {
+                let what = format!("{} {layout:?} until {until:?}", dir.display());
+                let paths = std::slice::from_ref(&dir);
+                let cut = |p: Plan| match until {
+                    Some(t) => p.until(t),
+                    None => p,
+                };
+                let load = cut(Plan::load(paths, layout).unwrap());
+                let open = cut(Plan::open(paths, layout).unwrap());
+                let boards = |p: &Plan| p.boards().map(String::from).collect::<Vec<_>>();
+                assert_eq!(boards(&load), boards(&open), "{what}: boards");
+                assert_eq!(load.round(), open.round(), "{what}: round");
+                let numbers = |p: &Plan| {
+                    p.numbers()
+                        .map(|(b, n)| (b.to_string(), n))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(numbers(&load), numbers(&open), "{what}: numbers");
+                let in_memory = events_and_pgn(load, None);
+                let streamed = events_and_pgn(open, None);
+                assert!(in_memory.0.len() > 30, "{what}: {}", in_memory.0.len());
+                assert!(in_memory.0 == streamed.0, "{what}: events differ");
+                assert_eq!(in_memory.1, streamed.1, "{what}: PGN");
+                assert_eq!(in_memory.2, streamed.2, "{what}: warnings");
+                // Forgetting finished games changes no event.
+                let mut seq = 0u64;
+                let mut lines = Vec::new();
+                let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| {
+                    seq += 1;
+                    lines.push(eboardd::core::event::EventEnvelope::new(seq, board, e).to_json());
+                    Ok(())
+                };
+                let plan = Plan::open(paths, layout).unwrap();
+                let mut session = Session::new(cut(plan)).forgetting_finished_games();
+                session.run(&mut sink).unwrap();
+                session.finish(&mut sink).unwrap();
+                assert!(in_memory.0 == lines, "{what}: events when forgetting");
+            }
+        }
+    }
+    // Each damaged line is named once.
+    let warned = events_and_pgn(Plan::open(&[damaged], Layout::AsRecorded).unwrap(), None).2;
+    assert_eq!(warned.len(), 4, "{warned:?}");
+}

@@ -9,7 +9,7 @@ use crate::pgn::TagUpdate;
 mod reader;
 mod writer;
 
-pub use reader::{parse_capture, read_capture};
+pub use reader::{CaptureReader, parse_capture, read_capture};
 pub use writer::CaptureWriter;
 
 /// The `format` value of every capture header.

@@ -1,6 +1,8 @@
 //! Reading capture files: strict about the header; a damaged or cut-off record line is skipped
 //! with a warning naming it, and every good record around it is kept.
 
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -15,48 +17,7 @@ const MAX_T_SECONDS: f64 = 1e9;
 
 /// Reads and parses a capture file. Errors name the file as `path` is displayed.
 pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| CaptureError::Io {
-        file: name.clone(),
-        source,
-    })?;
-    if let Ok(text) = std::str::from_utf8(&bytes) {
-        return parse_capture(&name, text);
-    }
-    // A crash in the middle of a multi-byte character cuts the last line; a damaged disk
-    // block garbles one in the middle. Either line is skipped with a warning (its number kept
-    // so that every message names the right line); the header must be readable.
-    let mut warnings = Vec::new();
-    let pieces: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-    let last = pieces
-        .iter()
-        .rposition(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .unwrap_or(0);
-    let mut seen_header = false;
-    let mut text = String::with_capacity(bytes.len());
-    for (i, piece) in pieces.iter().enumerate() {
-        if i > 0 {
-            text.push('\n');
-        }
-        match std::str::from_utf8(piece) {
-            Ok(line) => {
-                seen_header |= !line.trim().is_empty();
-                text.push_str(line);
-            }
-            Err(_) if !seen_header => return Err(line_error(&name, i + 1, "not valid UTF-8 text")),
-            Err(_) if i == last => warnings.push(format!(
-                "{name}:{}: last line is not valid UTF-8 (cut off?); ignored",
-                i + 1
-            )),
-            Err(_) => warnings.push(format!(
-                "{name}:{}: not valid UTF-8 text; line skipped",
-                i + 1
-            )),
-        }
-    }
-    let mut capture = parse_capture(&name, &text)?;
-    capture.warnings.extend(warnings);
-    Ok(capture)
+    CaptureReader::open(path)?.read_all()
 }
 
 /// Parses the text of a capture; `name` is used in error and warning messages.
@@ -69,38 +30,230 @@ pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
 /// line, and every good record before and after it is kept. A `t` smaller than the previous record's is
 /// raised to it with a warning, so the records' times never decrease.
 pub fn parse_capture(name: &str, text: &str) -> Result<Capture, CaptureError> {
-    let lines: Vec<(usize, &str)> = text
-        .split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let Some(&(header_line, header_text)) = lines.first() else {
-        return Err(line_error(name, 1, "empty file: no capture header"));
-    };
-    let header = parse_header(name, header_line, header_text)?;
-    let mut records = Vec::new();
-    let mut warnings = Vec::new();
-    let mut last_t: Option<Micros> = None;
-    for (i, &(line, text)) in lines.iter().enumerate().skip(1) {
-        let last = i + 1 == lines.len();
-        match parse_record(text, &mut last_t, &mut warnings, (name, line)) {
-            Ok(Some(record)) => records.push(record),
-            Ok(None) => {}
-            Err(RecordError::NotJson(e)) if last => {
-                warnings.push(format!(
-                    "{name}:{line}: last line is not valid JSON (cut off?); ignored: {e}"
-                ));
+    CaptureReader::new(name, text.as_bytes())?.read_all()
+}
+
+/// One line of a capture file, as far as reading it goes.
+#[derive(Debug)]
+struct Piece {
+    /// Its number, from 1.
+    line: usize,
+    /// Its text (without the line end); `None`: not valid UTF-8 (a crash in the middle of a
+    /// multi-byte character cuts the last line; a damaged disk block garbles one in the
+    /// middle).
+    text: Option<String>,
+    /// Nothing but ASCII white space.
+    ascii_blank: bool,
+}
+
+impl Piece {
+    /// Holds something to read: valid text that is not all white space.
+    fn readable(&self) -> bool {
+        self.text.as_deref().is_some_and(|t| !t.trim().is_empty())
+    }
+}
+
+/// A capture read one record at a time, the way every reader of captures reads them: the
+/// header at once, each record as it is asked for (a whole event's captures are replayed
+/// without holding them), the warnings as they are met. [`read_capture`] and
+/// [`parse_capture`] take every record of one.
+pub struct CaptureReader<R: BufRead> {
+    name: String,
+    header: Header,
+    input: R,
+    /// Lines read ahead (to tell whether a line is the last of the file).
+    ahead: VecDeque<Piece>,
+    /// Lines read so far.
+    lines: usize,
+    /// The end of the input was met (or an error reading it, kept in `error`).
+    ended: bool,
+    error: Option<std::io::Error>,
+    last_t: Option<Micros>,
+    warnings: Vec<String>,
+}
+
+impl<R: BufRead> std::fmt::Debug for CaptureReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureReader")
+            .field("name", &self.name)
+            .field("lines", &self.lines)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CaptureReader<BufReader<std::fs::File>> {
+    /// Opens the capture file at `path` and reads its header. Errors name the file as `path`
+    /// is displayed.
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|source| CaptureError::Io {
+            file: name.clone(),
+            source,
+        })?;
+        CaptureReader::new(&name, BufReader::with_capacity(64 * 1024, file))
+    }
+}
+
+impl<R: BufRead> CaptureReader<R> {
+    /// Reads the header of the capture `input` (named `name` in messages): the first line
+    /// that is not blank must be one.
+    pub fn new(name: &str, input: R) -> Result<Self, CaptureError> {
+        let mut reader = CaptureReader {
+            name: name.to_string(),
+            header: Header::new(Map::new()),
+            input,
+            ahead: VecDeque::new(),
+            lines: 0,
+            ended: false,
+            error: None,
+            last_t: None,
+            warnings: Vec::new(),
+        };
+        loop {
+            let Some(piece) = reader.next_piece() else {
+                reader.io_error()?;
+                return Err(line_error(name, 1, "empty file: no capture header"));
+            };
+            match &piece.text {
+                None => return Err(line_error(name, piece.line, "not valid UTF-8 text")),
+                Some(text) if !text.trim().is_empty() => {
+                    reader.header = parse_header(name, piece.line, text)?;
+                    return Ok(reader);
+                }
+                Some(_) => {}
             }
-            // A damaged line never costs the records around it: it is skipped, named.
-            Err(e) => warnings.push(format!("{name}:{line}: {e}; line skipped")),
         }
     }
-    Ok(Capture {
-        header,
-        records,
-        warnings,
-    })
+
+    /// The capture's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Warnings met so far (each `FILE:LINE: reason`), taken: the reader forgets them.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Every record left, with the header and every warning.
+    pub fn read_all(mut self) -> Result<Capture, CaptureError> {
+        let records = self.by_ref().collect::<Result<Vec<_>, _>>()?;
+        Ok(Capture {
+            header: self.header,
+            records,
+            warnings: self.warnings,
+        })
+    }
+
+    /// The next line, read ahead or from the input; `None` at the end (or an error, kept).
+    fn next_piece(&mut self) -> Option<Piece> {
+        if let Some(p) = self.ahead.pop_front() {
+            return Some(p);
+        }
+        self.read_piece()
+    }
+
+    /// A line from the input.
+    fn read_piece(&mut self) -> Option<Piece> {
+        if self.ended {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        match self.input.read_until(b'\n', &mut bytes) {
+            Ok(0) => {
+                self.ended = true;
+                return None;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.ended = true;
+                self.error = Some(e);
+                return None;
+            }
+        }
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        }
+        self.lines += 1;
+        let ascii_blank = bytes.iter().all(u8::is_ascii_whitespace);
+        let text = String::from_utf8(bytes).ok().map(|mut t| {
+            if t.ends_with('\r') {
+                t.pop();
+            }
+            t
+        });
+        Some(Piece {
+            line: self.lines,
+            text,
+            ascii_blank,
+        })
+    }
+
+    /// Whether a line after those handed out so far is `wanted`, reading ahead as far as it
+    /// takes.
+    fn any_ahead(&mut self, wanted: fn(&Piece) -> bool) -> bool {
+        if self.ahead.iter().any(wanted) {
+            return true;
+        }
+        while let Some(p) = self.read_piece() {
+            let found = wanted(&p);
+            self.ahead.push_back(p);
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The error met reading the input, once.
+    fn io_error(&mut self) -> Result<(), CaptureError> {
+        match self.error.take() {
+            Some(source) => Err(CaptureError::Io {
+                file: self.name.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for CaptureReader<R> {
+    type Item = Result<Record, CaptureError>;
+
+    /// The next record; a line that is not one is skipped with a warning. An error reading
+    /// the input ends the records.
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(piece) = self.next_piece() else {
+                return self.io_error().err().map(Err);
+            };
+            let line = piece.line;
+            let Some(text) = piece.text else {
+                // Skipped, named; the last line is likely cut off by a crash.
+                let w = if self.any_ahead(|p| !p.ascii_blank) {
+                    "not valid UTF-8 text; line skipped"
+                } else {
+                    "last line is not valid UTF-8 (cut off?); ignored"
+                };
+                self.warnings.push(format!("{}:{line}: {w}", self.name));
+                continue;
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let at = (self.name.as_str(), line);
+            let w = match parse_record(&text, &mut self.last_t, &mut self.warnings, at) {
+                Ok(Some(record)) => return Some(Ok(record)),
+                Ok(None) => continue,
+                Err(RecordError::NotJson(e)) if !self.any_ahead(Piece::readable) => {
+                    format!("last line is not valid JSON (cut off?); ignored: {e}")
+                }
+                // A damaged line never costs the records around it: it is skipped, named.
+                Err(e) => format!("{e}; line skipped"),
+            };
+            self.warnings.push(format!("{}:{line}: {w}", self.name));
+        }
+    }
 }
 
 /// Why one record line was not taken.

@@ -380,7 +380,8 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     } else {
         crate::replay::Layout::AsRecorded
     };
-    let plan = match crate::replay::Plan::load(&args.files, layout) {
+    // Read as it is played: memory does not grow with the captures replayed.
+    let plan = match crate::replay::Plan::open(&args.files, layout) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };

@@ -238,47 +238,48 @@ impl Ctx {
     }
 
     /// Rebuilds the boards of the current round from their captures: every board's capture
-    /// replayed on every core (boards are independent), then numbered, restored into the hub
-    /// and kept in file order, as one thread would.
+    /// replayed on every core (boards are independent), each board then numbered, restored
+    /// into the hub (its finished games go to the archive) and kept, in file order, as one
+    /// thread would. Only a few rebuilt boards wait for their turn at a time, so a first start
+    /// over a long event's captures holds a few boards' games, not the event's.
     pub(super) fn recover(&self) {
         let today = captures::today();
         let files = self.store.current_files(today);
         let total = files.len();
         self.hub.set_recovering(Some((0, total)));
         let done = std::sync::atomic::AtomicUsize::new(0);
-        let replayed =
-            crate::parallel::map_in_order(&files, crate::parallel::cores(), |(id, path)| {
-                let board = LiveBoard::open_with(
-                    &self.store,
-                    id,
-                    &self.meta_for_id(id),
-                    Some(path),
-                    crate::session::link::LinkKind::Wired,
-                    |_| None,
-                );
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                self.hub.set_recovering(Some((n, total)));
-                board
-            });
         let mut earlier = Vec::new();
-        for ((id, path), board) in files.into_iter().zip(replayed) {
+        let rebuild = |(id, path): &(String, PathBuf)| {
+            let board = LiveBoard::open_with(
+                &self.store,
+                id,
+                &self.meta_for_id(id),
+                Some(path),
+                crate::session::link::LinkKind::Wired,
+                |_| None,
+            );
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            self.hub.set_recovering(Some((n, total)));
+            board
+        };
+        let keep = |(id, path): &(String, PathBuf), board: std::io::Result<LiveBoard>| {
             let mut board = match board {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("{}: cannot read back: {e}", path.display());
-                    continue;
+                    return;
                 }
             };
             // A board of an earlier day is taken only with a game in progress; it keeps the
             // number its capture recorded, when no other board has it.
-            let of_earlier_day = path != self.store.path_for(today, &id);
+            let of_earlier_day = *path != self.store.path_for(today, id);
             if of_earlier_day && !board.game_in_progress() {
-                continue;
+                return;
             }
-            let meta = self.numbered(&id, self.meta_for_id(&id), board.recorded_number());
+            let meta = self.numbered(id, self.meta_for_id(id), board.recorded_number());
             if let Err(e) = board.set_meta(meta) {
                 tracing::error!("{}: cannot read back: {e}", path.display());
-                continue;
+                return;
             }
             board.restore_into(&self.hub);
             match board.resumed_from() {
@@ -295,8 +296,9 @@ impl Ctx {
             self.boards
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(id, Arc::new(Mutex::new(board)));
-        }
+                .insert(id.clone(), Arc::new(Mutex::new(board)));
+        };
+        crate::parallel::for_each_in_order(&files, crate::parallel::cores(), rebuild, keep);
         self.hub.set_recovering(None);
         if !earlier.is_empty() {
             let hub = self.hub.clone();

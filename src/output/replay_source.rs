@@ -96,7 +96,8 @@ pub fn spawn(hub: Hub, plan: Plan, speed: Option<f64>) -> ReplayHandle {
                 thread_count.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             };
-            let mut session = Session::new(plan);
+            // The hub keeps the games (its archive the finished ones).
+            let mut session = Session::new(plan).forgetting_finished_games();
             let mut warned = 0;
             let started = Instant::now();
             let t0 = session.next_t().unwrap_or(0);
