@@ -15,25 +15,7 @@ port=${PORT:-18094}
 tmp=$(mktemp -d /tmp/eboardd-serve-memory-XXXX); trap 'rm -rf "$tmp"' EXIT
 for games in "${counts[@]}"; do
   dir=$tmp/$games
-  python3 - "$boards" "$games" "$dir" <<'PY'
-import glob, json, os, sys
-boards, games, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-caps = [[json.loads(l) for l in open(c).read().splitlines()[1:]]
-        for c in sorted(glob.glob('tests/data/captures/clean/*.jsonl'))]
-os.makedirs(out, exist_ok=True)
-k = 0
-for b in range(1, boards + 1):
-    dev = f'board-{b}'
-    with open(f'{out}/{dev}.jsonl', 'w') as f:
-        f.write(json.dumps({"format": "eboard-capture", "version": 1,
-                            "created": "2026-12-05T08:00:00Z", "board": dev}) + "\n")
-        off = 0.0
-        for _ in range(games):
-            recs = caps[k % len(caps)]; k += 1
-            for r in recs:
-                f.write(json.dumps(dict(r, t=round(r['t'] + off, 6), dev=dev)) + "\n")
-            off += recs[-1]['t'] + 30.0
-PY
+  scripts/event_captures.py "$boards" "$games" "$dir" 2026-12-05
   /usr/bin/time -f '%M %e' -o "$tmp/time" "$bin" serve-replay "$dir" --speed 0 --exit \
     --http "127.0.0.1:$port" >/dev/null 2>"$tmp/log" || { cat "$tmp/log"; exit 1; }
   read -r kb secs <"$tmp/time"

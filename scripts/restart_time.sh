@@ -13,26 +13,7 @@ made=""; [[ -z $dir ]] && { dir=$(mktemp -d /tmp/eboardd-restart-XXXX); made=1; 
 bin=${EBOARDD:-target/release/eboardd}
 port=${PORT:-18091}
 [[ -x $bin ]] || cargo build --release --quiet --bin eboardd
-python3 - "$boards" "$games" "$dir" <<'PY'
-import datetime, glob, json, os, sys
-boards, games, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-day = datetime.date.today().isoformat()
-caps = [[json.loads(l) for l in open(c).read().splitlines()[1:]]
-        for c in sorted(glob.glob('tests/data/captures/clean/*.jsonl'))]
-os.makedirs(f'{out}/{day}', exist_ok=True)
-k = 0
-for b in range(1, boards + 1):
-    dev = f'board-{b}'
-    with open(f'{out}/{day}/{dev}.jsonl', 'w') as f:
-        f.write(json.dumps({"format": "eboard-capture", "version": 1,
-                            "created": f"{day}T08:00:00Z", "board": dev}) + "\n")
-        off = 0.0
-        for _ in range(games):
-            recs = caps[k % len(caps)]; k += 1
-            for r in recs:
-                f.write(json.dumps(dict(r, t=round(r['t'] + off, 6), dev=dev)) + "\n")
-            off += recs[-1]['t'] + 30.0
-PY
+scripts/event_captures.py "$boards" "$games" "$dir/$(date +%F)" "$(date +%F)"
 echo "$boards boards x $games games in $dir ($(du -sh "$dir" | cut -f1))"
 start() {  # $1: what this start is
   t0=$(date +%s.%N)

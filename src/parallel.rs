@@ -33,6 +33,8 @@ struct Shared<R> {
     done: BTreeMap<usize, R>,
     /// A worker's panic, passed on to the caller.
     panic: Option<Box<dyn std::any::Any + Send>>,
+    /// A worker panicked: every worker stops.
+    failed: bool,
 }
 
 /// `f` of every item on up to `workers` threads, each result handed to `take` (with its item)
@@ -58,6 +60,7 @@ pub fn for_each_in_order<T: Sync, R: Send>(
         taken: 0,
         done: BTreeMap::new(),
         panic: None,
+        failed: false,
     });
     let turn = Condvar::new();
     let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,10 +69,10 @@ pub fn for_each_in_order<T: Sync, R: Send>(
             scope.spawn(|| {
                 loop {
                     let mut s = lock();
-                    while s.next < items.len() && s.next >= s.taken + window && s.panic.is_none() {
+                    while s.next < items.len() && s.next >= s.taken + window && !s.failed {
                         s = turn.wait(s).unwrap_or_else(|e| e.into_inner());
                     }
-                    if s.next >= items.len() || s.panic.is_some() {
+                    if s.next >= items.len() || s.failed {
                         break;
                     }
                     let i = s.next;
@@ -81,7 +84,10 @@ pub fn for_each_in_order<T: Sync, R: Send>(
                         Ok(r) => {
                             s.done.insert(i, r);
                         }
-                        Err(p) => s.panic = Some(p),
+                        Err(p) => {
+                            s.panic = Some(p);
+                            s.failed = true;
+                        }
                     }
                     turn.notify_all();
                 }

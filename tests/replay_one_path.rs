@@ -324,19 +324,27 @@ fn the_daemons_rebuild_of_a_board_gives_the_games_of_its_replay() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Every event (as `replay --events` prints it) and every game of a replay of `plan`.
-fn events_and_pgn(plan: Plan, workers: Option<usize>) -> (Vec<String>, String, Vec<String>) {
+/// A sink that keeps every event as `replay --events` prints it.
+fn lines_into(
+    lines: &mut Vec<String>,
+) -> impl FnMut(&str, &eboardd::core::event::CoreEvent) -> std::io::Result<()> + '_ {
     let mut seq = 0u64;
-    let mut lines = Vec::new();
-    let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| {
+    move |board, e| {
         seq += 1;
         lines.push(eboardd::core::event::EventEnvelope::new(seq, board, e).to_json());
         Ok(())
-    };
+    }
+}
+
+/// Every event (as `replay --events` prints it) and every game of a replay of `plan`.
+fn events_and_pgn(plan: Plan, workers: Option<usize>) -> (Vec<String>, String, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut sink = lines_into(&mut lines);
     let session = match workers {
         None => Session::play(plan, &mut sink).unwrap(),
         Some(n) => Session::play_parallel(plan, Some(&mut sink), n).unwrap(),
     };
+    drop(sink);
     let warnings = session.warnings().to_vec();
     (lines, session.pgn(), warnings)
 }
@@ -432,17 +440,13 @@ fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
                 assert_eq!(in_memory.1, streamed.1, "{what}: PGN");
                 assert_eq!(in_memory.2, streamed.2, "{what}: warnings");
                 // Forgetting finished games changes no event.
-                let mut seq = 0u64;
                 let mut lines = Vec::new();
-                let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| {
-                    seq += 1;
-                    lines.push(eboardd::core::event::EventEnvelope::new(seq, board, e).to_json());
-                    Ok(())
-                };
+                let mut sink = lines_into(&mut lines);
                 let plan = Plan::open(paths, layout).unwrap();
                 let mut session = Session::new(cut(plan)).forgetting_finished_games();
                 session.run(&mut sink).unwrap();
                 session.finish(&mut sink).unwrap();
+                drop(sink);
                 assert!(in_memory.0 == lines, "{what}: events when forgetting");
             }
         }

@@ -90,7 +90,7 @@ impl CaptureReader<BufReader<std::fs::File>> {
             file: name.clone(),
             source,
         })?;
-        CaptureReader::new(&name, BufReader::with_capacity(64 * 1024, file))
+        CaptureReader::new(&name, BufReader::new(file))
     }
 }
 
