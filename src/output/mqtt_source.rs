@@ -6,10 +6,15 @@
 //! offline), `PREFIX/NODE/board/BOARD/state` (retained snapshot) and
 //! `PREFIX/NODE/board/BOARD/events` (every event). This source subscribes to all three for
 //! every node:
-//! - a board seen for the first time (or again after a broker reconnection) is restored from
-//!   its retained state: current game, players, health;
+//! - a board seen for the first time is restored from its retained state: current game,
+//!   players, health; seen again (a new broker connection), its state brings what the round
+//!   lacks of its game as events (the moves, their completions, the game's start and end), so
+//!   event-stream clients get them too; a state behind the round's game takes nothing back;
 //! - events are read back into core events ([`CoreEvent::from_wire`]) and published into the
-//!   hub, so the round model is built exactly as on the node; the node's own messages
+//!   hub, so the round model is built exactly as on the node. A move that does not follow the
+//!   round's game (QoS 0: a message lost with a broker node) holds the board's game events
+//!   until its next state, which brings the missing ones in order; a move the round already
+//!   has is not published twice. The node's own messages
 //!   (`board_status`, `players`, `irregularity_acknowledged`, `result_confirmed`) are applied
 //!   as such;
 //! - a node that goes offline (its Last Will, or the offline status of a clean stop) marks its
@@ -103,6 +108,8 @@ pub struct Assembler {
     irregularities: HashMap<(String, u64), u64>,
     /// Nodes whose last status said offline.
     offline: HashSet<String>,
+    /// Boards that lost a move on the way: their game's events wait for their next state.
+    gapped: HashSet<String>,
 }
 
 impl Assembler {
@@ -155,7 +162,8 @@ impl Assembler {
             Topic::State { node, board } => {
                 let id = self.id(node, board);
                 if self.synced.insert(id.clone()) {
-                    restore(hub, &id, &v);
+                    self.gapped.remove(&id);
+                    catch_up(hub, &id, &v);
                     if self.offline.contains(node) {
                         // Its state was retained before the node went offline.
                         mark_disconnected(hub, &id, format!("node {node} offline"));
@@ -223,6 +231,38 @@ impl Assembler {
             }
             _ => match CoreEvent::from_wire(v) {
                 Ok(ev) => {
+                    if self.gapped.contains(id) && of_the_game(&ev.kind) {
+                        // Held: the board's next state brings the game, in order.
+                        return;
+                    }
+                    let placed = match &ev.kind {
+                        EventKind::MoveMade { ply, uci, .. } => {
+                            Some((*ply, place(hub, id, ev.game, *ply, Some(uci))))
+                        }
+                        EventKind::MoveCompleted { ply, .. } => {
+                            Some((*ply, place(hub, id, ev.game, *ply, None)))
+                        }
+                        _ => None,
+                    };
+                    if let Some((ply, placed)) = placed {
+                        match placed {
+                            Place::Next => {}
+                            Place::Had => return,
+                            Place::Beyond => {
+                                // A move lost on the way (a broker node's loss): the board's
+                                // next state brings what is missing, then the stream goes on.
+                                tracing::info!(
+                                    board = id,
+                                    game = ev.game,
+                                    ply,
+                                    "a move did not come through: the board catches up from its next state"
+                                );
+                                self.gapped.insert(id.to_string());
+                                self.synced.remove(id);
+                                return;
+                            }
+                        }
+                    }
                     let seq = hub.publish(id, &ev);
                     if matches!(ev.kind, EventKind::Irregularity { .. })
                         && let Some(theirs) = v["seq"].as_u64()
@@ -236,6 +276,205 @@ impl Assembler {
     }
 }
 
+/// Whether an event of this kind changes the game record (held while a board waits for its
+/// state after a lost move).
+fn of_the_game(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::GameStarted { .. }
+            | EventKind::MoveMade { .. }
+            | EventKind::MoveRetracted { .. }
+            | EventKind::MoveCompleted { .. }
+            | EventKind::GameEnded { .. }
+    )
+}
+
+/// Where a `move_made` stands against the game the round has of its board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The next move: taken.
+    Next,
+    /// A move the round already has (a state brought it first): nothing to do.
+    Had,
+    /// Beyond the round's game, or not the move the round has at its ply: a message was lost.
+    Beyond,
+}
+
+/// Where move `uci` at ply `ply` of game `game` (`move_made`; `None`: the `move_completed` of
+/// ply `ply`) stands against board `id`'s game in `hub`.
+fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&str>) -> Place {
+    hub.with_round(|r| {
+        let Some(g) = r.board(id).and_then(|b| b.games.last()) else {
+            return Place::Beyond;
+        };
+        if game < g.number {
+            return Place::Had;
+        }
+        let Some(uci) = uci else {
+            // A completion: of the round's last move, once; of a move it has not got, a loss.
+            return match (game > g.number || ply > g.ply(), g.moves.last()) {
+                (true, _) => Place::Beyond,
+                (false, Some(last)) if ply == g.ply() && last.completed.is_none() => Place::Next,
+                (false, _) => Place::Had,
+            };
+        };
+        if game > g.number || ply > g.ply() + 1 {
+            return Place::Beyond;
+        }
+        if ply == g.ply() + 1 {
+            return Place::Next;
+        }
+        let had = ply
+            .checked_sub(1)
+            .and_then(|i| g.moves.get(i as usize))
+            .is_some_and(|m| m.uci == uci);
+        if had { Place::Had } else { Place::Beyond }
+    })
+}
+
+/// Bring board `id` to its retained `state` (a board seen for the first time, a new broker
+/// connection, a lost move): when the state's game continues the game the round has, the
+/// missing moves (and the game's start and end) are published as the node published them, so
+/// every event-stream client gets them too; a state behind the round's game takes nothing
+/// back; a game that does not continue the round's (or a board the round does not have yet)
+/// is restored whole. Then the board's health and players.
+fn catch_up(hub: &Hub, id: &str, state: &Value) {
+    let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
+    let theirs = game_from_json(&state["game"]);
+    let ours = hub.with_round(|r| r.board(id).and_then(|b| b.games.last().cloned()));
+    match (&theirs, ours) {
+        (Some(theirs), Some(ours)) => match missing(&ours, theirs) {
+            Missing::Nothing => {}
+            Missing::Events(events) => {
+                for ev in &events {
+                    hub.publish(id, ev);
+                }
+            }
+            Missing::Whole => hub.restore(id, std::slice::from_ref(theirs), &[], status.clone()),
+        },
+        (Some(theirs), None) => hub.restore(id, std::slice::from_ref(theirs), &[], status.clone()),
+        (None, _) => {}
+    }
+    hub.set_status(id, status);
+    let pairing = Pairing {
+        white: serde_json::from_value(state["white"].clone()).unwrap_or_default(),
+        black: serde_json::from_value(state["black"].clone()).unwrap_or_default(),
+    };
+    if pairing != Pairing::default() {
+        let _ = hub.set_pairing(id, pairing);
+    }
+}
+
+/// What the round lacks of a board's game, against the game of the board's state.
+#[derive(Debug)]
+enum Missing {
+    /// Nothing: the state is the round's game, or behind it.
+    Nothing,
+    /// These events bring the round's game to the state's.
+    Events(Vec<CoreEvent>),
+    /// The state's game does not continue the round's: restore it whole.
+    Whole,
+}
+
+/// What `ours` (the round's latest game of a board) lacks of `theirs` (its state's game).
+fn missing(ours: &GameRecord, theirs: &GameRecord) -> Missing {
+    let same_moves = |n: usize| {
+        ours.moves
+            .iter()
+            .zip(&theirs.moves)
+            .take(n)
+            .all(|(a, b)| a.uci == b.uci)
+    };
+    let mut events = Vec::new();
+    let from = if theirs.number < ours.number {
+        return Missing::Nothing;
+    } else if theirs.number > ours.number {
+        if theirs.reversed {
+            return Missing::Whole;
+        }
+        events.push(CoreEvent {
+            t: theirs.started_at,
+            game: theirs.number,
+            kind: EventKind::GameStarted {
+                fen: theirs.start_fen(),
+                chess960: theirs
+                    .chess960
+                    .filter(|_| theirs.mode == CastlingMode::Chess960),
+            },
+        });
+        0
+    } else if theirs.moves.len() < ours.moves.len() {
+        // Behind (its events came after it was published), unless it took moves back.
+        return if same_moves(theirs.moves.len()) {
+            Missing::Nothing
+        } else {
+            Missing::Whole
+        };
+    } else if !same_moves(ours.moves.len()) {
+        return Missing::Whole;
+    } else {
+        if let Some(last) = ours.moves.last()
+            && last.completed.is_none()
+        {
+            let m = &theirs.moves[ours.moves.len() - 1];
+            if let Some(by) = m.completed {
+                events.push(completed(theirs.number, ours.moves.len(), m, by));
+            }
+        }
+        ours.moves.len()
+    };
+    for (i, m) in theirs.moves.iter().enumerate().skip(from) {
+        events.push(CoreEvent {
+            t: m.made_at,
+            game: theirs.number,
+            kind: EventKind::MoveMade {
+                ply: i as u32 + 1,
+                san: m.san.clone(),
+                uci: m.uci.clone(),
+                fen: m.fen.clone(),
+                recovered: m.recovered,
+            },
+        });
+        if let Some(by) = m.completed {
+            events.push(completed(theirs.number, i + 1, m, by));
+        }
+    }
+    let ended = theirs.number == ours.number && ours.result.is_some();
+    if let (Some((result, reason)), false) = (theirs.result, ended) {
+        let t = theirs.moves.last().map_or(theirs.started_at, |m| m.made_at);
+        events.push(CoreEvent {
+            t,
+            game: theirs.number,
+            kind: EventKind::GameEnded { result, reason },
+        });
+    }
+    if events.is_empty() {
+        Missing::Nothing
+    } else {
+        Missing::Events(events)
+    }
+}
+
+/// The `move_completed` of move `m`, ply `ply` of game `game`.
+fn completed(
+    game: u32,
+    ply: usize,
+    m: &crate::core::game::MoveRecord,
+    by: CompletedBy,
+) -> CoreEvent {
+    CoreEvent {
+        t: m.made_at,
+        game,
+        kind: EventKind::MoveCompleted {
+            ply: ply as u32,
+            san: m.san.clone(),
+            by,
+            clock: m.clock,
+            recovered: m.recovered,
+        },
+    }
+}
+
 /// Show board `id` disconnected, with `comment` saying why; its game stays.
 fn mark_disconnected(hub: &Hub, id: &str, comment: String) {
     let mut status = hub
@@ -244,20 +483,6 @@ fn mark_disconnected(hub: &Hub, id: &str, comment: String) {
     status.state = LinkState::Disconnected;
     status.comment = Some(comment);
     hub.set_status(id, status);
-}
-
-/// Restore a board from its retained state: current game, players, health.
-fn restore(hub: &Hub, id: &str, state: &Value) {
-    let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
-    let games: Vec<GameRecord> = game_from_json(&state["game"]).into_iter().collect();
-    hub.restore(id, &games, &[], status);
-    let pairing = Pairing {
-        white: serde_json::from_value(state["white"].clone()).unwrap_or_default(),
-        black: serde_json::from_value(state["black"].clone()).unwrap_or_default(),
-    };
-    if pairing != Pairing::default() {
-        let _ = hub.set_pairing(id, pairing);
-    }
 }
 
 /// A game rebuilt from its JSON (`game` of a board snapshot): the moves are played again
@@ -411,5 +636,122 @@ mod tests {
         assert_eq!(a.id("hall-1", "board-1"), "board-1");
         assert_eq!(a.id("hall-2", "board-1"), "hall-2.board-1");
         assert_eq!(a.id("hall-1", "board-1"), "board-1");
+    }
+
+    /// The events (JSON lines, kinds) a node publishes for a sample game, and the node's state
+    /// of the board after each of them.
+    fn node_side() -> Vec<(MsgKind, Vec<u8>, Value)> {
+        use crate::output::{HubConfig, RoundInfo};
+        use crate::replay::{Layout, Plan, Session};
+        let capture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/captures/clean/g0001.jsonl");
+        let plan = Plan::load(&[capture], Layout::AsRecorded).unwrap();
+        let node = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut rx = node.receiver();
+        let mut out = Vec::new();
+        let mut session = Session::new(plan);
+        let mut publish = |b: &str, e: &CoreEvent| {
+            node.publish(b, e);
+            Ok(())
+        };
+        while session.step(&mut publish).unwrap() {
+            while let Ok(m) = rx.try_recv() {
+                let mut state = node.board_snapshot(&m.board).unwrap();
+                state["v"] = 1.into();
+                state["node"] = "hall-1".into();
+                out.push((m.kind, m.json.as_bytes().to_vec(), state));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_move_lost_on_the_way_is_healed_by_the_next_state_and_an_old_state_takes_nothing_back() {
+        use crate::output::{HubConfig, RoundInfo};
+        let node = node_side();
+        let moves: Vec<usize> = (0..node.len())
+            .filter(|&i| node[i].0 == MsgKind::MoveMade)
+            .collect();
+        assert!(moves.len() > 20, "{} moves", moves.len());
+        let round = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut stream = round.receiver();
+        let mut a = Assembler::default();
+        let events = Topic::Events {
+            node: "hall-1",
+            board: "board-1",
+        };
+        let state = Topic::State {
+            node: "hall-1",
+            board: "board-1",
+        };
+        let ply = |h: &Hub| {
+            h.with_round(|r| {
+                r.board("board-1")
+                    .and_then(|b| b.games.last())
+                    .map_or(0, |g| g.ply())
+            })
+        };
+        // Every message up to the 6th move, the board restored from its state on the way.
+        let sixth = moves[5];
+        for (i, (_, json, st)) in node[..=sixth].iter().enumerate() {
+            a.apply(&round, &events, json);
+            if i == 0 {
+                a.apply(&round, &state, &serde_json::to_vec(st).unwrap());
+            }
+        }
+        assert_eq!(ply(&round), 6);
+        // The 7th move is lost; the 8th cannot be taken, nor anything after it...
+        let tenth = moves[9];
+        for (i, (_, json, _)) in node.iter().enumerate().take(tenth + 1).skip(sixth + 1) {
+            if i != moves[6] {
+                a.apply(&round, &events, json);
+            }
+        }
+        assert_eq!(ply(&round), 6, "moves after a lost one are refused");
+        // ... until the board's next state, which restores the game; the rest goes on.
+        let now = serde_json::to_vec(&node[tenth].2).unwrap();
+        a.apply(&round, &state, &now);
+        assert_eq!(ply(&round), 10);
+        for (_, json, _) in &node[tenth + 1..] {
+            a.apply(&round, &events, json);
+        }
+        let all = moves.len() as u32;
+        assert_eq!(ply(&round), all);
+        // A new connection's retained state older than the game: nothing taken back.
+        a.reconnected();
+        let old = serde_json::to_vec(&node[sixth].2).unwrap();
+        a.apply(&round, &state, &old);
+        assert_eq!(ply(&round), all);
+        // The round's event stream has every move once, in order, as the node published them
+        // (the lost one and those held after it from the state), and each move's completion.
+        let mut made = Vec::new();
+        let mut done = Vec::new();
+        while let Ok(m) = stream.try_recv() {
+            let v: Value = serde_json::from_str(&m.json).unwrap();
+            match m.kind {
+                MsgKind::MoveMade => made.push((v["ply"].as_u64().unwrap(), v["uci"].clone())),
+                MsgKind::MoveCompleted => done.push(v["ply"].as_u64().unwrap()),
+                _ => {}
+            }
+        }
+        let theirs: Vec<(u64, Value)> = moves
+            .iter()
+            .map(|&i| {
+                let v: Value = serde_json::from_slice(&node[i].1).unwrap();
+                (v["ply"].as_u64().unwrap(), v["uci"].clone())
+            })
+            .collect();
+        assert_eq!(made, theirs);
+        let theirs: Vec<u64> = node
+            .iter()
+            .filter(|(k, _, _)| *k == MsgKind::MoveCompleted)
+            .map(|(_, json, _)| {
+                serde_json::from_slice::<Value>(json).unwrap()["ply"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert!(theirs.len() > 20);
+        assert_eq!(done, theirs, "every completion once, in order");
     }
 }
