@@ -24,6 +24,7 @@ pub mod livechess_rounds;
 pub mod metrics;
 pub mod model;
 pub mod mqtt;
+pub mod mqtt_schedule;
 pub mod mqtt_source;
 pub mod overlay;
 pub mod relay;

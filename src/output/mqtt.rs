@@ -16,8 +16,9 @@
 //! a bounded queue (oldest dropped first, counted), also before the first connection, that is
 //! emptied while the broker is connected; the connection is retried with exponential backoff
 //! (0.2 s to 10 s). Events handed to the MQTT client but not acknowledged by the broker when the
-//! connection breaks are sent again first on the next connection (QoS 1: at least once). States
-//! are published once per batch of events.
+//! connection breaks are sent again first on the next connection (QoS 1: at least once). A
+//! board's state follows its events once they are out, at most once a second, and after clock
+//! readings alone only every 30 s (see [`super::mqtt_schedule`]).
 //!
 //! Several brokers (the nodes of a cluster, e.g. NATS with MQTT and JetStream on) are tried in
 //! turn: when the connection to one breaks or cannot be made, the next one in the list is tried
@@ -27,10 +28,10 @@
 //! needs. Only QoS 1 is used (NATS accepts 0 and 1), the Last Will is a plain retained QoS 1
 //! message.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, Event, LastWill, MqttOptions, Packet, QoS, Request};
 use serde_json::json;
@@ -38,6 +39,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 use super::hub::{Hub, Msg};
+use super::mqtt_schedule::StateSchedule;
 
 /// One broker: a lone broker, or one node of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -406,7 +408,7 @@ pub fn spawn(
     let pub_stats = stats.clone();
     let handle = tokio::spawn(async move {
         let mut queue: VecDeque<Arc<Msg>> = VecDeque::new();
-        let mut dirty: BTreeSet<Arc<str>> = BTreeSet::new();
+        let mut states = StateSchedule::default();
         let mut all_dirty = false;
         let mut announce = false;
         let cap = cfg.queue.max(1);
@@ -458,7 +460,7 @@ pub fn spawn(
                 ) {
                     Ok(()) => {
                         pub_stats.published.fetch_add(1, Ordering::Relaxed);
-                        dirty.insert(m.board.clone());
+                        states.changed(&m.board, m.kind, Instant::now());
                         queue.pop_front();
                     }
                     Err(_) => break,
@@ -471,13 +473,14 @@ pub fn spawn(
                         .map(|b| Arc::from(b.id.as_str()))
                         .collect()
                 });
-                dirty.extend(ids);
+                states.all_due(ids, Instant::now());
                 all_dirty = false;
             }
             if !queue.is_empty() {
                 continue;
             }
-            while let Some(board) = dirty.pop_first() {
+            let now = Instant::now();
+            while let Some(board) = states.take_due(now) {
                 let Some(mut state) = hub.board_snapshot(&board) else {
                     continue;
                 };
@@ -494,9 +497,10 @@ pub fn spawn(
                     )
                     .is_err()
                 {
-                    dirty.insert(board);
+                    states.not_taken(board, now);
                     break;
                 }
+                states.published(board, now);
             }
         }
         let _ = client.try_publish(topics.status(), QoS::AtLeastOnce, true, offline);

@@ -161,13 +161,14 @@ impl Assembler {
             Topic::Status { node } => self.node_status(hub, node, &v),
             Topic::State { node, board } => {
                 let id = self.id(node, board);
-                if self.synced.insert(id.clone()) {
-                    self.gapped.remove(&id);
-                    catch_up(hub, &id, &v);
-                    if self.offline.contains(node) {
-                        // Its state was retained before the node went offline.
-                        mark_disconnected(hub, &id, format!("node {node} offline"));
-                    }
+                let first = self.synced.insert(id.clone());
+                self.gapped.remove(&id);
+                // Every state is read for what the round lacks of its game: one retained
+                // before this source subscribed can be behind events it will never get.
+                catch_up(hub, &id, &v, first);
+                if first && self.offline.contains(node) {
+                    // Its state was retained before the node went offline.
+                    mark_disconnected(hub, &id, format!("node {node} offline"));
                 }
             }
             Topic::Events { node, board } => {
@@ -332,28 +333,33 @@ fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&str>) -> Place {
     })
 }
 
-/// Bring board `id` to its retained `state` (a board seen for the first time, a new broker
-/// connection, a lost move): when the state's game continues the game the round has, the
-/// missing moves (and the game's start and end) are published as the node published them, so
-/// every event-stream client gets them too; a state behind the round's game takes nothing
-/// back; a game that does not continue the round's (or a board the round does not have yet)
-/// is restored whole. Then the board's health and players.
-fn catch_up(hub: &Hub, id: &str, state: &Value) {
+/// Bring board `id` to its retained `state`: when the state's game continues the game the
+/// round has, the missing moves (and the game's start and end) are published as the node
+/// published them, so every event-stream client gets them too; a state behind the round's game
+/// takes nothing back. With `first` (a board seen for the first time since the last broker
+/// connection, or after a lost move) a game that does not continue the round's (or the game
+/// of a board the round does not have yet) is restored whole, and the board's health and
+/// players are set from the state.
+fn catch_up(hub: &Hub, id: &str, state: &Value, first: bool) {
     let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
     let theirs = game_from_json(&state["game"]);
     let ours = hub.with_round(|r| r.board(id).and_then(|b| b.games.last().cloned()));
-    match (&theirs, ours) {
-        (Some(theirs), Some(ours)) => match missing(&ours, theirs) {
+    if let Some(theirs) = &theirs {
+        match missing(ours.as_ref(), theirs) {
             Missing::Nothing => {}
-            Missing::Events(events) => {
+            Missing::Events(events) if !first || ours.is_some() => {
                 for ev in &events {
                     hub.publish(id, ev);
                 }
             }
-            Missing::Whole => hub.restore(id, std::slice::from_ref(theirs), &[], status.clone()),
-        },
-        (Some(theirs), None) => hub.restore(id, std::slice::from_ref(theirs), &[], status.clone()),
-        (None, _) => {}
+            Missing::Events(_) | Missing::Whole if first => {
+                hub.restore(id, std::slice::from_ref(theirs), &[], status.clone());
+            }
+            Missing::Events(_) | Missing::Whole => {}
+        }
+    }
+    if !first {
+        return;
     }
     hub.set_status(id, status);
     let pairing = Pairing {
@@ -376,8 +382,15 @@ enum Missing {
     Whole,
 }
 
-/// What `ours` (the round's latest game of a board) lacks of `theirs` (its state's game).
-fn missing(ours: &GameRecord, theirs: &GameRecord) -> Missing {
+/// What `ours` (the round's latest game of a board, if any) lacks of `theirs` (its state's
+/// game).
+fn missing(ours: Option<&GameRecord>, theirs: &GameRecord) -> Missing {
+    let Some(ours) = ours else {
+        return match starting(theirs) {
+            Some(start) => Missing::Events(with_moves(vec![start], theirs, 0, false)),
+            None => Missing::Whole,
+        };
+    };
     let same_moves = |n: usize| {
         ours.moves
             .iter()
@@ -423,10 +436,41 @@ fn missing(ours: &GameRecord, theirs: &GameRecord) -> Missing {
         }
         ours.moves.len()
     };
-    for (i, m) in theirs.moves.iter().enumerate().skip(from) {
+    let ended = theirs.number == ours.number && ours.result.is_some();
+    let events = with_moves(events, theirs, from, ended);
+    if events.is_empty() {
+        Missing::Nothing
+    } else {
+        Missing::Events(events)
+    }
+}
+
+/// The `game_started` of `game` (`None`: a game the event cannot start, one turned round).
+fn starting(game: &GameRecord) -> Option<CoreEvent> {
+    (!game.reversed).then(|| CoreEvent {
+        t: game.started_at,
+        game: game.number,
+        kind: EventKind::GameStarted {
+            fen: game.start_fen(),
+            chess960: game
+                .chess960
+                .filter(|_| game.mode == CastlingMode::Chess960),
+        },
+    })
+}
+
+/// `events` followed by the moves of `game` from index `from` (each made, and completed when
+/// it was) and its end (unless `ended`: the round has it).
+fn with_moves(
+    mut events: Vec<CoreEvent>,
+    game: &GameRecord,
+    from: usize,
+    ended: bool,
+) -> Vec<CoreEvent> {
+    for (i, m) in game.moves.iter().enumerate().skip(from) {
         events.push(CoreEvent {
             t: m.made_at,
-            game: theirs.number,
+            game: game.number,
             kind: EventKind::MoveMade {
                 ply: i as u32 + 1,
                 san: m.san.clone(),
@@ -436,23 +480,18 @@ fn missing(ours: &GameRecord, theirs: &GameRecord) -> Missing {
             },
         });
         if let Some(by) = m.completed {
-            events.push(completed(theirs.number, i + 1, m, by));
+            events.push(completed(game.number, i + 1, m, by));
         }
     }
-    let ended = theirs.number == ours.number && ours.result.is_some();
-    if let (Some((result, reason)), false) = (theirs.result, ended) {
-        let t = theirs.moves.last().map_or(theirs.started_at, |m| m.made_at);
+    if let (Some((result, reason)), false) = (game.result, ended) {
+        let t = game.moves.last().map_or(game.started_at, |m| m.made_at);
         events.push(CoreEvent {
             t,
-            game: theirs.number,
+            game: game.number,
             kind: EventKind::GameEnded { result, reason },
         });
     }
-    if events.is_empty() {
-        Missing::Nothing
-    } else {
-        Missing::Events(events)
-    }
+    events
 }
 
 /// The `move_completed` of move `m`, ply `ply` of game `game`.
