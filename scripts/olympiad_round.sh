@@ -596,7 +596,15 @@ def main():
         rec = dict(received)
     lat = {k: (rec[k] - at) * 1000 for k, (at, _) in pub.items() if k in rec}
     early = [k for k in lat if pub[k][0] < start]  # start-up: before the measured window
-    missing = [k for k in pub if k not in rec]
+    # A move the player took back on the board (a retraction, then another move at its ply) is
+    # superseded: a stream that lost it and got the move that stood lacks nothing (serve-mqtt
+    # catches a board up from its state, which has only the moves that stood).
+    later_at = {}
+    for (b, g, p, u), (at, _) in pub.items():
+        later_at[(b, g, p)] = max(later_at.get((b, g, p), at), at)
+    superseded = {k for k in pub if pub[k][0] < later_at[k[:3]]}
+    missing = [k for k in pub if k not in rec and k not in superseded]
+    skipped = [k for k in pub if k not in rec and k in superseded]
     with open(os.path.join(DIR, "moves.tsv"), "w") as f:  # for a look with KEEP=1
         f.write("board\tgame\tply\tuci\thall\tpublished_s\treceived_s\n")
         for k, (at, i) in sorted(pub.items(), key=lambda kv: kv[1][0]):
@@ -613,7 +621,9 @@ def main():
             + (f", ready {kill['ready_at'] - kill['restart_at']:.1f} s later"
                if kill["ready_at"] is not None else ", NOT ready again by the end"))
     say(f"moves (move_made): published {len(pub)} by the daemons, received {len(lat)} of them on "
-        f"serve-mqtt's SSE; missing {len(missing)}, unexpected {len(unexpected)}; repeated "
+        f"serve-mqtt's SSE; missing {len(missing)} (and {len(skipped)} taken back on the board "
+        f"before the stream had them, the move that stood received), unexpected "
+        f"{len(unexpected)}; repeated "
         f"{repeats['pub']} published, {repeats['sse']} received; SSE connections "
         f"{sse_state['connections']}, snapshots {sse_state['snapshots']}"
         + (f" ({sse_state['error']})" if sse_state["error"] else ""))

@@ -5,7 +5,7 @@
 //!
 //! | topic | retained | QoS | payload |
 //! | --- | --- | --- | --- |
-//! | `PREFIX/NODE/status` | yes | 1 | `{"node":…, "online":true\|false, ...}` (Last Will: offline) |
+//! | `PREFIX/NODE/status` | yes | 1 | `{"node":…, "online":true\|false, "seq":…, "run":…}` (Last Will: offline) |
 //! | `PREFIX/NODE/board/BOARD/events` | no | 1 | each event of that board (JSON v1, as on the WebSocket) |
 //! | `PREFIX/NODE/board/BOARD/state` | yes | 1 | the board's snapshot (as in `GET /api/v1/boards/BOARD`) |
 //!
@@ -40,6 +40,12 @@ use tokio::sync::watch;
 
 use super::hub::{Hub, Msg};
 use super::mqtt_schedule::StateSchedule;
+
+/// Retained states handed to the client per 50 ms tick of the publisher at most (40 a second):
+/// a broker cluster stores each one before it reads on, and the events sent after them wait
+/// behind them on the connection, so the states of every board after a reconnection go out
+/// over a few seconds, not at once before the next move.
+const STATES_PER_TICK: usize = 2;
 
 /// One broker: a lone broker, or one node of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -406,9 +412,14 @@ pub fn spawn(
     // queued, even while the task has not started yet and the broker is not connected.
     let mut rx = hub.receiver();
     let pub_stats = stats.clone();
+    // This daemon's run (its start, in Unix milliseconds): its `seq` counts from 1 in each.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let handle = tokio::spawn(async move {
         let mut queue: VecDeque<Arc<Msg>> = VecDeque::new();
         let mut states = StateSchedule::default();
+        let mut state_tokens = STATES_PER_TICK;
         let mut all_dirty = false;
         let mut announce = false;
         let cap = cfg.queue.max(1);
@@ -436,14 +447,15 @@ pub fn spawn(
                     announce = true;
                     all_dirty = true;
                 }
-                _ = tick.tick() => {}
+                _ = tick.tick() => state_tokens = STATES_PER_TICK,
             }
             if !pub_stats.connected.load(Ordering::Relaxed) {
                 continue;
             }
             if announce {
                 let online =
-                    json!({"node": node, "online": true, "seq": hub.last_seq()}).to_string();
+                    json!({"node": node, "online": true, "seq": hub.last_seq(), "run": run})
+                        .to_string();
                 if client
                     .try_publish(topics.status(), QoS::AtLeastOnce, true, online)
                     .is_ok()
@@ -480,7 +492,10 @@ pub fn spawn(
                 continue;
             }
             let now = Instant::now();
-            while let Some(board) = states.take_due(now) {
+            while state_tokens > 0
+                && let Some(board) = states.take_due(now)
+            {
+                state_tokens -= 1;
                 let Some(mut state) = hub.board_snapshot(&board) else {
                     continue;
                 };

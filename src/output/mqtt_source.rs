@@ -110,6 +110,11 @@ pub struct Assembler {
     offline: HashSet<String>,
     /// Boards that lost a move on the way: their game's events wait for their next state.
     gapped: HashSet<String>,
+    /// Served id → the node's `seq` of the latest message of the board the round has taken
+    /// (an event, or a state's `last_seq`): a state older than that is not read for its game.
+    seqs: HashMap<String, u64>,
+    /// Node → the run its status named (`run`: a daemon started again counts from 1 again).
+    runs: HashMap<String, u64>,
 }
 
 impl Assembler {
@@ -163,9 +168,16 @@ impl Assembler {
                 let id = self.id(node, board);
                 let first = self.synced.insert(id.clone());
                 self.gapped.remove(&id);
-                // Every state is read for what the round lacks of its game: one retained
-                // before this source subscribed can be behind events it will never get.
-                catch_up(hub, &id, &v, first);
+                // Every state is read for what the round lacks of its game (one retained
+                // before this source subscribed can be behind events it will never get),
+                // unless it is older than what the round has of the board (a retained state
+                // from before a node's loss: its later states were lost with the node).
+                let theirs = v["last_seq"].as_u64().unwrap_or(0);
+                let stale = self.seqs.get(&id).is_some_and(|&ours| theirs < ours);
+                if !stale {
+                    self.seqs.insert(id.clone(), theirs);
+                }
+                catch_up(hub, &id, &v, first, stale);
                 if first && self.offline.contains(node) {
                     // Its state was retained before the node went offline.
                     mark_disconnected(hub, &id, format!("node {node} offline"));
@@ -188,6 +200,17 @@ impl Assembler {
         // Either way the node's next state restores its boards (their link, when it is back).
         for id in &boards {
             self.synced.remove(id);
+        }
+        if let Some(run) = v["run"].as_u64()
+            && self
+                .runs
+                .insert(node.to_string(), run)
+                .is_some_and(|r| r != run)
+        {
+            // The node's daemon started again: its messages count from 1 again.
+            for id in &boards {
+                self.seqs.remove(id);
+            }
         }
         if v["online"] != Value::Bool(false) {
             self.offline.remove(node);
@@ -264,6 +287,10 @@ impl Assembler {
                             }
                         }
                     }
+                    if let Some(theirs) = v["seq"].as_u64() {
+                        let seen = self.seqs.entry(id.to_string()).or_default();
+                        *seen = (*seen).max(theirs);
+                    }
                     let seq = hub.publish(id, &ev);
                     if matches!(ev.kind, EventKind::Irregularity { .. })
                         && let Some(theirs) = v["seq"].as_u64()
@@ -336,13 +363,14 @@ fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&str>) -> Place {
 /// Bring board `id` to its retained `state`: when the state's game continues the game the
 /// round has, the missing moves (and the game's start and end) are published as the node
 /// published them, so every event-stream client gets them too; a state behind the round's game
-/// takes nothing back. With `first` (a board seen for the first time since the last broker
+/// takes nothing back, and a `stale` one (older than what the round has of the board) gives
+/// only its health and players, with `first`. With `first` (a board seen for the first time since the last broker
 /// connection, or after a lost move) a game that does not continue the round's (or the game
 /// of a board the round does not have yet) is restored whole, and the board's health and
 /// players are set from the state.
-fn catch_up(hub: &Hub, id: &str, state: &Value, first: bool) {
+fn catch_up(hub: &Hub, id: &str, state: &Value, first: bool, stale: bool) {
     let status: BoardStatus = serde_json::from_value(state["status"].clone()).unwrap_or_default();
-    let theirs = game_from_json(&state["game"]);
+    let theirs = game_from_json(&state["game"]).filter(|_| !stale);
     let ours = hub.with_round(|r| r.board(id).and_then(|b| b.games.last().cloned()));
     if let Some(theirs) = &theirs {
         match missing(ours.as_ref(), theirs) {
@@ -416,15 +444,30 @@ fn missing(ours: Option<&GameRecord>, theirs: &GameRecord) -> Missing {
             },
         });
         0
-    } else if theirs.moves.len() < ours.moves.len() {
-        // Behind (its events came after it was published), unless it took moves back.
-        return if same_moves(theirs.moves.len()) {
-            Missing::Nothing
-        } else {
-            Missing::Whole
-        };
+    } else if theirs.moves.len() < ours.moves.len() && same_moves(theirs.moves.len()) {
+        // Behind: its events came after it was published.
+        return Missing::Nothing;
     } else if !same_moves(ours.moves.len()) {
-        return Missing::Whole;
+        // Moves taken back on the board (their `move_retracted` lost): back to the moves
+        // both have, then the state's.
+        let both = ours
+            .moves
+            .iter()
+            .zip(&theirs.moves)
+            .take_while(|(a, b)| a.uci == b.uci)
+            .count();
+        let t = theirs
+            .moves
+            .get(both)
+            .map_or(theirs.started_at, |m| m.made_at);
+        for ply in (both + 1..=ours.moves.len()).rev() {
+            events.push(CoreEvent {
+                t,
+                game: ours.number,
+                kind: EventKind::MoveRetracted { ply: ply as u32 },
+            });
+        }
+        both
     } else {
         if let Some(last) = ours.moves.last()
             && last.completed.is_none()
@@ -792,5 +835,83 @@ mod tests {
             .collect();
         assert!(theirs.len() > 20);
         assert_eq!(done, theirs, "every completion once, in order");
+    }
+
+    #[test]
+    fn a_newer_state_that_took_a_move_back_retracts_it_on_the_stream_and_an_older_one_is_ignored() {
+        use crate::output::{HubConfig, RoundInfo};
+        use shakmaty::Position;
+        let node = node_side();
+        let moves: Vec<usize> = (0..node.len())
+            .filter(|&i| node[i].0 == MsgKind::MoveMade)
+            .collect();
+        let round = Hub::new(RoundInfo::default(), HubConfig::default());
+        let mut a = Assembler::default();
+        let events = Topic::Events {
+            node: "hall-1",
+            board: "board-1",
+        };
+        let state = Topic::State {
+            node: "hall-1",
+            board: "board-1",
+        };
+        let sixth = moves[5];
+        a.apply(&round, &state, &serde_json::to_vec(&node[0].2).unwrap());
+        for (_, json, _) in &node[..=sixth] {
+            a.apply(&round, &events, json);
+        }
+        let game = |h: &Hub| {
+            h.with_round(|r| {
+                r.board("board-1")
+                    .and_then(|b| b.games.last())
+                    .map(|g| g.moves.iter().map(|m| m.uci.clone()).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            })
+        };
+        let had = game(&round);
+        assert_eq!(had.len(), 6);
+        // The node's state as it would be had the 6th move been taken back and another made
+        // (its `move_retracted` lost on the way).
+        let mut other = node[sixth].2.clone();
+        let record = game_from_json(&other["game"]).unwrap();
+        let before = record.position_after(5).clone();
+        let alt = before
+            .legal_moves()
+            .into_iter()
+            .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+            .find(|u| *u != had[5])
+            .unwrap();
+        other["game"]["moves"].as_array_mut().unwrap()[5]["uci"] = alt.clone().into();
+        let seen = other["last_seq"].as_u64().unwrap();
+        assert!(seen > 0);
+        // Older than what the round has: nothing taken back.
+        let mut old = other.clone();
+        old["last_seq"] = (seen - 1).into();
+        let mut stream = round.receiver();
+        a.apply(&round, &state, &serde_json::to_vec(&old).unwrap());
+        assert_eq!(game(&round), had);
+        assert!(
+            stream.try_recv().is_err(),
+            "nothing published for an older state"
+        );
+        // Newer: the 6th move taken back and the other one made, on the stream too.
+        other["last_seq"] = (seen + 1).into();
+        a.apply(&round, &state, &serde_json::to_vec(&other).unwrap());
+        let mut want = had[..5].to_vec();
+        want.push(alt.clone());
+        assert_eq!(game(&round), want);
+        let kinds: Vec<(MsgKind, Value)> = std::iter::from_fn(|| stream.try_recv().ok())
+            .map(|m| (m.kind, serde_json::from_str::<Value>(&m.json).unwrap()))
+            .filter(|(k, _)| matches!(k, MsgKind::MoveMade | MsgKind::MoveRetracted))
+            .collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        assert_eq!(
+            (kinds[0].0, kinds[0].1["ply"].as_u64()),
+            (MsgKind::MoveRetracted, Some(6))
+        );
+        assert_eq!(
+            (kinds[1].0, kinds[1].1["uci"].as_str()),
+            (MsgKind::MoveMade, Some(alt.as_str()))
+        );
     }
 }
