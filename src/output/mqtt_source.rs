@@ -255,6 +255,13 @@ impl Assembler {
             }
             _ => match CoreEvent::from_wire(v) {
                 Ok(ev) => {
+                    if let Some(theirs) = v["seq"].as_u64()
+                        && self.seqs.get(id).is_some_and(|&had| theirs <= had)
+                    {
+                        // Taken already (sent again after a broken connection: QoS 1 is at
+                        // least once), or in a state read since.
+                        return;
+                    }
                     if self.gapped.contains(id) && of_the_game(&ev.kind) {
                         // Held: the board's next state brings the game, in order.
                         return;
@@ -913,5 +920,13 @@ mod tests {
             (kinds[1].0, kinds[1].1["uci"].as_str()),
             (MsgKind::MoveMade, Some(alt.as_str()))
         );
+        // Events sent again (QoS 1 after a broken connection), or older than the state read:
+        // nothing taken twice.
+        for (_, json, _) in &node[sixth - 3..=sixth] {
+            a.apply(&round, &events, json);
+        }
+        assert_eq!(game(&round), want);
+        assert!(stream.try_recv().is_err(), "nothing published again");
+        assert!(a.gapped.is_empty(), "an old event is not taken for a lost one");
     }
 }
