@@ -13,8 +13,9 @@
 //! - events are read back into core events ([`CoreEvent::from_wire`]) and published into the
 //!   hub, so the round model is built exactly as on the node. A move that does not follow the
 //!   round's game (QoS 0: a message lost with a broker node) holds the board's game events
-//!   until its next state, which brings the missing ones in order; a move the round already
-//!   has is not published twice. The node's own messages
+//!   until its next state, which brings the missing ones in order; an event the round has
+//!   taken already (its node `seq` not above the board's latest taken) is not published twice,
+//!   and a state older than that gives nothing of its game. The node's own messages
 //!   (`board_status`, `players`, `irregularity_acknowledged`, `result_confirmed`) are applied
 //!   as such;
 //! - a node that goes offline (its Last Will, or the offline status of a clean stop) marks its
@@ -927,6 +928,9 @@ mod tests {
         }
         assert_eq!(game(&round), want);
         assert!(stream.try_recv().is_err(), "nothing published again");
-        assert!(a.gapped.is_empty(), "an old event is not taken for a lost one");
+        assert!(
+            a.gapped.is_empty(),
+            "an old event is not taken for a lost one"
+        );
     }
 }
