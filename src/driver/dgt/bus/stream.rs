@@ -18,7 +18,9 @@ use crate::driver::{Decoder, Message, SessionMessage};
 /// - BWTIME: [`Observation::Clock`] for times, [`Observation::ClockAbsent`] for "no clock",
 ///   nothing for an ack or a null payload;
 /// - UPDATE: one [`Observation::Field`] per field change, in order (time entries and tags of a
-///   live update give nothing: presses are read from the clock's BWTIME readings);
+///   live update give nothing: presses are read from the clock's BWTIME readings), then
+///   [`Observation::Polled`] (the board's changes until this poll are in; also after an
+///   empty UPDATE, and after the memory an UPDATE is joined to);
 /// - FROM_START: held back. The next UPDATE is joined to it and one [`Observation::Memory`] of
 ///   both is emitted then, instead of the update's fields. DGTCentaurMods' emulation (which
 ///   LiveChess reads) sends in FROM_START the changes not yet sent by SEND_CHANGES, and then
@@ -81,19 +83,23 @@ impl BusStream {
     fn emit(&mut self, reply: BusReply, out: &mut Vec<Message>) {
         let driver = reply.driver_reply();
         match reply {
-            BusReply::Update { entries, .. } => match self.from_start.take() {
-                Some(mut joined) => {
-                    let overlap = overlap(&joined, &entries);
-                    joined.extend_from_slice(&entries[overlap..]);
-                    out.push(memory(&joined));
-                }
-                None => out.extend(entries.iter().filter_map(|e| match *e {
-                    EeEntry::Field { index, reading, .. } => {
-                        Some(Message::Observation(Observation::Field { index, reading }))
+            BusReply::Update { entries, .. } => {
+                match self.from_start.take() {
+                    Some(mut joined) => {
+                        let overlap = overlap(&joined, &entries);
+                        joined.extend_from_slice(&entries[overlap..]);
+                        out.push(memory(&joined));
                     }
-                    EeEntry::Time { .. } | EeEntry::Tag(_) => None,
-                })),
-            },
+                    None => out.extend(entries.iter().filter_map(|e| match *e {
+                        EeEntry::Field { index, reading, .. } => {
+                            Some(Message::Observation(Observation::Field { index, reading }))
+                        }
+                        EeEntry::Time { .. } | EeEntry::Tag(_) => None,
+                    })),
+                }
+                // The board's changes until this poll are in.
+                out.push(Message::Observation(Observation::Polled));
+            }
             other => {
                 self.flush(out);
                 match other {
