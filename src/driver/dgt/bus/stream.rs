@@ -329,6 +329,7 @@ mod tests {
                     index: 36,
                     reading: reading_from_code(1).unwrap()
                 }),
+                Message::Observation(Observation::Polled),
                 driver(0x85, A, [0, 3, 0, 0]),
                 driver(0x86, A, [0, 3, 0, 0]),
                 // FROM_START ends in e2 emptied; the UPDATE starts with it again: dropped once.
@@ -338,6 +339,7 @@ mod tests {
                     memory_field(52, 0),
                     memory_field(36, 1),
                 ])),
+                Message::Observation(Observation::Polled),
                 driver(0x85, A, [0, 2, 0, 0]),
             ]
         );
@@ -358,6 +360,7 @@ mod tests {
                     index: 12,
                     reading: SquareReading::Empty
                 }),
+                Message::Observation(Observation::Polled),
                 driver(0x85, B, [0, 1, 0, 0]),
             ]
         );
@@ -506,7 +509,9 @@ mod tests {
             .flat_map(BusReply::encode)
             .collect::<Vec<u8>>();
             let out = decode(&mut BusStream::new(A), &stream);
-            assert_eq!(out.len(), 3);
+            // FROM_START's reply, the memory, the poll's end, UPDATE's reply.
+            assert_eq!(out.len(), 4);
+            assert_eq!(out[2], Message::Observation(Observation::Polled));
             out[1].clone()
         };
         let press = EeEntry::Time {
