@@ -1,7 +1,7 @@
 //! The bus decoders behind the [`Decoder`] seam: [`BusStream`] for one board of a chain,
 //! [`BusLineStream`] for the whole line (§1.9).
 
-use super::{BusDecoder, BusReply};
+use super::{BusCommand, BusDecoder, BusReply};
 use crate::core::observation::{MemoryEntry, Observation};
 use crate::driver::dgt::BwTime;
 use crate::driver::dgt::ee::{EeEntry, memory_entries};
@@ -39,6 +39,9 @@ pub struct BusStream {
     replies: Vec<BusReply>,
     /// The entries of a FROM_START waiting for the next UPDATE.
     from_start: Option<Vec<EeEntry>>,
+    /// The last command sent to the board was REPEAT_CHANGES: its UPDATE is the packet of an
+    /// earlier SEND_CHANGES, and changes made since may still wait in the board.
+    repeating: bool,
 }
 
 impl BusStream {
@@ -48,6 +51,7 @@ impl BusStream {
             decoder: BusDecoder::for_address(address),
             replies: Vec::new(),
             from_start: None,
+            repeating: false,
         }
     }
 
@@ -97,8 +101,11 @@ impl BusStream {
                         EeEntry::Time { .. } | EeEntry::Tag(_) => None,
                     })),
                 }
-                // The board's changes until this poll are in.
-                out.push(Message::Observation(Observation::Polled));
+                // The board's changes until this poll are in; not so after REPEAT_CHANGES (the
+                // packet of an earlier SEND_CHANGES: changes since may wait in the board).
+                if !self.repeating {
+                    out.push(Message::Observation(Observation::Polled));
+                }
             }
             other => {
                 self.flush(out);
@@ -132,6 +139,19 @@ impl Decoder for BusStream {
         let replies = std::mem::take(&mut self.replies);
         for r in replies {
             self.emit(r, out);
+        }
+    }
+
+    fn sent(&mut self, bytes: &[u8]) {
+        // A bus command (§1.9.2): `<cmd> <address> <address> <checksum>`, to this board.
+        if let [cmd, hi, lo, _] = *bytes
+            && (u16::from(hi) << 7 | u16::from(lo)) == self.address()
+        {
+            match cmd {
+                c if c == BusCommand::SendChanges.byte() => self.repeating = false,
+                c if c == BusCommand::RepeatChanges.byte() => self.repeating = true,
+                _ => {}
+            }
         }
     }
 
@@ -480,6 +500,34 @@ mod tests {
                 driver(0x84, A, [0; 4]),
             ]
         );
+    }
+
+    #[test]
+    fn an_update_answering_repeat_changes_is_no_poll() {
+        let update = BusReply::Update {
+            address: A,
+            entries: vec![field(52, 0)],
+        }
+        .encode();
+        let polls = |d: &mut BusStream| {
+            decode(d, &update)
+                .iter()
+                .filter(|m| **m == Message::Observation(Observation::Polled))
+                .count()
+        };
+        let mut d = BusStream::new(A);
+        d.sent(&BusCommand::SendChanges.encode(A));
+        assert_eq!(polls(&mut d), 1);
+        // The packet of an earlier SEND_CHANGES: its fields, but no poll (changes made since
+        // may still wait in the board).
+        d.sent(&BusCommand::RepeatChanges.encode(A));
+        assert_eq!(polls(&mut d), 0);
+        // Another board's commands change nothing; this board's clock neither.
+        d.sent(&BusCommand::SendChanges.encode(B));
+        d.sent(&BusCommand::SendClock.encode(A));
+        assert_eq!(polls(&mut d), 0);
+        d.sent(&BusCommand::SendChanges.encode(A));
+        assert_eq!(polls(&mut d), 1);
     }
 
     #[test]
