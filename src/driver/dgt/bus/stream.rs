@@ -143,6 +143,8 @@ impl Decoder for BusStream {
     }
 
     fn sent(&mut self, bytes: &[u8]) {
+        // Whatever the reply being collected was, it is over: a new command went out.
+        self.decoder.cut();
         // A bus command (§1.9.2): `<cmd> <address> <address> <checksum>`, to this board.
         if let [cmd, hi, lo, _] = *bytes
             && (u16::from(hi) << 7 | u16::from(lo)) == self.address()
@@ -528,6 +530,21 @@ mod tests {
         assert_eq!(polls(&mut d), 0);
         d.sent(&BusCommand::SendChanges.encode(A));
         assert_eq!(polls(&mut d), 1);
+    }
+
+    #[test]
+    fn a_reply_cut_short_is_never_completed_by_the_next_one() {
+        // Issue 38: an UPDATE that lost its 7th byte, then the next reply (its header lost):
+        // its second byte, 0x00, completed the first frame with a checksum that matched.
+        let first = hex_bytes("85 00 0f 07 6d 40 1b 24 41 1b 71 30 54 28");
+        let mut d = BusStream::new(0x3ED);
+        assert!(decode(&mut d, &first).is_empty());
+        d.sent(&BusCommand::RepeatChanges.encode(0x3ED));
+        assert!(decode(&mut d, &[0x00]).is_empty(), "no frame made up");
+        assert_eq!(d.bad_frames(), 1);
+        // Without the command in between, the bytes made a frame (what the fix prevents).
+        let mut d = BusStream::new(0x3ED);
+        assert!(!decode(&mut d, &[first, vec![0x00]].concat()).is_empty());
     }
 
     #[test]
