@@ -163,6 +163,10 @@ pub fn apply_record<'a>(
             device.engine.handle(t, &obs, out);
             Applied::Fed
         }
-        RecordKind::Tx(_) | RecordKind::Write { .. } | RecordKind::Note(_) => Applied::Fed,
+        RecordKind::Tx(bytes) => {
+            device.decoder.sent(bytes);
+            Applied::Fed
+        }
+        RecordKind::Write { .. } | RecordKind::Note(_) => Applied::Fed,
     }
 }

@@ -427,6 +427,94 @@ fn a_piece_put_right_sooner_than_displaced_after_is_not_reported() {
     assert_eq!(rig.sans().last().unwrap(), "Bc4");
 }
 
+/// A polled board's answer: the field reports, all at one time, then the poll's end.
+fn answer(rig: &mut Rig, fields: &[(Square, SquareReading)]) {
+    for &(sq, reading) in fields {
+        let obs = rig.report(sq, reading);
+        rig.observe(&obs);
+    }
+    rig.observe(&Observation::Polled);
+}
+
+/// 1. e4 e5 2. d4 on a board without a clock, polled (a DGT board on a bus chain).
+fn polled_centre_game() -> Rig {
+    let mut rig = Rig::bare(&Board::default());
+    rig.observe(&Observation::Polled);
+    for (from, to) in [(E2, E4), (E7, E5), (D2, D4)] {
+        let piece = rig.piece(from);
+        rig.wait(400);
+        answer(&mut rig, &[(from, SquareReading::Empty)]);
+        rig.wait(400);
+        answer(&mut rig, &[(to, SquareReading::Piece(piece))]);
+    }
+    assert_eq!(rig.sans(), ["e4", "e5", "d4"], "{}", rig.log());
+    rig
+}
+
+#[test]
+fn a_recapture_a_polled_boards_memory_folded_is_recovered_at_its_poll_not_displaced() {
+    // 2... exd4 3. Qxd4 Nc6 between polls. The board's memory rewrote d4's entry as the queen
+    // took the pawn that had just taken on d4 (one square changing twice in a row): exd4 is
+    // never seen. The first answer shows e5, d4 and d1 emptied at once; the next one, a
+    // polling cycle (more than the displaced window) later, the queen on d4 and Nc6.
+    let mut rig = polled_centre_game();
+    rig.wait(500);
+    let empty = SquareReading::Empty;
+    answer(&mut rig, &[(E5, empty), (D4, empty), (D1, empty)]);
+    // No poll: no decision, however long the next answer takes.
+    rig.wait(1100);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    answer(
+        &mut rig,
+        &[
+            (D4, SquareReading::Piece(white(Role::Queen))),
+            (B8, empty),
+            (C6, SquareReading::Piece(black(Role::Knight))),
+        ],
+    );
+    rig.wait(1100);
+    answer(&mut rig, &[]);
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    assert_eq!(rig.sans(), ["e4", "e5", "d4", "exd4", "Qxd4", "Nc6"]);
+}
+
+#[test]
+fn a_displaced_piece_on_a_polled_board_is_raised_at_the_first_poll_after_the_window() {
+    let mut rig = polled_centre_game();
+    rig.wait(400);
+    // A white pawn knocked from g2 to h3 (a square no move of White's reaches).
+    answer(
+        &mut rig,
+        &[
+            (G2, SquareReading::Empty),
+            (H3, SquareReading::Piece(white(Role::Pawn))),
+        ],
+    );
+    // Polls every 400 ms: the board stays so; raised at the first poll 1 s after it began.
+    for _ in 0..2 {
+        rig.wait(400);
+        answer(&mut rig, &[]);
+        assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    }
+    rig.wait(400);
+    answer(&mut rig, &[]);
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 3)],
+        "{}",
+        rig.log()
+    );
+    rig.wait(400);
+    answer(
+        &mut rig,
+        &[
+            (H3, SquareReading::Empty),
+            (G2, SquareReading::Piece(white(Role::Pawn))),
+        ],
+    );
+    assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
+}
+
 #[test]
 fn a_sensor_glitch_is_not_displaced() {
     let mut rig = open_game();

@@ -115,6 +115,11 @@ fn script(data: &[u8]) -> Vec<(Micros, Option<Observation>)> {
                 serial: None,
             }),
             14 => Some(Observation::Operator(OperatorAction::NewGame { fen: None })),
+            // A polled board's answer ended (a DGT chain's).
+            _ if data.get(i).is_some_and(|k| k % 8 == 6) => {
+                i += 1;
+                Some(Observation::Polled)
+            }
             _ if data.get(i).is_some_and(|k| k % 8 == 7) => {
                 i += 1;
                 let mut entries = Vec::new();

@@ -230,4 +230,11 @@ pub enum Observation {
     /// The board's own memory of what it sensed, oldest first, read back after the link was
     /// away (the moves made meanwhile are recovered from it, exactly and in order).
     Memory(Vec<MemoryEntry>),
+    /// A board that reports only when it is asked (a DGT board on a bus chain, polled in
+    /// turn) answered a poll for its changes: the changes since its previous answer were just
+    /// reported (as `Field`s, before this), so the sensed board is the board as it stood at
+    /// this poll. Between two polls the sensed board may be up to a polling cycle old, and
+    /// the changes of one answer arrive together: the engine of such a board decides on what
+    /// the board shows only at a poll (`docs/fide-laws.md`, displaced pieces).
+    Polled,
 }

@@ -202,6 +202,10 @@ pub trait Decoder: Send + std::fmt::Debug {
     fn notified(&mut self, _char: &str, bytes: &[u8], out: &mut Vec<Message>) {
         self.decode(bytes, out);
     }
+    /// Bytes the host sent to this board (a capture's `tx` record, in its place among the
+    /// received bytes, live and in replay alike), for a decoder whose replies mean something
+    /// different depending on the command they answer; by default nothing.
+    fn sent(&mut self, _bytes: &[u8]) {}
     /// Bytes thrown away while resynchronising.
     fn dropped_bytes(&self) -> u64;
     /// Frames found bad (wrong length, bad checksum...).

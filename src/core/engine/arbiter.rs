@@ -660,6 +660,13 @@ impl BoardEngine {
         } else {
             self.cfg.displaced_after
         };
+        // A polled board's changes of one answer arrive together: pieces lifted in one answer
+        // were not seen going in one scan, so no shorter wait than the displaced window.
+        let wait = if self.polled {
+            wait.max(self.cfg.displaced_after)
+        } else {
+            wait
+        };
         if in_progress {
             if self.displaced.as_ref().is_some_and(|d| d.raised.is_none()) {
                 self.displaced = None;

@@ -156,6 +156,9 @@ pub struct BoardEngine {
     clock_present: Option<bool>,
     /// The board's memory, replayed, waiting for the board dump that follows it.
     memory: Option<memory::MemoryReplay>,
+    /// The board reports only when polled ([`Observation::Polled`] seen): what it shows is
+    /// judged at its polls, not by the time passed since its last report.
+    polled: bool,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
     current: Candidates,
@@ -226,9 +229,10 @@ impl BoardEngine {
         // A memory is for the board dump right after it: anything that may change the board or
         // the record in between makes it stale.
         let memory = match obs {
-            Observation::Clock(_) | Observation::ClockAbsent | Observation::Connected { .. } => {
-                None
-            }
+            Observation::Clock(_)
+            | Observation::ClockAbsent
+            | Observation::Connected { .. }
+            | Observation::Polled => None,
             _ => self.memory.take(),
         };
         match obs {
@@ -286,18 +290,30 @@ impl BoardEngine {
             ),
             Observation::Operator(action) => self.on_operator(t, action, out),
             Observation::Memory(entries) => self.on_memory(entries),
+            Observation::Polled => {
+                self.polled = true;
+                self.on_polled(t, out);
+            }
         }
     }
 
     /// Take every decision whose deadline has passed at time `t` (events carry the deadline).
+    /// On a board that reports only when polled, displaced pieces are decided at its polls
+    /// instead ([`Observation::Polled`]): between two polls, what the board shows is not known.
     pub fn tick(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        self.decide(t, !self.polled, out);
+    }
+
+    /// [`BoardEngine::tick`]; the displaced deadline only when `displaced`.
+    fn decide(&mut self, t: Micros, displaced: bool, out: &mut Vec<CoreEvent>) {
+        let judge_displaced = displaced;
         loop {
             let press = self.pending_press.map(|p| (p.deadline, 0));
             let end = self.pending_end.map(|d| (d, 1));
             let displaced = self
                 .displaced
                 .as_ref()
-                .filter(|d| d.raised.is_none())
+                .filter(|d| judge_displaced && d.raised.is_none())
                 .map(|d| (d.since + d.wait, 2));
             let next = [press, end, displaced].into_iter().flatten().min();
             match next {
@@ -311,7 +327,37 @@ impl BoardEngine {
 
     /// End of input at time `_t`: take every pending decision now.
     pub fn finish(&mut self, _t: Micros, out: &mut Vec<CoreEvent>) {
-        self.tick(Micros::MAX, out);
+        self.decide(Micros::MAX, true, out);
+    }
+
+    /// A polled board answered ([`Observation::Polled`]): its changes since the last poll are
+    /// in, and the sensed board is the board as it stands. Its changes arrive a poll at a
+    /// time, up to a polling cycle late and all at once, and its memory keeps only the last
+    /// reading of a square changed twice in a row (a piece placed and taken off again before
+    /// the poll: a recapture's captured piece is never seen on its square), so the board may
+    /// show a position a few plies ahead with no report in between: recovered now, as at a
+    /// board dump, when exactly one legal sequence leads there (nothing is raised here: an
+    /// image a sequence does not explain may be moves still in progress). Displaced pieces are
+    /// raised only here, when a poll at least the displaced window after the board stopped
+    /// being explained still shows it unexplained.
+    fn on_polled(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
+        if self.memory.is_some() {
+            // The memory waits for its board dump, which recovers the moves.
+            return;
+        }
+        if self.displaced.is_some()
+            && self.reconcile(t, recovery::Trigger::Poll, out) == recovery::Reconciled::Recovered
+        {
+            return;
+        }
+        let due = self
+            .displaced
+            .as_ref()
+            .filter(|d| d.raised.is_none())
+            .is_some_and(|d| t >= d.since + d.wait);
+        if due {
+            self.raise_displaced(t, out);
+        }
     }
 
     fn game(&self) -> Option<&GameRecord> {

@@ -32,6 +32,9 @@ pub(super) enum Trigger {
     Stable,
     /// A clock press that no move explains.
     Press,
+    /// A polled board answered with a board no move explains (`BoardEngine::on_polled`): as
+    /// a dump, but nothing is raised (the board may be a move in progress after the gap).
+    Poll,
 }
 
 /// What a reconciliation did.
@@ -58,7 +61,10 @@ impl BoardEngine {
         };
         // A made move not yet completed is still being revised (a slide, a knock on the way):
         // only a dump can show a gap behind it.
-        let revising = game.uncompleted_last().is_some() && trigger == Trigger::Stable;
+        // On a polled board the board stood unexplained from one poll to another, a whole
+        // window apart: no revision of the last move is under way any more.
+        let revising =
+            game.uncompleted_last().is_some() && trigger == Trigger::Stable && !self.polled;
         if self.illegal_open.is_some() || game.over() || revising || self.correcting.is_some() {
             return Reconciled::No;
         }
@@ -89,7 +95,7 @@ impl BoardEngine {
         // the player fetches the queen to promote to) shows a move in progress, not a gap: no
         // sequence of complete moves is looked for, the live engine follows the move. A board
         // that reports whole positions sends such dumps whenever it stands still (Certabo).
-        if trigger == Trigger::Dump && is_move_in_progress(&pos, &board) {
+        if matches!(trigger, Trigger::Dump | Trigger::Poll) && is_move_in_progress(&pos, &board) {
             return Reconciled::No;
         }
         // At a press the presser made the last move: a sequence ending with the other side's
@@ -103,7 +109,7 @@ impl BoardEngine {
         let presser_last = |n: usize| match trigger {
             Trigger::Press => n % 2 == 1,
             Trigger::Stable => n == 2 || gap_shaped,
-            Trigger::Dump => true,
+            Trigger::Dump | Trigger::Poll => true,
         };
         match gap::search(&pos, &board, gap::MAX_PLIES) {
             Gap::One(moves) if moves.len() >= 2 && presser_last(moves.len()) => {
@@ -111,6 +117,10 @@ impl BoardEngine {
                 Reconciled::Recovered
             }
             Gap::One(_) => Reconciled::No,
+            // A polled board's answer recovers; it raises nothing before the displaced window.
+            Gap::Several(_) | Gap::None | Gap::TooMany if trigger == Trigger::Poll => {
+                Reconciled::No
+            }
             Gap::Several(_) if !gap_shaped => Reconciled::No,
             Gap::Several(options) => {
                 let list: Vec<String> = options.iter().map(|o| sans(&pos, o)).collect();

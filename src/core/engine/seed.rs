@@ -67,6 +67,9 @@ pub struct EngineSeed {
     /// check (`None`: neither yet; seeds written before it have none).
     #[serde(default)]
     clock_present: Option<bool>,
+    /// The board reports only when polled.
+    #[serde(default)]
+    polled: bool,
 }
 
 impl EngineSeed {
@@ -101,6 +104,7 @@ impl EngineSeed {
             ledger: engine.ledger.clone(),
             link_dropped_at: engine.link_dropped_at,
             clock_present: engine.clock_present,
+            polled: engine.polled,
         };
         let text = serde_json::to_string(&seed).ok()?;
         let back: EngineSeed = serde_json::from_str(&text).ok()?;
@@ -143,6 +147,7 @@ impl EngineSeed {
         engine.ledger = self.ledger.clone();
         engine.link_dropped_at = self.link_dropped_at;
         engine.clock_present = self.clock_present;
+        engine.polled = self.polled;
         Ok(engine)
     }
 

@@ -184,6 +184,12 @@ struct Member {
     /// The board sent a packet of changes that did not come through whole: its next turn asks
     /// for it again (REPEAT_CHANGES), never for new changes, so that none is lost.
     repeat_pending: bool,
+    /// The last packet of changes in came with REPEAT_CHANGES: it is an earlier SEND_CHANGES'
+    /// packet, and changes made since may wait in the board (a dump or a start mark now would
+    /// be ahead of them).
+    stale: bool,
+    /// A SEND_CHANGES was put first in this turn after a packet that came with REPEAT_CHANGES.
+    refreshed: bool,
     /// Turns left in which its memory is asked for (the current recovery).
     memory_turns: u32,
     /// Memory reads left for moves missing, and when the last was asked.
@@ -208,6 +214,8 @@ impl Member {
             ignoring: false,
             start_pending: false,
             repeat_pending: false,
+            stale: false,
+            refreshed: false,
             memory_turns: 0,
             recalls: MEMORY_RECALLS,
             last_recall: None,
@@ -221,6 +229,7 @@ impl Member {
     /// them when one is wanted (a dump is a snapshot: it agrees with the changes only when none
     /// is pending), the start mark, the clock.
     fn begin_turn(&mut self) {
+        self.refreshed = false;
         let wants_board = self.extra.contains(&BusCommand::SendBoard);
         let memory_turns = &mut self.memory_turns;
         self.turn.extend(self.extra.drain(..).filter(|c| match c {
@@ -480,12 +489,13 @@ impl Chain {
                 continue;
             };
             if let Some(cmd) = m.turn.pop_front() {
-                if m.repeat_pending
+                if (m.repeat_pending || m.stale)
                     && matches!(cmd, BusCommand::SendBoard | BusCommand::SetStartGame)
                 {
-                    // The board's changes did not come through in this turn: a dump would be
-                    // ahead of them (a gap the game cannot explain), and the start mark could
-                    // log a move already made. Both wait for a turn whose changes came.
+                    // The board's changes did not come through in this turn, or only an
+                    // earlier packet of them did (REPEAT_CHANGES): a dump would be ahead of
+                    // them (a gap the game cannot explain), and the start mark could log a
+                    // move already made. Both wait for a turn whose changes came.
                     if cmd == BusCommand::SendBoard {
                         m.ask(cmd);
                     }
@@ -724,8 +734,19 @@ impl Session for Chain {
                     if let Some(m) = self.members.get_mut(&address) {
                         m.missed = 0;
                         match cmd {
-                            BusCommand::SendChanges | BusCommand::RepeatChanges => {
+                            BusCommand::SendChanges => {
                                 m.repeat_pending = false;
+                                m.stale = false;
+                            }
+                            BusCommand::RepeatChanges => {
+                                m.repeat_pending = false;
+                                m.stale = true;
+                                // An earlier packet: the changes made since are asked for at
+                                // once (once a turn), before this turn's dump or start mark.
+                                if !m.refreshed {
+                                    m.refreshed = true;
+                                    m.turn.push_front(BusCommand::SendChanges);
+                                }
                             }
                             BusCommand::SendFromStart => m.memory_turns = 0,
                             _ => {}
@@ -1266,10 +1287,40 @@ mod tests {
             entries: Vec::new(),
         };
         deliver(&mut s, t, &update, &view, &mut out);
+        // That packet was the earlier one: the changes made since are asked for at once.
+        assert_eq!(commands(&out), [(5, 0x83)]);
+        out.clear();
+        deliver(&mut s, t, &update, &view, &mut out);
         // Board 5 said "no clock": its clock waits for a later turn; board 6's turn comes.
         assert_eq!(commands(&out), [(6, 0x83)]);
         assert!(!s.members[&5].repeat_pending);
         assert_eq!(s.stats.lost, 0);
+    }
+
+    #[test]
+    fn a_packet_that_came_with_repeat_changes_is_followed_by_new_changes_before_a_dump() {
+        let view = View { in_progress: false };
+        let mut s = polling(&[5]);
+        s.members.get_mut(&5).unwrap().ask(BusCommand::SendBoard);
+        let t = Instant::now();
+        let mut out = Vec::new();
+        s.poll(t, &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x83)]);
+        // The reply to SEND_CHANGES is lost: REPEAT_CHANGES, whose packet comes through.
+        out.clear();
+        s.poll(t + Duration::from_millis(100), &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x84)]);
+        out.clear();
+        let update = BusReply::Update {
+            address: 5,
+            entries: Vec::new(),
+        };
+        deliver(&mut s, t, &update, &view, &mut out);
+        // That packet is the board's earlier one: the changes since come first, then the dump.
+        assert_eq!(commands(&out), [(5, 0x83)], "new changes before the dump");
+        out.clear();
+        deliver(&mut s, t, &update, &view, &mut out);
+        assert_eq!(commands(&out), [(5, 0x82)]);
     }
 
     #[test]

@@ -210,6 +210,16 @@ impl BusDecoder {
         self.expected = 0;
     }
 
+    /// The reply being collected is over, however much of it came (the host sent its next
+    /// command only once the line was quiet): a frame still incomplete is aborted and counted
+    /// bad, so that the next reply's bytes never complete it (a byte lost from one reply and
+    /// the next reply's first byte taken in its place passes the 7-bit checksum once in 128).
+    pub fn cut(&mut self) {
+        if !self.frame.is_empty() {
+            self.abort(self.frame.len());
+        }
+    }
+
     /// Empties the frame buffer, giving back the memory of a long frame.
     fn release_frame(&mut self) {
         if self.frame.capacity() > KEEP_CAPACITY {

@@ -1,7 +1,7 @@
 //! The bus decoders behind the [`Decoder`] seam: [`BusStream`] for one board of a chain,
 //! [`BusLineStream`] for the whole line (§1.9).
 
-use super::{BusDecoder, BusReply};
+use super::{BusCommand, BusDecoder, BusReply};
 use crate::core::observation::{MemoryEntry, Observation};
 use crate::driver::dgt::BwTime;
 use crate::driver::dgt::ee::{EeEntry, memory_entries};
@@ -18,7 +18,9 @@ use crate::driver::{Decoder, Message, SessionMessage};
 /// - BWTIME: [`Observation::Clock`] for times, [`Observation::ClockAbsent`] for "no clock",
 ///   nothing for an ack or a null payload;
 /// - UPDATE: one [`Observation::Field`] per field change, in order (time entries and tags of a
-///   live update give nothing: presses are read from the clock's BWTIME readings);
+///   live update give nothing: presses are read from the clock's BWTIME readings), then
+///   [`Observation::Polled`] (the board's changes until this poll are in; also after an
+///   empty UPDATE, and after the memory an UPDATE is joined to);
 /// - FROM_START: held back. The next UPDATE is joined to it and one [`Observation::Memory`] of
 ///   both is emitted then, instead of the update's fields. DGTCentaurMods' emulation (which
 ///   LiveChess reads) sends in FROM_START the changes not yet sent by SEND_CHANGES, and then
@@ -37,6 +39,9 @@ pub struct BusStream {
     replies: Vec<BusReply>,
     /// The entries of a FROM_START waiting for the next UPDATE.
     from_start: Option<Vec<EeEntry>>,
+    /// The last command sent to the board was REPEAT_CHANGES: its UPDATE is the packet of an
+    /// earlier SEND_CHANGES, and changes made since may still wait in the board.
+    repeating: bool,
 }
 
 impl BusStream {
@@ -46,6 +51,7 @@ impl BusStream {
             decoder: BusDecoder::for_address(address),
             replies: Vec::new(),
             from_start: None,
+            repeating: false,
         }
     }
 
@@ -81,19 +87,26 @@ impl BusStream {
     fn emit(&mut self, reply: BusReply, out: &mut Vec<Message>) {
         let driver = reply.driver_reply();
         match reply {
-            BusReply::Update { entries, .. } => match self.from_start.take() {
-                Some(mut joined) => {
-                    let overlap = overlap(&joined, &entries);
-                    joined.extend_from_slice(&entries[overlap..]);
-                    out.push(memory(&joined));
-                }
-                None => out.extend(entries.iter().filter_map(|e| match *e {
-                    EeEntry::Field { index, reading, .. } => {
-                        Some(Message::Observation(Observation::Field { index, reading }))
+            BusReply::Update { entries, .. } => {
+                match self.from_start.take() {
+                    Some(mut joined) => {
+                        let overlap = overlap(&joined, &entries);
+                        joined.extend_from_slice(&entries[overlap..]);
+                        out.push(memory(&joined));
                     }
-                    EeEntry::Time { .. } | EeEntry::Tag(_) => None,
-                })),
-            },
+                    None => out.extend(entries.iter().filter_map(|e| match *e {
+                        EeEntry::Field { index, reading, .. } => {
+                            Some(Message::Observation(Observation::Field { index, reading }))
+                        }
+                        EeEntry::Time { .. } | EeEntry::Tag(_) => None,
+                    })),
+                }
+                // The board's changes until this poll are in; not so after REPEAT_CHANGES (the
+                // packet of an earlier SEND_CHANGES: changes since may wait in the board).
+                if !self.repeating {
+                    out.push(Message::Observation(Observation::Polled));
+                }
+            }
             other => {
                 self.flush(out);
                 match other {
@@ -126,6 +139,21 @@ impl Decoder for BusStream {
         let replies = std::mem::take(&mut self.replies);
         for r in replies {
             self.emit(r, out);
+        }
+    }
+
+    fn sent(&mut self, bytes: &[u8]) {
+        // Whatever the reply being collected was, it is over: a new command went out.
+        self.decoder.cut();
+        // A bus command (§1.9.2): `<cmd> <address> <address> <checksum>`, to this board.
+        if let [cmd, hi, lo, _] = *bytes
+            && (u16::from(hi) << 7 | u16::from(lo)) == self.address()
+        {
+            match cmd {
+                c if c == BusCommand::SendChanges.byte() => self.repeating = false,
+                c if c == BusCommand::RepeatChanges.byte() => self.repeating = true,
+                _ => {}
+            }
         }
     }
 
@@ -323,6 +351,7 @@ mod tests {
                     index: 36,
                     reading: reading_from_code(1).unwrap()
                 }),
+                Message::Observation(Observation::Polled),
                 driver(0x85, A, [0, 3, 0, 0]),
                 driver(0x86, A, [0, 3, 0, 0]),
                 // FROM_START ends in e2 emptied; the UPDATE starts with it again: dropped once.
@@ -332,6 +361,7 @@ mod tests {
                     memory_field(52, 0),
                     memory_field(36, 1),
                 ])),
+                Message::Observation(Observation::Polled),
                 driver(0x85, A, [0, 2, 0, 0]),
             ]
         );
@@ -352,6 +382,7 @@ mod tests {
                     index: 12,
                     reading: SquareReading::Empty
                 }),
+                Message::Observation(Observation::Polled),
                 driver(0x85, B, [0, 1, 0, 0]),
             ]
         );
@@ -474,6 +505,49 @@ mod tests {
     }
 
     #[test]
+    fn an_update_answering_repeat_changes_is_no_poll() {
+        let update = BusReply::Update {
+            address: A,
+            entries: vec![field(52, 0)],
+        }
+        .encode();
+        let polls = |d: &mut BusStream| {
+            decode(d, &update)
+                .iter()
+                .filter(|m| **m == Message::Observation(Observation::Polled))
+                .count()
+        };
+        let mut d = BusStream::new(A);
+        d.sent(&BusCommand::SendChanges.encode(A));
+        assert_eq!(polls(&mut d), 1);
+        // The packet of an earlier SEND_CHANGES: its fields, but no poll (changes made since
+        // may still wait in the board).
+        d.sent(&BusCommand::RepeatChanges.encode(A));
+        assert_eq!(polls(&mut d), 0);
+        // Another board's commands change nothing; this board's clock neither.
+        d.sent(&BusCommand::SendChanges.encode(B));
+        d.sent(&BusCommand::SendClock.encode(A));
+        assert_eq!(polls(&mut d), 0);
+        d.sent(&BusCommand::SendChanges.encode(A));
+        assert_eq!(polls(&mut d), 1);
+    }
+
+    #[test]
+    fn a_reply_cut_short_is_never_completed_by_the_next_one() {
+        // Issue 38: an UPDATE that lost its 7th byte, then the next reply (its header lost):
+        // its second byte, 0x00, completed the first frame with a checksum that matched.
+        let first = hex_bytes("85 00 0f 07 6d 40 1b 24 41 1b 71 30 54 28");
+        let mut d = BusStream::new(0x3ED);
+        assert!(decode(&mut d, &first).is_empty());
+        d.sent(&BusCommand::RepeatChanges.encode(0x3ED));
+        assert!(decode(&mut d, &[0x00]).is_empty(), "no frame made up");
+        assert_eq!(d.bad_frames(), 1);
+        // Without the command in between, the bytes made a frame (what the fix prevents).
+        let mut d = BusStream::new(0x3ED);
+        assert!(!decode(&mut d, &[first, vec![0x00]].concat()).is_empty());
+    }
+
+    #[test]
     fn from_start_joined_with_and_without_overlap() {
         let fs = vec![
             EeEntry::Tag(EeTag::StartTag),
@@ -500,7 +574,9 @@ mod tests {
             .flat_map(BusReply::encode)
             .collect::<Vec<u8>>();
             let out = decode(&mut BusStream::new(A), &stream);
-            assert_eq!(out.len(), 3);
+            // FROM_START's reply, the memory, the poll's end, UPDATE's reply.
+            assert_eq!(out.len(), 4);
+            assert_eq!(out[2], Message::Observation(Observation::Polled));
             out[1].clone()
         };
         let press = EeEntry::Time {
