@@ -196,7 +196,9 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
     let st = stop_strict(em, &name).await;
     assert!(st.boards.len() == n, "{:?}", st.boards);
     // The daemon never addressed a board while another one was answering, nor a board still
-    // busy with its previous command.
+    // busy with its previous command (a command that came while the emulator itself had
+    // fallen behind in the middle of a reply, its machine busy with the other cases, is not
+    // the daemon's: the line it saw was quiet; counted apart, and printed below).
     for b in &st.boards {
         assert_eq!((b.collisions, b.commands_lost), (0, 0), "{b:?}");
     }
@@ -219,7 +221,8 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
                 b.replies_sent,
                 b.replies_garbled,
                 b.collisions,
-                b.commands_lost
+                b.commands_lost,
+                b.commands_lost_in_stalls
             ))
             .collect::<Vec<_>>()
     );
@@ -269,13 +272,11 @@ async fn six_boards_on_a_line_that_loses_three_percent() {
 
 /// Issue 38: a long chain on a bad cable. (A recapture the board's memory folded into one
 /// entry showed three pieces lifted at once, a knocked group to the core after 300 ms, long
-/// before the next poll: a polled board is judged at its polls; seeds 2, 3, 5.)
+/// before the next poll: a polled board is judged at its polls; seeds 2, 3, 5. A bishop slid
+/// f1-e2-b5 was recorded as Be2: the clock's reading showed the press before the next poll
+/// showed b5, and the press was resolved when its 400 ms settle window ended, shorter than
+/// this chain's cycle: a polled board's presses are resolved at its polls too.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 38, open: 6 of 7 runs green after the displaced fix; 1 recorded a wrong game \
-            (Be2 for a bishop slid f1-e2-b5): the clock reading showed the press before the \
-            next poll showed b5, and the core resolved the press after its 400 ms settle \
-            window, shorter than the 12-board cycle; a press on a polled board must be \
-            resolved at a poll too"]
 async fn twelve_boards_on_a_line_that_loses_one_percent() {
     play(12, 12, 4.0, losing(0.01), None).await;
 }

@@ -515,6 +515,67 @@ fn a_displaced_piece_on_a_polled_board_is_raised_at_the_first_poll_after_the_win
     assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
 }
 
+/// The running side presses its lever (the clock's reading comes at once, as a chain reads a
+/// board's clock right after its changes).
+fn press_now(rig: &mut Rig) {
+    rig.clock.left_turn = !rig.clock.left_turn;
+    rig.clock();
+}
+
+#[test]
+fn a_press_on_a_polled_board_is_judged_at_the_poll_that_shows_the_moves_last_placement() {
+    // A chain polls each board every 600 ms, longer than a press's settle window (400 ms).
+    let mut rig = Rig::standard();
+    rig.observe(&Observation::Polled);
+    for (from, to) in [(E2, E4), (E7, E5)] {
+        let piece = rig.piece(from);
+        rig.wait(600);
+        answer(&mut rig, &[(from, SquareReading::Empty)]);
+        rig.wait(600);
+        answer(&mut rig, &[(to, SquareReading::Piece(piece))]);
+        press_now(&mut rig);
+    }
+    // 2. Bb5: the bishop slides f1-e2-b5; one poll sees it on e2, White presses, and only the
+    // next poll, 600 ms later, shows it on b5.
+    let bishop = rig.piece(F1);
+    rig.wait(600);
+    answer(
+        &mut rig,
+        &[
+            (F1, SquareReading::Empty),
+            (E2, SquareReading::Piece(bishop)),
+        ],
+    );
+    press_now(&mut rig);
+    rig.wait(600);
+    assert_eq!(
+        rig.sans().last().unwrap(),
+        "Be2",
+        "no poll yet: {}",
+        rig.log()
+    );
+    answer(
+        &mut rig,
+        &[
+            (E2, SquareReading::Empty),
+            (B5, SquareReading::Piece(bishop)),
+        ],
+    );
+    rig.wait(600);
+    answer(&mut rig, &[]);
+    assert_eq!(rig.sans(), ["e4", "e5", "Bb5"], "{}", rig.log());
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    let completed: Vec<u32> = rig
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::MoveCompleted { ply, .. } => Some(*ply),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completed, [1, 2, 3], "{}", rig.log());
+}
+
 #[test]
 fn a_sensor_glitch_is_not_displaced() {
     let mut rig = open_game();

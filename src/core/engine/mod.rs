@@ -52,6 +52,16 @@ impl Default for EngineConfig {
     }
 }
 
+/// How [`BoardEngine::decide`] takes the decisions that are due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decide {
+    /// Each at its deadline (a board that reports every change as it happens; end of input).
+    AtDeadlines,
+    /// At a polled board's poll: presses and ends at the poll's time; displaced pieces are
+    /// judged by the poll itself.
+    AtPoll,
+}
+
 /// A press waiting for the board to settle.
 #[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct PendingPress {
@@ -298,27 +308,34 @@ impl BoardEngine {
     }
 
     /// Take every decision whose deadline has passed at time `t` (events carry the deadline).
-    /// On a board that reports only when polled, displaced pieces are decided at its polls
-    /// instead ([`Observation::Polled`]): between two polls, what the board shows is not known.
+    /// On a board that reports only when polled, nothing is decided here: its decisions are
+    /// taken at its polls ([`Observation::Polled`]), since between two polls what the board
+    /// shows is not known (a press's settle window may end before the poll that reports the
+    /// move's last placement: a bishop slid f1-e2-b5 would be completed as Be2).
     pub fn tick(&mut self, t: Micros, out: &mut Vec<CoreEvent>) {
-        self.decide(t, !self.polled, out);
+        if !self.polled {
+            self.decide(t, Decide::AtDeadlines, out);
+        }
     }
 
-    /// [`BoardEngine::tick`]; the displaced deadline only when `displaced`.
-    fn decide(&mut self, t: Micros, displaced: bool, out: &mut Vec<CoreEvent>) {
-        let judge_displaced = displaced;
+    /// Every decision due at `t`: a press, a game's end by rule, and (but at a poll, which
+    /// judges them itself) displaced pieces.
+    fn decide(&mut self, t: Micros, how: Decide, out: &mut Vec<CoreEvent>) {
         loop {
             let press = self.pending_press.map(|p| (p.deadline, 0));
             let end = self.pending_end.map(|d| (d, 1));
             let displaced = self
                 .displaced
                 .as_ref()
-                .filter(|d| judge_displaced && d.raised.is_none())
+                .filter(|d| how != Decide::AtPoll && d.raised.is_none())
                 .map(|d| (d.since + d.wait, 2));
             let next = [press, end, displaced].into_iter().flatten().min();
+            // At a poll, a decision carries the poll's time: it was taken then, after the
+            // changes the poll brought (events stay in time order).
+            let at = |d: Micros| if how == Decide::AtPoll { t } else { d };
             match next {
-                Some((d, 0)) if d <= t => self.resolve_press(d, out),
-                Some((d, 1)) if d <= t => self.resolve_end(d, out),
+                Some((d, 0)) if d <= t => self.resolve_press(at(d), out),
+                Some((d, 1)) if d <= t => self.resolve_end(at(d), out),
                 Some((d, _)) if d <= t => self.raise_displaced(d, out),
                 _ => break,
             }
@@ -327,7 +344,7 @@ impl BoardEngine {
 
     /// End of input at time `_t`: take every pending decision now.
     pub fn finish(&mut self, _t: Micros, out: &mut Vec<CoreEvent>) {
-        self.decide(Micros::MAX, true, out);
+        self.decide(Micros::MAX, Decide::AtDeadlines, out);
     }
 
     /// A polled board answered ([`Observation::Polled`]): its changes since the last poll are
@@ -350,6 +367,9 @@ impl BoardEngine {
         {
             return;
         }
+        // A press or a game's end whose settle window is over: the board as this poll shows
+        // it is the board after the move.
+        self.decide(t, Decide::AtPoll, out);
         let due = self
             .displaced
             .as_ref()

@@ -92,6 +92,10 @@ use crate::sim::rng::Rng;
 
 /// Time of one byte on the line: 10 bits (start, 8 data, stop) at 9600 baud.
 pub const BYTE_TIME: Micros = 1_042;
+/// A pause this long between two bytes of one reply as the emulator puts them out is the
+/// emulator falling behind (its machine busy), never the board: a board sends a reply's bytes
+/// back to back (see [`BusBoardStats::commands_lost_in_stalls`]).
+pub const STALL_GAP: Micros = 10_000;
 
 /// Bus commands (`dgtbrd.h`: `DGT_BUS_*`).
 pub mod command {
@@ -315,6 +319,11 @@ pub struct BusBoardStats {
     pub commands: BTreeMap<u8, u64>,
     /// Commands lost: they came while it was still busy with the previous one.
     pub commands_lost: u64,
+    /// Commands that came while its reply was still going out after the emulator itself had
+    /// fallen behind in the middle of that reply (a pause of [`STALL_GAP`] or more between two
+    /// of its bytes, which a real board never leaves: the machine running the emulator was
+    /// busy): the host saw a quiet line, so they are not counted in `commands_lost`.
+    pub commands_lost_in_stalls: u64,
     /// Commands it missed: off the line, or deaf after a RESET.
     pub missed: u64,
     /// PINGs to address 0 it ignored after IGNORE_NEXT_BUS_PING.
@@ -393,6 +402,11 @@ struct Transmission {
     garbled: bool,
     /// The reply to a command addressed to its board alone (not to every board).
     addressed: bool,
+    /// Link time at which the emulator last put bytes of it out (`None` before the first).
+    last_out: Option<Micros>,
+    /// The longest pause between two of its bytes as the emulator put them out: a byte time
+    /// when the emulator keeps pace, longer when the machine running it fell behind.
+    longest_gap: Micros,
 }
 
 /// The emulated chain of bus boards (see the module documentation).
@@ -603,6 +617,8 @@ impl ChainEmulator {
             sent: 0,
             garbled: false,
             addressed: false,
+            last_out: None,
+            longest_gap: 0,
         });
     }
 
@@ -626,6 +642,13 @@ impl ChainEmulator {
         self.line
             .iter()
             .any(|t| t.board == Some(i) && t.sent < t.bytes.len())
+    }
+
+    /// Whether board `i`'s reply still going out paused for [`STALL_GAP`] or more.
+    fn stalled(&self, i: usize) -> bool {
+        self.line
+            .iter()
+            .any(|t| t.board == Some(i) && t.sent < t.bytes.len() && t.longest_gap >= STALL_GAP)
     }
 
     /// Drops what board `i` still had to send.
@@ -669,6 +692,8 @@ impl ChainEmulator {
             sent: 0,
             garbled: false,
             addressed,
+            last_out: None,
+            longest_gap: 0,
         });
     }
 
@@ -704,7 +729,13 @@ impl ChainEmulator {
         }
         *b.stats.commands.entry(cmd).or_default() += 1;
         if self.busy(i) {
-            self.boards[i].stats.commands_lost += 1;
+            let stalled = self.stalled(i);
+            let stats = &mut self.boards[i].stats;
+            if stalled {
+                stats.commands_lost_in_stalls += 1;
+            } else {
+                stats.commands_lost += 1;
+            }
             return false;
         }
         let mut on = false;
@@ -943,6 +974,12 @@ impl EmulatedBoard for ChainEmulator {
             let done = ((now - t.start).max(0) / bt) as usize;
             let before = t.sent;
             t.sent = done.min(t.bytes.len()).max(t.sent);
+            if t.sent > before {
+                if let Some(last) = t.last_out {
+                    t.longest_gap = t.longest_gap.max(now - last);
+                }
+                t.last_out = Some(now);
+            }
             if t.board.is_none() {
                 self.stats.noise_bytes += (t.sent - before) as u64;
                 if before == 0 && t.sent > 0 {
@@ -1124,6 +1161,7 @@ impl EmulatedBoard for ChainEmulator {
                     plies_settled: self.plies_settled_on(i, t),
                     commands: b.stats.commands.values().sum(),
                     commands_lost: b.stats.commands_lost,
+                    commands_lost_in_stalls: b.stats.commands_lost_in_stalls,
                     missed: b.stats.missed,
                     replies_sent: b.stats.replies_sent,
                     replies_garbled: b.stats.replies_garbled,
@@ -1239,7 +1277,7 @@ mod tests {
         fn send(&mut self, bytes: &[u8]) -> bool {
             let mut out = Vec::new();
             self.chain.link_time(self.link, &mut out);
-            self.rx.extend(out.iter().map(|&b| (self.link, b)));
+            self.rx.extend(out.drain(..).map(|b| (self.link, b)));
             let on = self.chain.host_input(bytes, &mut out);
             assert!(out.is_empty(), "no reply without a delay");
             on
@@ -1810,6 +1848,29 @@ mod tests {
             codes(h.chain.players(0).unwrap().fields()).to_vec()
         );
         assert_eq!(h.changes(a), Vec::<u8>::new(), "ALL_D took the changes");
+    }
+
+    #[test]
+    fn a_command_that_comes_while_the_emulator_fell_behind_mid_reply_is_not_the_hosts_loss() {
+        let mut h = chain(1, ChainConfig::new(1));
+        let a = h.chain.address(0).unwrap();
+        // A dump's reply (70 bytes, 73 ms) under way on time: a command now is the host's loss.
+        h.send(&bus(command::SEND_BRD, a));
+        h.wait(5_000 + 10 * BYTE_TIME);
+        assert!(!h.rx.is_empty(), "the reply began");
+        h.send(&bus(command::SEND_VERSION, a));
+        let st = h.chain.stats(0).unwrap();
+        assert_eq!((st.commands_lost, st.commands_lost_in_stalls), (1, 0));
+        h.wait(100_000);
+        h.take();
+        // The emulator falls behind 30 ms in the middle of the next one (its machine busy):
+        // the host saw a quiet line, so a command then is not counted against it.
+        h.send(&bus(command::SEND_BRD, a));
+        h.wait(5_000 + 10 * BYTE_TIME);
+        h.link += 30_000;
+        h.send(&bus(command::SEND_VERSION, a));
+        let st = h.chain.stats(0).unwrap();
+        assert_eq!((st.commands_lost, st.commands_lost_in_stalls), (1, 1));
     }
 
     #[test]

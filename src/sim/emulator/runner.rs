@@ -135,6 +135,9 @@ pub struct BoardStatus {
     pub commands: u64,
     /// Commands lost: they came while it was still busy with the previous one.
     pub commands_lost: u64,
+    /// Commands lost while its reply was held up by the emulator itself falling behind (a
+    /// busy machine; see `dgt_bus::BusBoardStats::commands_lost_in_stalls`): not the host's.
+    pub commands_lost_in_stalls: u64,
     /// Commands it missed: they came while it was off the line.
     pub missed: u64,
     /// Replies it sent.
