@@ -207,7 +207,7 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
     let count = |c: u8| sent.get(&c).copied().unwrap_or(0);
     eprintln!(
         "{name}: SEND_CHANGES {} REPEAT_CHANGES {} SEND_BRD {} SEND_FROM_START {} SEND_CLK {} \
-         PING {} IGNORE {}; emulator: {:?}",
+         PING {} IGNORE {} SET_START_GAME {}; emulator: {:?}",
         count(0x83),
         count(0x84),
         count(0x82),
@@ -215,6 +215,7 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
         count(0x81),
         count(0x87),
         count(0x8A),
+        count(0x85),
         st.boards
             .iter()
             .map(|b| (

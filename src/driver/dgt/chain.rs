@@ -62,6 +62,20 @@ pub const BYTE_TIME: Duration = Duration::from_micros(1042);
 /// The longest pause before a reply before it counts as missing: DGT's header suggests 80 ms (a
 /// board answers within milliseconds, up to 20 ms while it writes its memory).
 pub const REPLY_GAP: Duration = Duration::from_millis(80);
+/// How long after SET_START_GAME the board's START_GAME_WRITTEN comes: "about 70 msec." [notes:
+/// dgtbrd.h]. Its reply is awaited this much longer than [`REPLY_GAP`]: with the 16 ms an FTDI
+/// adapter may hold received bytes, it comes after 80 ms, and a second SET_START_GAME then
+/// would reach a board still busy with the first (or mark the start again).
+pub const START_GAME_TIME: Duration = Duration::from_millis(70);
+
+/// The longest pause before `cmd`'s reply before it counts as missing.
+pub fn reply_gap(cmd: BusCommand) -> Duration {
+    match cmd {
+        BusCommand::SetStartGame => START_GAME_TIME + REPLY_GAP,
+        _ => REPLY_GAP,
+    }
+}
+
 /// The pause after bytes of a reply that ends it (cut short, or bad): a board sends a reply's
 /// bytes back to back, so the line is free once it has been quiet this long. Above the 16 ms
 /// an FTDI USB-serial adapter may hold received bytes by default (its latency timer, FTDI
@@ -435,7 +449,7 @@ impl Chain {
                 address,
                 cmd,
                 tries,
-                deadline: now + written + REPLY_GAP,
+                deadline: now + written + reply_gap(cmd),
                 some: false,
                 heard,
             };

@@ -255,7 +255,19 @@ pub struct ChainConfig {
     pub cut: f64,
     /// A burst of noise bytes on the line about this often (link time).
     pub noise_every: Option<Micros>,
+    /// The USB-serial adapter between the line and the host holds the bytes it receives until
+    /// its latency timer, running with this period, expires or [`ADAPTER_PACKET`] bytes are
+    /// in (an FTDI FT232's default: 16 ms [FTDI AN232B-04]; 0: each byte reaches the host as
+    /// its time on the line ends). The host sees a reply begin up to this much later.
+    pub adapter_latency: Micros,
 }
+
+/// Bytes an FTDI adapter sends the host at once, whatever its latency timer: its 64-byte USB
+/// packet less two status bytes [FTDI AN232B-04].
+pub const ADAPTER_PACKET: usize = 62;
+
+/// An FTDI FT232's default latency timer [FTDI AN232B-04].
+pub const FTDI_LATENCY: Micros = 16_000;
 
 impl ChainConfig {
     /// `n` numbered boards on a clean line, the header's timing.
@@ -283,6 +295,7 @@ impl Default for ChainConfig {
             garble: 0.0,
             cut: 0.0,
             noise_every: None,
+            adapter_latency: FTDI_LATENCY,
         }
     }
 }
@@ -429,6 +442,10 @@ pub struct ChainEmulator {
     faults: Rng,
     unknown: Unknown,
     stats: LineStats,
+    /// Bytes the adapter holds for the host ([`ChainConfig::adapter_latency`]).
+    adapter: Vec<u8>,
+    /// When the adapter hands them over.
+    adapter_due: Option<Micros>,
 }
 
 impl ChainEmulator {
@@ -515,6 +532,8 @@ impl ChainEmulator {
             line: Vec::new(),
             unknown: Unknown::default(),
             stats: LineStats::default(),
+            adapter: Vec::new(),
+            adapter_due: None,
             cfg,
         };
         chain.schedule_noise(0);
@@ -642,6 +661,30 @@ impl ChainEmulator {
         self.line
             .iter()
             .any(|t| t.board == Some(i) && t.sent < t.bytes.len())
+    }
+
+    /// The adapter receives `byte`, its time on the line over at `at`: it holds it until its
+    /// latency timer (running since link time 0) next expires, and hands over a full packet at
+    /// once.
+    fn adapter_takes(&mut self, at: Micros, byte: u8, out: &mut Vec<u8>) {
+        let period = self.cfg.adapter_latency;
+        if period <= 0 {
+            out.push(byte);
+            return;
+        }
+        if let Some(due) = self.adapter_due.filter(|&due| due <= at) {
+            // The timer expired before this byte came: what it held went then.
+            let _ = due;
+            self.adapter_due = None;
+            out.append(&mut self.adapter);
+        }
+        self.adapter.push(byte);
+        if self.adapter.len() >= ADAPTER_PACKET {
+            self.adapter_due = None;
+            out.append(&mut self.adapter);
+        } else if self.adapter_due.is_none() {
+            self.adapter_due = Some((at / period + 1) * period);
+        }
     }
 
     /// Whether board `i`'s reply still going out paused for [`STALL_GAP`] or more.
@@ -911,6 +954,7 @@ impl EmulatedBoard for ChainEmulator {
             .iter()
             .filter(|t| t.sent < t.bytes.len())
             .map(|t| t.start + (t.sent as Micros + 1) * self.cfg.byte_time)
+            .chain(self.adapter_due)
             .min()
     }
 
@@ -957,16 +1001,22 @@ impl EmulatedBoard for ChainEmulator {
             self.line[ti].garbled = true;
         }
         bytes.sort_by_key(|&(at, ti, _)| (at, ti));
-        for (_, ti, byte) in bytes {
+        for (slot, ti, byte) in bytes {
             let reply = self.line[ti].board.is_some();
-            if reply && self.cfg.lossy > 0.0 && self.loss.chance(self.cfg.lossy) {
+            let byte = if reply && self.cfg.lossy > 0.0 && self.loss.chance(self.cfg.lossy) {
                 self.stats.bytes_dropped += 1;
+                continue;
             } else if reply && self.cfg.garble > 0.0 && self.faults.chance(self.cfg.garble) {
                 self.stats.bytes_garbled += 1;
-                out.push(byte ^ (1 << self.faults.below(8)));
+                byte ^ (1 << self.faults.below(8))
             } else {
-                out.push(byte);
-            }
+                byte
+            };
+            self.adapter_takes(slot + bt, byte, out);
+        }
+        if self.adapter_due.is_some_and(|due| due <= now) {
+            self.adapter_due = None;
+            out.append(&mut self.adapter);
         }
         // Move the transmissions on; count the replies that ended.
         let mut noise_started = None;
@@ -1090,6 +1140,8 @@ impl EmulatedBoard for ChainEmulator {
             self.boards[i].reporting = false;
         }
         self.parser.clear();
+        self.adapter.clear();
+        self.adapter_due = None;
     }
 
     fn host_gone(&mut self) {
@@ -1339,8 +1391,60 @@ mod tests {
         }
     }
 
-    fn chain(n: usize, cfg: ChainConfig) -> Host {
+    /// A chain whose line the host reads directly (no adapter's latency: these tests time the
+    /// line's bytes; `the_adapter_holds_bytes_until_its_timer_or_a_full_packet` times the
+    /// adapter).
+    fn chain(n: usize, mut cfg: ChainConfig) -> Host {
+        cfg.adapter_latency = 0;
         Host::new(ChainEmulator::new(scripts(n), cfg).unwrap())
+    }
+
+    #[test]
+    fn the_adapter_holds_bytes_until_its_timer_or_a_full_packet() {
+        let cfg = ChainConfig::new(1);
+        assert_eq!(
+            cfg.adapter_latency, FTDI_LATENCY,
+            "an FTDI adapter by default"
+        );
+        let mut h = Host::new(ChainEmulator::new(scripts(1), cfg).unwrap());
+        let a = h.chain.address(0).unwrap();
+        // A PING's reply (6 bytes) ends within 12 ms of the command: the host gets it whole,
+        // at the timer's next expiry (16 ms after link time 0).
+        h.send(&bus(command::PING, a));
+        h.wait(80_000);
+        let at: Vec<Micros> = h.rx.iter().map(|&(t, _)| t).collect();
+        assert_eq!(at, vec![FTDI_LATENCY; 6], "{:?}", h.rx);
+        h.take();
+        // A board dump (70 bytes, 73 ms at 9600 baud): a batch at each expiry, every 16 ms.
+        h.link = 10 * FTDI_LATENCY;
+        h.send(&bus(command::SEND_BRD, a));
+        h.wait(200_000);
+        let rx = std::mem::take(&mut h.rx);
+        assert_eq!(rx.len(), 70);
+        let mut batches: Vec<Micros> = rx.iter().map(|&(t, _)| t).collect();
+        batches.dedup();
+        assert!(batches.iter().all(|t| t % FTDI_LATENCY == 0), "{rx:?}");
+        assert!(
+            batches.windows(2).all(|w| w[1] - w[0] == FTDI_LATENCY),
+            "{rx:?}"
+        );
+        assert_eq!(batches.len(), 5, "{rx:?}");
+        let (f, bad) = frames(&rx.iter().map(|&(_, b)| b).collect::<Vec<u8>>());
+        assert_eq!((f.len(), f[0].id, bad), (1, reply::BRD_DUMP, 0));
+        // On a fast line the adapter's packet fills first: 62 bytes at once, the rest at the
+        // next expiry.
+        let mut cfg = ChainConfig::new(1);
+        cfg.byte_time = 100;
+        let mut h = Host::new(ChainEmulator::new(scripts(1), cfg).unwrap());
+        h.send(&bus(command::SEND_BRD, a));
+        h.wait(80_000);
+        let rx = std::mem::take(&mut h.rx);
+        assert_eq!(rx.len(), 70);
+        let first = rx[0].0;
+        assert!(first % FTDI_LATENCY != 0, "{rx:?}");
+        assert!(rx[..62].iter().all(|&(t, _)| t == first), "{rx:?}");
+        assert!(rx[62..].iter().all(|&(t, _)| t == FTDI_LATENCY), "{rx:?}");
+        assert_eq!((f.len(), f[0].id, bad), (1, reply::BRD_DUMP, 0));
     }
 
     #[test]
@@ -1915,10 +2019,12 @@ mod tests {
         use std::time::Duration;
         let chain = ChainEmulator::new(scripts(3), ChainConfig::new(3)).unwrap();
         let addrs = chain.addresses();
+        // The players at 50 times their pace: a turn of this host (a reply waits up to the
+        // adapter's 16 ms) still sees each board several times a ply.
         let mut h = runner::spawn(
             chain,
             RunnerConfig {
-                speed: 200.0,
+                speed: 50.0,
                 ..Default::default()
             },
         )
