@@ -348,6 +348,10 @@ pub struct BusBoardStats {
     /// Of those, replies to a command addressed to this board alone: the host addressed it
     /// while another transmission was on the line, or before its reply could begin.
     pub collisions: u64,
+    /// The first collisions (up to 8), described: the reply (its first byte, link time) and
+    /// the transmission that overlapped it, so that a test that fails on a collision says
+    /// which exchange the host cut short.
+    pub collided_with: Vec<String>,
     /// Replies cut short (the board went off the line, or the chain was unplugged).
     pub replies_cut: u64,
 }
@@ -420,6 +424,9 @@ struct Transmission {
     /// The longest pause between two of its bytes as the emulator put them out: a byte time
     /// when the emulator keeps pace, longer when the machine running it fell behind.
     longest_gap: Micros,
+    /// The first transmission that overlapped it, described (see
+    /// [`BusBoardStats::collided_with`]).
+    garbled_by: Option<String>,
 }
 
 /// The emulated chain of bus boards (see the module documentation).
@@ -638,6 +645,7 @@ impl ChainEmulator {
             addressed: false,
             last_out: None,
             longest_gap: 0,
+            garbled_by: None,
         });
     }
 
@@ -684,6 +692,26 @@ impl ChainEmulator {
             out.append(&mut self.adapter);
         } else if self.adapter_due.is_none() {
             self.adapter_due = Some((at / period + 1) * period);
+        }
+    }
+
+    /// Transmission `j` of the line, for a collision's record: who sent what, from when.
+    fn describe(&self, j: usize) -> String {
+        let t = &self.line[j];
+        match t.board {
+            None => format!("noise from {} µs", t.start),
+            Some(b) => format!(
+                "board {}'s reply {:02x} to a command {}, {} bytes from {} µs",
+                self.boards[b].address,
+                t.bytes[0],
+                if t.addressed {
+                    "to it"
+                } else {
+                    "to every board"
+                },
+                t.bytes.len(),
+                t.start
+            ),
         }
     }
 
@@ -737,6 +765,7 @@ impl ChainEmulator {
             addressed,
             last_out: None,
             longest_gap: 0,
+            garbled_by: None,
         });
     }
 
@@ -993,11 +1022,15 @@ impl EmulatedBoard for ChainEmulator {
                     bytes.push((slot, ti, 0x00));
                 }
                 if !first || t.bytes[k] != 0x00 {
-                    garbled.push(ti);
+                    garbled.push((ti, others[0]));
                 }
             }
         }
-        for ti in garbled {
+        for (ti, other) in garbled {
+            if self.line[ti].garbled_by.is_none() {
+                let why = self.describe(other);
+                self.line[ti].garbled_by = Some(why);
+            }
             self.line[ti].garbled = true;
         }
         bytes.sort_by_key(|&(at, ti, _)| (at, ti));
@@ -1046,6 +1079,14 @@ impl EmulatedBoard for ChainEmulator {
                     s.replies_garbled += 1;
                     if t.addressed {
                         s.collisions += 1;
+                        if s.collided_with.len() < 8 {
+                            s.collided_with.push(format!(
+                                "reply {:02x} from {} µs: {}",
+                                t.bytes[0],
+                                t.start,
+                                t.garbled_by.as_deref().unwrap_or("?")
+                            ));
+                        }
                     }
                 }
             }
@@ -1218,6 +1259,7 @@ impl EmulatedBoard for ChainEmulator {
                     replies_sent: b.stats.replies_sent,
                     replies_garbled: b.stats.replies_garbled,
                     collisions: b.stats.collisions,
+                    collided_with: b.stats.collided_with.clone(),
                 }
             })
             .collect()
@@ -1975,6 +2017,31 @@ mod tests {
         h.send(&bus(command::SEND_VERSION, a));
         let st = h.chain.stats(0).unwrap();
         assert_eq!((st.commands_lost, st.commands_lost_in_stalls), (1, 1));
+    }
+
+    #[test]
+    fn a_board_addressed_while_another_answers_is_a_collision_that_names_the_other() {
+        let mut h = chain(2, ChainConfig::new(2));
+        let (a, b) = (h.chain.address(0).unwrap(), h.chain.address(1).unwrap());
+        // A dump's reply takes 73 ms: the host addresses the second board at once.
+        h.send(&bus(command::SEND_BRD, a));
+        h.send(&bus(command::PING, b));
+        h.wait(200_000);
+        let (one, two) = (h.chain.stats(0).unwrap(), h.chain.stats(1).unwrap());
+        assert_eq!((one.collisions, two.collisions), (1, 1));
+        assert_eq!(one.collided_with.len(), 1);
+        assert!(
+            one.collided_with[0].starts_with("reply 83")
+                && one.collided_with[0]
+                    .contains(&format!("board {b}'s reply 87 to a command to it")),
+            "{:?}",
+            one.collided_with
+        );
+        assert!(
+            two.collided_with[0].contains(&format!("board {a}'s reply 83")),
+            "{:?}",
+            two.collided_with
+        );
     }
 
     #[test]

@@ -147,6 +147,8 @@ pub struct BoardStatus {
     /// Of those, replies to a command addressed to it alone (the host addressed it while
     /// another board was still answering).
     pub collisions: u64,
+    /// The first collisions, described (`dgt_bus::BusBoardStats::collided_with`).
+    pub collided_with: Vec<String>,
 }
 
 impl EmulatedBoard for Emulator {
