@@ -198,7 +198,8 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
     // The daemon never addressed a board while another one was answering, nor a board still
     // busy with its previous command (a command that came while the emulator itself had
     // fallen behind in the middle of a reply, its machine busy with the other cases, is not
-    // the daemon's: the line it saw was quiet; counted apart, and printed below).
+    // the daemon's: the line it saw was quiet; such lost commands and collisions are counted
+    // apart, and printed below).
     for b in &st.boards {
         assert_eq!((b.collisions, b.commands_lost), (0, 0), "{b:?}");
     }
@@ -223,7 +224,8 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
                 b.replies_garbled,
                 b.collisions,
                 b.commands_lost,
-                b.commands_lost_in_stalls
+                b.commands_lost_in_stalls,
+                b.collisions_in_stalls
             ))
             .collect::<Vec<_>>()
     );

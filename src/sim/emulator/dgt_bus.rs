@@ -352,6 +352,10 @@ pub struct BusBoardStats {
     /// the transmission that overlapped it, so that a test that fails on a collision says
     /// which exchange the host cut short.
     pub collided_with: Vec<String>,
+    /// Replies to a command addressed to it that collided with another board's reply which
+    /// the emulator itself had held up mid-way ([`STALL_GAP`]; the host saw a quiet line and
+    /// went on): not the host's, so not counted in `collisions`.
+    pub collisions_in_stalls: u64,
     /// Replies cut short (the board went off the line, or the chain was unplugged).
     pub replies_cut: u64,
 }
@@ -427,6 +431,10 @@ struct Transmission {
     /// The first transmission that overlapped it, described (see
     /// [`BusBoardStats::collided_with`]).
     garbled_by: Option<String>,
+    /// Its command came while another board's reply was still going out after the emulator
+    /// had fallen behind in its middle ([`STALL_GAP`]): the host saw a quiet line, so a
+    /// collision of it is not the host's ([`BusBoardStats::collisions_in_stalls`]).
+    excused: bool,
 }
 
 /// The emulated chain of bus boards (see the module documentation).
@@ -646,6 +654,7 @@ impl ChainEmulator {
             last_out: None,
             longest_gap: 0,
             garbled_by: None,
+            excused: false,
         });
     }
 
@@ -701,7 +710,8 @@ impl ChainEmulator {
         match t.board {
             None => format!("noise from {} µs", t.start),
             Some(b) => format!(
-                "board {}'s reply {:02x} to a command {}, {} bytes from {} µs",
+                "board {}'s reply {:02x} to a command {}, {} bytes from {} µs, its longest \
+                 pause so far {} µs",
                 self.boards[b].address,
                 t.bytes[0],
                 if t.addressed {
@@ -710,7 +720,8 @@ impl ChainEmulator {
                     "to every board"
                 },
                 t.bytes.len(),
-                t.start
+                t.start,
+                t.longest_gap
             ),
         }
     }
@@ -756,6 +767,10 @@ impl ChainEmulator {
                 return;
             }
         }
+        let excused = addressed
+            && self.line.iter().any(|t| {
+                t.board != Some(i) && t.sent < t.bytes.len() && t.longest_gap >= STALL_GAP
+            });
         self.line.push(Transmission {
             board: Some(i),
             start,
@@ -766,6 +781,7 @@ impl ChainEmulator {
             last_out: None,
             longest_gap: 0,
             garbled_by: None,
+            excused,
         });
     }
 
@@ -1031,6 +1047,11 @@ impl EmulatedBoard for ChainEmulator {
                 let why = self.describe(other);
                 self.line[ti].garbled_by = Some(why);
             }
+            // Garbled by a reply the host could not have known of: neither side's collision
+            // is the host's.
+            if self.line[other].excused {
+                self.line[ti].excused = true;
+            }
             self.line[ti].garbled = true;
         }
         bytes.sort_by_key(|&(at, ti, _)| (at, ti));
@@ -1078,12 +1099,17 @@ impl EmulatedBoard for ChainEmulator {
                 if t.garbled {
                     s.replies_garbled += 1;
                     if t.addressed {
-                        s.collisions += 1;
+                        if t.excused {
+                            s.collisions_in_stalls += 1;
+                        } else {
+                            s.collisions += 1;
+                        }
                         if s.collided_with.len() < 8 {
                             s.collided_with.push(format!(
-                                "reply {:02x} from {} µs: {}",
+                                "reply {:02x} from {} µs{}: {}",
                                 t.bytes[0],
                                 t.start,
+                                if t.excused { " (in a stall)" } else { "" },
                                 t.garbled_by.as_deref().unwrap_or("?")
                             ));
                         }
@@ -1260,6 +1286,7 @@ impl EmulatedBoard for ChainEmulator {
                     replies_garbled: b.stats.replies_garbled,
                     collisions: b.stats.collisions,
                     collided_with: b.stats.collided_with.clone(),
+                    collisions_in_stalls: b.stats.collisions_in_stalls,
                 }
             })
             .collect()
@@ -2039,6 +2066,30 @@ mod tests {
         );
         assert!(
             two.collided_with[0].contains(&format!("board {a}'s reply 83")),
+            "{:?}",
+            two.collided_with
+        );
+    }
+
+    #[test]
+    fn a_collision_with_a_reply_the_emulator_held_up_is_not_the_hosts() {
+        let mut h = chain(2, ChainConfig::new(2));
+        let (a, b) = (h.chain.address(0).unwrap(), h.chain.address(1).unwrap());
+        h.send(&bus(command::SEND_BRD, a));
+        h.wait(5_000 + 10 * BYTE_TIME);
+        // The emulator falls 30 ms behind in the middle of the dump: the host saw a quiet
+        // line and addresses the other board.
+        h.link += 30_000;
+        h.send(&bus(command::PING, b));
+        h.wait(200_000);
+        let (one, two) = (h.chain.stats(0).unwrap(), h.chain.stats(1).unwrap());
+        // (The dump's bytes under the PING's reply are mostly 0x00, an empty square: the
+        // framing errors read the same, so only the PING's reply is garbled.)
+        assert_eq!((one.collisions, two.collisions), (0, 0));
+        assert_eq!(two.collisions_in_stalls, 1);
+        assert!(
+            two.collided_with[0].contains("(in a stall)")
+                && two.collided_with[0].contains("its longest pause so far 3"),
             "{:?}",
             two.collided_with
         );

@@ -149,6 +149,9 @@ pub struct BoardStatus {
     pub collisions: u64,
     /// The first collisions, described (`dgt_bus::BusBoardStats::collided_with`).
     pub collided_with: Vec<String>,
+    /// Collisions with a reply the emulator itself held up (a busy machine; see
+    /// `dgt_bus::BusBoardStats::collisions_in_stalls`): not the host's.
+    pub collisions_in_stalls: u64,
 }
 
 impl EmulatedBoard for Emulator {
