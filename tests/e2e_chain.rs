@@ -292,14 +292,13 @@ async fn twelve_boards_on_a_line_that_loses_one_percent() {
 /// Issue 38: a long chain on a worse cable (the players at twice their pace: at four times, a
 /// move's changes on a dozen boards come faster than such a line carries long packets). Its
 /// cycle (p95 about 2.3 s) can exceed the core's displaced window, which a polled board's
-/// engine counts in polls only: no displaced pieces are tolerated. Without the FTDI adapter's
-/// latency for now: with it (cycle p95 2.9 s, max 8.8 s) the twelve games were not all played
-/// within the 300 s wait once in CI, after passing five runs here (issue 38, open).
+/// engine counts in polls only: no displaced pieces are tolerated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 38, open: with the FTDI adapter's 16 ms latency, 5 of 6 runs green; CI's \
+            timed out waiting 300 s for the twelve games (the daemon's last warning two \
+            minutes before: board 1005, no reply to 1 command); without the adapter, 1 run \
+            lost a command to board 1001. Next: E2E_CHAIN_KEEP and the collision and stall \
+            records"]
 async fn twelve_boards_on_a_line_that_loses_three_percent() {
-    let faults = Faults {
-        adapter: 0,
-        ..losing(0.03)
-    };
-    play(12, 10, 2.0, faults, None).await;
+    play(12, 10, 2.0, losing(0.03), None).await;
 }
