@@ -689,18 +689,21 @@ impl ChainEmulator {
             out.push(byte);
             return;
         }
-        if let Some(due) = self.adapter_due.filter(|&due| due <= at) {
-            // The timer expired before this byte came: what it held went then.
-            let _ = due;
-            self.adapter_due = None;
-            out.append(&mut self.adapter);
-        }
+        // The timer expired before this byte came: what it held went then.
+        self.adapter_hands_over(at, out);
         self.adapter.push(byte);
         if self.adapter.len() >= ADAPTER_PACKET {
-            self.adapter_due = None;
-            out.append(&mut self.adapter);
+            self.adapter_hands_over(Micros::MAX, out);
         } else if self.adapter_due.is_none() {
             self.adapter_due = Some((at / period + 1) * period);
+        }
+    }
+
+    /// The adapter hands the host what it holds when its timer expired by `t`.
+    fn adapter_hands_over(&mut self, t: Micros, out: &mut Vec<u8>) {
+        if self.adapter_due.is_some_and(|due| due <= t) {
+            self.adapter_due = None;
+            out.append(&mut self.adapter);
         }
     }
 
@@ -1068,10 +1071,7 @@ impl EmulatedBoard for ChainEmulator {
             };
             self.adapter_takes(slot + bt, byte, out);
         }
-        if self.adapter_due.is_some_and(|due| due <= now) {
-            self.adapter_due = None;
-            out.append(&mut self.adapter);
-        }
+        self.adapter_hands_over(now, out);
         // Move the transmissions on; count the replies that ended.
         let mut noise_started = None;
         for t in &mut self.line {
