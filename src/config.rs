@@ -198,25 +198,7 @@ pub struct OutputsConfig {
     pub lichess: Option<crate::output::lichess::LichessFile>,
 }
 
-/// One string or a list of them (`key = "a"` or `key = ["a", "b"]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany {
-    /// One.
-    One(String),
-    /// Several (maybe none).
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    /// The strings in order.
-    pub fn to_vec(&self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s.clone()],
-            OneOrMany::Many(v) => v.clone(),
-        }
-    }
-}
+pub use crate::output::OneOrMany;
 
 /// The longest broadcast delay accepted (3 hours).
 pub const MAX_DELAY_SECS: u64 = 3 * 3600;
@@ -483,9 +465,9 @@ impl Config {
                             d.name()
                         ));
                     }
-                    let ble = crate::daemon::ble::BleTarget::is_ble(&path);
+                    let ble = crate::driver::ble_target::BleTarget::is_ble(&path);
                     if d.transport().gatt().is_some() {
-                        if let Err(e) = crate::daemon::ble::BleTarget::parse(&path) {
+                        if let Err(e) = crate::driver::ble_target::BleTarget::parse(&path) {
                             return bad(format!("daemon.ports: {e}"));
                         }
                     } else if ble {

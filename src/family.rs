@@ -1,23 +1,19 @@
 //! The board families eboardd serves: one row of [`FAMILIES`] each — its driver (everything on
-//! the wire: `src/driver/<name>/`), what its boards can do, and its emulator (`src/sim/emulator/`)
-//! for `eboardd simulate`, `eboardd demo` and the tests.
+//! the wire: `src/driver/<name>/`) and what its boards can do. Its emulator (for `eboardd
+//! simulate`, `eboardd demo` and the tests) is the sim side's business: a row of
+//! `crate::sim::families::EMULATORS`, which a test holds to this table.
 //!
 //! Everything that lists families reads this table: the configuration's `<family>:PATH` ports
 //! ([`parse_port`]), the capture header's `driver` ([`for_name_or_default`]), USB discovery
 //! (each driver's ids, in the table's order: a bridge chip's id shared by several families is
 //! probed by each in turn), `simulate --driver` and `demo --boards`, the udev rules
 //! ([`udev_rules`], checked against `udev/70-eboardd.rules` by a test) and the boards table of `docs/boards.md`.
-//! Adding a family is its driver's folder, its emulator and one row here
+//! Adding a family is its driver's folder, one row here, its emulator and its row there
 //! (`src/driver/TEMPLATE.md`).
 
 use std::path::{Path, PathBuf};
 
 use crate::driver::{BoardDriver, certabo, chessnut, dgt, millennium};
-use crate::sim::emulator::certabo::{CertaboConfig, CertaboEmulator};
-use crate::sim::emulator::dgt_bus::{BusBoardConfig, ChainConfig, ChainEmulator};
-use crate::sim::emulator::millennium::MillenniumEmulator;
-use crate::sim::emulator::runner::EmulatedBoard;
-use crate::sim::emulator::{Emulator, EmulatorConfig, Script};
 
 /// What a board senses on a square.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,20 +42,6 @@ pub struct Capabilities {
     pub boards_per_port: usize,
 }
 
-/// One board for an emulator to play: the players' script and the board's settings (serial
-/// number, clock, line noise; each family takes what applies to it).
-#[derive(Debug, Clone)]
-pub struct BoardSpec {
-    /// The players' script.
-    pub script: Script,
-    /// The board's settings.
-    pub config: EmulatorConfig,
-}
-
-/// Builds the emulator of one port's boards (one board, or a chain's), seeded with `seed`;
-/// a one-line reason when the boards cannot be made.
-pub type Emulate = fn(boards: Vec<BoardSpec>, seed: u64) -> Result<Box<dyn EmulatedBoard>, String>;
-
 /// One board family: a row of [`FAMILIES`].
 pub struct Family {
     /// Its driver (its name is the family's name).
@@ -68,8 +50,6 @@ pub struct Family {
     pub summary: &'static str,
     /// What its boards can do.
     pub caps: Capabilities,
-    /// Its emulator.
-    pub emulate: Emulate,
 }
 
 impl Family {
@@ -88,76 +68,6 @@ impl std::fmt::Debug for Family {
     }
 }
 
-fn one(mut boards: Vec<BoardSpec>) -> Result<BoardSpec, String> {
-    match boards.len() {
-        1 => Ok(boards.remove(0)),
-        n => Err(format!("one board per port, not {n}")),
-    }
-}
-
-fn emulate_dgt(boards: Vec<BoardSpec>, _seed: u64) -> Result<Box<dyn EmulatedBoard>, String> {
-    let b = one(boards)?;
-    Ok(Box::new(Emulator::new(b.script, b.config)))
-}
-
-fn emulate_dgt_bus(boards: Vec<BoardSpec>, seed: u64) -> Result<Box<dyn EmulatedBoard>, String> {
-    let mut cfg = ChainConfig {
-        seed,
-        ..ChainConfig::default()
-    };
-    let mut scripts = Vec::new();
-    for b in boards {
-        cfg.boards.push(BusBoardConfig {
-            serial: b.config.serial,
-            clock: b.config.clock,
-            ..BusBoardConfig::numbered(0)
-        });
-        scripts.push(b.script);
-    }
-    ChainEmulator::new(scripts, cfg)
-        .map(|c| Box::new(c) as Box<dyn EmulatedBoard>)
-        .map_err(|e| e.to_string())
-}
-
-fn emulate_millennium(
-    boards: Vec<BoardSpec>,
-    _seed: u64,
-) -> Result<Box<dyn EmulatedBoard>, String> {
-    let b = one(boards)?;
-    Ok(Box::new(MillenniumEmulator::new(
-        Emulator::new(b.script, b.config),
-        (1, 4),
-    )))
-}
-
-fn emulate_certabo(boards: Vec<BoardSpec>, seed: u64) -> Result<Box<dyn EmulatedBoard>, String> {
-    let b = one(boards)?;
-    let cfg = if b.config.noise_every.is_some() {
-        CertaboConfig::noisy(seed)
-    } else {
-        CertaboConfig {
-            seed,
-            ..CertaboConfig::default()
-        }
-    };
-    Ok(Box::new(CertaboEmulator::new(
-        Emulator::new(b.script, b.config),
-        cfg,
-    )))
-}
-
-/// A Bluetooth LE family: its boards are emulated behind the stand-in BlueZ
-/// (`crate::sim::bluez`, a GATT board: [`crate::sim::emulator::gatt::GattBoard`]), not on a pty.
-fn emulate_gatt_only(
-    _boards: Vec<BoardSpec>,
-    _seed: u64,
-) -> Result<Box<dyn EmulatedBoard>, String> {
-    Err(GATT_ONLY.into())
-}
-
-/// Why a Bluetooth LE family cannot be emulated on a pty.
-pub const GATT_ONLY: &str = "a Bluetooth LE family: its boards are emulated behind the stand-in BlueZ (the tests), not on a pty";
-
 /// Every family eboardd serves, in the order USB discovery probes a shared id.
 pub static FAMILIES: &[Family] = &[
     Family {
@@ -171,7 +81,6 @@ pub static FAMILIES: &[Family] = &[
             memory: true,
             boards_per_port: 1,
         },
-        emulate: emulate_dgt,
     },
     Family {
         driver: &dgt::DgtBus,
@@ -184,7 +93,6 @@ pub static FAMILIES: &[Family] = &[
             memory: true,
             boards_per_port: 64,
         },
-        emulate: emulate_dgt_bus,
     },
     Family {
         driver: &millennium::Millennium,
@@ -197,7 +105,6 @@ pub static FAMILIES: &[Family] = &[
             memory: false,
             boards_per_port: 1,
         },
-        emulate: emulate_millennium,
     },
     Family {
         driver: &certabo::Certabo,
@@ -210,7 +117,6 @@ pub static FAMILIES: &[Family] = &[
             memory: false,
             boards_per_port: 1,
         },
-        emulate: emulate_certabo,
     },
     Family {
         driver: &chessnut::Chessnut,
@@ -223,7 +129,6 @@ pub static FAMILIES: &[Family] = &[
             memory: false,
             boards_per_port: 1,
         },
-        emulate: emulate_gatt_only,
     },
 ];
 
@@ -461,34 +366,6 @@ mod tests {
                     u.name
                 );
             }
-        }
-    }
-
-    #[test]
-    fn every_family_emulates_its_boards() {
-        use crate::sim::emulator::runner::EmulatedBoard as _;
-        let games = crate::daemon::demo::demo_games();
-        let spec = |i: usize| BoardSpec {
-            script: Script::from_games(
-                &games[i..=i],
-                &crate::sim::SimConfig::new(crate::sim::Style::Human, i as u64),
-                1_000_000,
-            ),
-            config: EmulatorConfig {
-                serial: format!("{:05}", 10001 + i),
-                ..EmulatorConfig::default()
-            },
-        };
-        for f in FAMILIES {
-            if f.driver.transport().gatt().is_some() {
-                let refused = (f.emulate)(vec![spec(0)], 1).err();
-                assert_eq!(refused.as_deref(), Some(GATT_ONLY), "{}", f.name());
-                continue;
-            }
-            let em = (f.emulate)(vec![spec(0)], 1).unwrap();
-            assert!(!em.finished(), "{}", f.name());
-            let two = (f.emulate)(vec![spec(0), spec(1)], 1);
-            assert_eq!(two.is_ok(), f.caps.boards_per_port > 1, "{}", f.name());
         }
     }
 }

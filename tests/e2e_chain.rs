@@ -167,11 +167,44 @@ async fn play(n: usize, plies: usize, speed: f64, faults: Faults, unplug_at: Opt
         });
         assert!(em.wait_for(WAIT, |st| st.generation == 2).await);
     }
-    d.wait_for("every game to be played", WAIT, |ev| {
-        ids.iter()
-            .zip(&games)
-            .all(|(b, g)| made(ev, b, g.moves.len()))
-    })
+    let emulated = em.status.clone();
+    d.wait_for_showing(
+        "every game to be played",
+        WAIT,
+        |ev| {
+            ids.iter()
+                .zip(&games)
+                .all(|(b, g)| made(ev, b, g.moves.len()))
+        },
+        |ev| {
+            // Which boards are behind, and where each one's record stands.
+            ids.iter()
+                .zip(&games)
+                .filter(|(b, g)| !made(ev, b, g.moves.len()))
+                .map(|(b, g)| {
+                    let got = moves_from_events(ev, b);
+                    let last = ev.iter().rfind(|e| e["board"] == **b);
+                    let last = last.map_or(String::new(), Value::to_string);
+                    format!(
+                        "{b} {} of {} plies, last event {last}",
+                        got.len(),
+                        g.moves.len()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+                + &{
+                    // And where the emulated boards are.
+                    let st = emulated.borrow();
+                    format!(
+                        "; emulator at {} s (finished: {}): {:?}",
+                        st.script_time / 1_000_000,
+                        st.finished,
+                        st.boards
+                    )
+                }
+        },
+    )
     .await;
     {
         let ev = d.events.lock().unwrap();

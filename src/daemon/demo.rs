@@ -12,10 +12,11 @@ use std::time::Duration;
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
 use crate::core::event::EventKind;
-use crate::family::{self, BoardSpec, Family};
+use crate::family::{self, Family};
 use crate::output::{Message, Msg};
 use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
 use crate::sim::emulator::{ClockModel, EmulatorConfig, Script};
+use crate::sim::families::{self, ScriptedBoard};
 use crate::sim::pgn::{ScriptGame, parse_games_bytes};
 use crate::sim::{SimConfig, Style};
 
@@ -152,7 +153,7 @@ impl SimulateOptions {
     }
 
     /// Board `i`'s players and settings.
-    fn board(&self, i: usize) -> BoardSpec {
+    fn board(&self, i: usize) -> ScriptedBoard {
         let n = self.games.len().max(1);
         let games: Vec<ScriptGame> = (0..self.per_board.unwrap_or(n).min(n))
             .map(|k| self.games[(i + k) % n].clone())
@@ -172,7 +173,7 @@ impl SimulateOptions {
         }
         sim.signal_result = self.until_stopped;
         let script = Script::from_games(&games, &sim, GAP_BETWEEN_GAMES);
-        BoardSpec {
+        ScriptedBoard {
             script: if self.until_stopped {
                 script.looped(GAP_BETWEEN_GAMES)
             } else {
@@ -205,7 +206,7 @@ impl SimulateOptions {
     fn spawn_port(&self, first: usize, n: usize, rc: RunnerConfig) -> Result<Handle, DaemonError> {
         let boards = (first..first + n).map(|i| self.board(i)).collect();
         let seed = self.seed.wrapping_add(first as u64 * 104_729);
-        let em = (self.family().emulate)(boards, seed)
+        let em = families::emulate(self.family(), boards, seed)
             .map_err(|e| DaemonError::Emulator(format!("{}: {e}", self.family)))?;
         runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))
     }
@@ -436,8 +437,8 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
             };
             // Each board plays its own game (board i of the port: game i of `sim.games`).
             let h = {
-                let specs: Vec<BoardSpec> = (0..n).map(|i| sim.board(i)).collect();
-                let em = (sim.family().emulate)(specs, sim.seed)
+                let specs: Vec<ScriptedBoard> = (0..n).map(|i| sim.board(i)).collect();
+                let em = families::emulate(sim.family(), specs, sim.seed)
                     .map_err(|e| DaemonError::Emulator(format!("{name}: {e}")))?;
                 runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))?
             };

@@ -16,12 +16,14 @@
 use std::time::Instant;
 
 use crate::core::observation::Observation;
-use crate::session::{ClockShow, Session, SessionConfig, Unit};
+use port::{ClockShow, Session, SessionConfig, Unit};
 
+pub mod ble_target;
 pub mod certabo;
 pub mod chessnut;
 pub mod dgt;
 pub mod millennium;
+pub mod port;
 pub mod positions;
 
 /// Parity of a serial line.
@@ -138,17 +140,14 @@ pub struct BatteryLevel {
     pub charging: Option<bool>,
 }
 
-/// A reply that only its own driver's session reads (a clock's acknowledgement, a bus reply's
-/// kind and address): opaque to the port task, which hands it back to the driver's
-/// [`crate::session::Session`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DriverReply {
-    /// What kind of reply it is, in the driver's own numbering.
-    pub kind: u8,
-    /// The board that sent it, on a bus of several boards (0 otherwise).
-    pub address: u16,
-    /// Up to four bytes of content, in the driver's own meaning.
-    pub data: [u8; 4],
+/// A reply that only its own family's session reads, in that family's types: opaque to the
+/// port task, which hands it back to the driver's [`port::Session`] (and its clock control).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriverReply {
+    /// A DGT clock's acknowledgement, through the board it is cabled to.
+    DgtClockAck(dgt::ClockAck),
+    /// A reply of a board on a DGT bus: which request it answers, and which board sent it.
+    DgtBus(dgt::bus::BusAnswer),
 }
 
 /// What a session learns from a board besides observations.

@@ -80,7 +80,7 @@ pub struct LichessFile {
 }
 
 /// One round id or several.
-pub type RoundIds = crate::config::OneOrMany;
+pub type RoundIds = super::OneOrMany;
 
 /// Where and how to push.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -44,6 +44,26 @@ pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Msg, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
 pub use mqtt::{MqttBroker, MqttConfig};
 
+/// One string or a list of them (`key = "a"` or `key = ["a", "b"]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One.
+    One(String),
+    /// Several (maybe none).
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The strings in order.
+    pub fn to_vec(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
 /// Default address of the HTTP API and page.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// Default address of the LiveChess-compatible API.

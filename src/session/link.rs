@@ -28,11 +28,10 @@
 //! (20 s: 3.4 B/s) plus one per move whose updates leave the board unexplained for longer than
 //! the settle window (a piece held in the hand), far under 5% of the 960 B/s of a 9600-baud line.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::Note;
-use crate::core::engine::{BoardEngine, EngineConfig};
+use crate::core::engine::BoardEngine;
 use crate::core::observation::{FieldArray, Observation, SquareReading};
 use crate::driver::{BoardDriver, Message, SessionMessage};
 
@@ -66,61 +65,7 @@ pub struct Core<'a> {
     pub moves_missing: &'a dyn Fn() -> bool,
 }
 
-/// The kind of link a board is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkKind {
-    /// USB or RS-232: the board scans at full speed.
-    Wired,
-    /// Bluetooth (an RFCOMM tty, `/dev/rfcomm*`): the board scans at half speed and has a
-    /// battery.
-    Bluetooth,
-}
-
-impl LinkKind {
-    /// The link of a port: Bluetooth when the device node (after symlinks) is an RFCOMM tty.
-    pub fn of_path(path: &Path) -> LinkKind {
-        if path.to_string_lossy().starts_with("ble:") {
-            return LinkKind::Bluetooth;
-        }
-        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let rfcomm = |p: &Path| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("rfcomm"))
-        };
-        if rfcomm(&real) || rfcomm(path) {
-            LinkKind::Bluetooth
-        } else {
-            LinkKind::Wired
-        }
-    }
-
-    /// How much slower the board's scan is than a wired board's.
-    pub fn scan_factor(self) -> u32 {
-        match self {
-            LinkKind::Wired => 1,
-            LinkKind::Bluetooth => 2,
-        }
-    }
-
-    /// The core's settings with its settle windows scaled to the link's scan speed.
-    pub fn engine_config(self) -> EngineConfig {
-        let d = EngineConfig::default();
-        let k = i64::from(self.scan_factor());
-        EngineConfig {
-            settle: d.settle * k,
-            displaced_after: d.displaced_after * k,
-            ..d
-        }
-    }
-
-    /// The name used in logs and capture notes.
-    pub fn name(self) -> &'static str {
-        match self {
-            LinkKind::Wired => "wired",
-            LinkKind::Bluetooth => "bluetooth",
-        }
-    }
-}
+pub use crate::driver::port::LinkKind;
 
 /// Timings of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,21 +582,5 @@ mod tests {
             l.on_dgt(t0, &DgtMessage::Battery(b.clone())),
             Some(Note::Battery(b.level()))
         );
-    }
-
-    #[test]
-    fn rfcomm_ports_are_bluetooth_with_slower_settle_windows() {
-        assert_eq!(
-            LinkKind::of_path(Path::new("/dev/rfcomm0")),
-            LinkKind::Bluetooth
-        );
-        assert_eq!(
-            LinkKind::of_path(Path::new("/dev/ttyACM0")),
-            LinkKind::Wired
-        );
-        let bt = LinkKind::Bluetooth.engine_config();
-        let usb = LinkKind::Wired.engine_config();
-        assert_eq!(bt.settle, 2 * usb.settle);
-        assert_eq!(bt.displaced_after, 2 * usb.displaced_after);
     }
 }

@@ -9,6 +9,7 @@
 pub mod bluez;
 pub mod clock;
 pub mod emulator;
+pub mod families;
 pub mod hand;
 #[cfg(feature = "test-support")]
 pub mod inject;

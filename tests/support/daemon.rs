@@ -308,6 +308,19 @@ impl Daemon {
         timeout: Duration,
         pred: impl Fn(&[Value]) -> bool,
     ) {
+        self.wait_for_showing(what, timeout, pred, |_| String::new())
+            .await
+    }
+
+    /// As [`Daemon::wait_for`], and on a timeout the panic also says `progress(events)` (how
+    /// far each board came, say).
+    pub async fn wait_for_showing(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&[Value]) -> bool,
+        progress: impl Fn(&[Value]) -> String,
+    ) {
         let events = self.events.clone();
         let ok = tokio::time::timeout(
             timeout,
@@ -317,8 +330,11 @@ impl Daemon {
         if !matches!(ok, Ok(Ok(_))) {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            let progress = progress(&events.lock().unwrap());
             panic!(
-                "timed out waiting for {what}; daemon log (last lines, newest first):\n{}",
+                "timed out waiting for {what}{}{progress}; daemon log (last lines, newest \
+                 first):\n{}",
+                if progress.is_empty() { "" } else { ": " },
                 tail.join("\n")
             );
         }

@@ -51,8 +51,8 @@ use std::time::{Duration, Instant};
 use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::{FieldArray, Observation};
-use crate::driver::{BoardDriver, Decoder, Message, SessionMessage, Transport};
-use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
+use crate::driver::port::{Action, Boards, Note, Session, SessionConfig, Unit};
+use crate::driver::{BoardDriver, Decoder, DriverReply, Message, SessionMessage, Transport};
 
 /// The driver's name in capture headers and events (never change it: captures name it).
 pub const NAME: &str = "dgt-bus";
@@ -149,7 +149,7 @@ impl BoardDriver for DgtBus {
         Box::new(BusLineStream::new())
     }
 
-    fn session(&self, cfg: &SessionConfig) -> Option<Box<dyn crate::session::Session>> {
+    fn session(&self, cfg: &SessionConfig) -> Option<Box<dyn Session>> {
         Some(Box::new(Chain::new(cfg.clone())))
     }
 
@@ -697,10 +697,10 @@ impl Session for Chain {
                     until: until.max(now + REPLY_QUIET),
                 };
                 for m in msgs {
-                    let Message::Session(SessionMessage::Driver(r)) = m else {
+                    let Message::Session(SessionMessage::Driver(DriverReply::DgtBus(r))) = m else {
                         continue;
                     };
-                    if ReplyKind::of(r) != Some(ReplyKind::Ping) || r.address == 0 {
+                    if r.kind != ReplyKind::Ping || r.address == 0 {
                         continue;
                     }
                     if let std::collections::btree_map::Entry::Vacant(e) =
@@ -741,8 +741,8 @@ impl Session for Chain {
                     }
                 }
                 let done = msgs.iter().any(|msg| {
-                    matches!(msg, Message::Session(SessionMessage::Driver(r))
-                        if r.address == address && ReplyKind::of(r) == Some(cmd.reply()))
+                    matches!(msg, Message::Session(SessionMessage::Driver(DriverReply::DgtBus(r)))
+                        if r.address == address && r.kind == cmd.reply())
                 });
                 if done {
                     if let Some(m) = self.members.get_mut(&address) {
@@ -903,7 +903,7 @@ impl Session for Chain {
 mod tests {
     use super::*;
     use crate::driver::dgt::bus::BusReply;
-    use crate::session::link::LinkKind;
+    use crate::driver::port::LinkKind;
 
     struct View {
         in_progress: bool,

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use crate::core::observation::Observation;
 use crate::driver::dgt::{ClockAck, ClockCommand};
+use crate::driver::port::ClockShow;
 use crate::driver::{ClockControl, Message, SessionMessage};
-use crate::session::ClockShow;
 
 /// How long to wait for an ack before resending (the clock acks within 2 s).
 pub const RESEND_AFTER: Duration = Duration::from_millis(2500);

@@ -117,24 +117,17 @@ pub struct ClockAck {
 }
 
 impl ClockAck {
-    /// The ack as the driver's own [`crate::driver::DriverReply`] (kind [`id::BWTIME`], the four
-    /// ack bytes as data).
+    /// The ack as the driver's own [`crate::driver::DriverReply`].
     pub fn reply(&self) -> crate::driver::DriverReply {
-        crate::driver::DriverReply {
-            kind: id::BWTIME,
-            address: 0,
-            data: [self.ack0, self.ack1, self.ack2, self.ack3],
-        }
+        crate::driver::DriverReply::DgtClockAck(*self)
     }
 
     /// The ack carried by a [`crate::driver::DriverReply`] made by [`ClockAck::reply`].
     pub fn from_reply(r: &crate::driver::DriverReply) -> Option<ClockAck> {
-        (r.kind == id::BWTIME).then_some(ClockAck {
-            ack0: r.data[0],
-            ack1: r.data[1],
-            ack2: r.data[2],
-            ack3: r.data[3],
-        })
+        match r {
+            crate::driver::DriverReply::DgtClockAck(a) => Some(*a),
+            crate::driver::DriverReply::DgtBus(_) => None,
+        }
     }
 }
 

@@ -67,7 +67,7 @@ pub trait EmulatedBoard: Send + 'static {
     }
 }
 
-/// An emulator of any family, as the family table makes them ([`crate::family::Emulate`]).
+/// An emulator of any family, as the family table makes them ([`crate::sim::families::Emulate`]).
 impl EmulatedBoard for Box<dyn EmulatedBoard> {
     fn next_due(&self) -> Option<Micros> {
         (**self).next_due()

@@ -9,8 +9,8 @@
 //! - [`BusStream`]: the [`crate::driver::Decoder`] of one board of a chain;
 //!   [`BusLineStream`]: the decoder of the whole line, while boards are being discovered.
 //!
-//! Every reply becomes one [`DriverReply`] (kind = the reply's id byte, the board's address) so
-//! that a session knows which of its requests was answered; [`ReplyKind::of`] reads it back.
+//! Every reply becomes one [`DriverReply::DgtBus`] (a [`BusAnswer`]: the reply's kind, the
+//! board's address) so that the chain's session knows which of its requests was answered.
 
 use super::bwtime::BwTime;
 use super::ee::{self, EeEntry};
@@ -127,6 +127,16 @@ impl BusCommand {
     }
 }
 
+/// What the chain's session reads of a bus reply ([`BusReply::driver_reply`]): which request
+/// it answers and which board sent it (the content goes to the board's core as observations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusAnswer {
+    /// The reply's kind.
+    pub kind: ReplyKind,
+    /// The address of the board that sent it.
+    pub address: u16,
+}
+
 /// The kinds of bus replies, by their id byte (§1.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReplyKind {
@@ -178,11 +188,6 @@ impl ReplyKind {
     /// The kind with this id byte.
     pub fn from_id(id: u8) -> Option<ReplyKind> {
         ReplyKind::ALL.into_iter().find(|k| k.id() == id)
-    }
-
-    /// The kind of a bus reply's [`DriverReply`] (made by [`BusReply::driver_reply`]).
-    pub fn of(reply: &DriverReply) -> Option<ReplyKind> {
-        ReplyKind::from_id(reply.kind)
     }
 
     /// Whether `total` is a plausible total length (header to checksum) for this kind.
@@ -292,36 +297,12 @@ impl BusReply {
         }
     }
 
-    /// The reply for the session: kind = the reply's id byte, the board's address, and data:
-    ///
-    /// - BWTIME carrying a clock ack: the ack's bytes `ack0 ack1 ack2 ack3`; any other BWTIME:
-    ///   zeros (an ack's `ack1` names the command answered, never 0);
-    /// - UPDATE and FROM_START: the number of entries, big-endian in bytes 0–1 (at most
-    ///   65,535), then zeros;
-    /// - VERSION: `major minor 1 0`, or zeros for a 6-byte reply without a number;
-    /// - the others: zeros.
+    /// The reply for the chain's session: its kind and the board that sent it.
     pub fn driver_reply(&self) -> DriverReply {
-        let data = match self {
-            BusReply::Clock {
-                clock: BwTime::Ack(a),
-                ..
-            } => [a.ack0, a.ack1, a.ack2, a.ack3],
-            BusReply::Update { entries, .. } | BusReply::FromStart { entries, .. } => {
-                let [hi, lo] = u16::try_from(entries.len())
-                    .unwrap_or(u16::MAX)
-                    .to_be_bytes();
-                [hi, lo, 0, 0]
-            }
-            BusReply::Version {
-                version: Some(v), ..
-            } => [v.major, v.minor, 1, 0],
-            _ => [0; 4],
-        };
-        DriverReply {
-            kind: self.kind().id(),
+        DriverReply::DgtBus(BusAnswer {
+            kind: self.kind(),
             address: self.address(),
-            data,
-        }
+        })
     }
 
     /// The exact bytes a board sends for this reply (for tests and the emulator). Data bytes

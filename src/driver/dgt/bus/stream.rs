@@ -260,12 +260,14 @@ mod tests {
         }
     }
 
-    fn driver(kind: u8, address: u16, data: [u8; 4]) -> Message {
-        Message::Session(SessionMessage::Driver(DriverReply {
-            kind,
-            address,
-            data,
-        }))
+    /// The chain session's reply: reply id byte `kind` from the board at `address`.
+    fn driver(kind: u8, address: u16) -> Message {
+        Message::Session(SessionMessage::Driver(DriverReply::DgtBus(
+            crate::driver::dgt::bus::BusAnswer {
+                kind: crate::driver::dgt::bus::ReplyKind::from_id(kind).unwrap(),
+                address,
+            },
+        )))
     }
 
     fn decode(d: &mut dyn Decoder, bytes: &[u8]) -> Vec<Message> {
@@ -337,12 +339,12 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                driver(0x87, A, [0; 4]),
+                driver(0x87, A),
                 Message::Session(SessionMessage::Version { major: 1, minor: 2 }),
-                driver(0x89, A, [1, 2, 1, 0]),
-                driver(0x88, A, [0; 4]),
+                driver(0x89, A),
+                driver(0x88, A),
                 Message::Observation(Observation::BoardDump(Box::new(dump))),
-                driver(0x83, A, [0; 4]),
+                driver(0x83, A),
                 Message::Observation(Observation::Field {
                     index: 52,
                     reading: SquareReading::Empty
@@ -352,8 +354,8 @@ mod tests {
                     reading: reading_from_code(1).unwrap()
                 }),
                 Message::Observation(Observation::Polled),
-                driver(0x85, A, [0, 3, 0, 0]),
-                driver(0x86, A, [0, 3, 0, 0]),
+                driver(0x85, A),
+                driver(0x86, A),
                 // FROM_START ends in e2 emptied; the UPDATE starts with it again: dropped once.
                 Message::Observation(Observation::Memory(vec![
                     empty,
@@ -362,7 +364,7 @@ mod tests {
                     memory_field(36, 1),
                 ])),
                 Message::Observation(Observation::Polled),
-                driver(0x85, A, [0, 2, 0, 0]),
+                driver(0x85, A),
             ]
         );
         assert_eq!((d.dropped_bytes(), d.bad_frames()), (0, 0));
@@ -374,16 +376,16 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                driver(0x87, B, [0; 4]),
-                driver(0x89, B, [0; 4]),
+                driver(0x87, B),
+                driver(0x89, B),
                 Message::Observation(Observation::ClockAbsent),
-                driver(0x84, B, [0; 4]),
+                driver(0x84, B),
                 Message::Observation(Observation::Field {
                     index: 12,
                     reading: SquareReading::Empty
                 }),
                 Message::Observation(Observation::Polled),
-                driver(0x85, B, [0, 1, 0, 0]),
+                driver(0x85, B),
             ]
         );
         assert_eq!(d.foreign_frames(), 7);
@@ -420,7 +422,9 @@ mod tests {
         let kinds: Vec<(u8, u16)> = out
             .iter()
             .map(|m| match m {
-                Message::Session(SessionMessage::Driver(r)) => (r.kind, r.address),
+                Message::Session(SessionMessage::Driver(DriverReply::DgtBus(r))) => {
+                    (r.kind.id(), r.address)
+                }
                 other => panic!("not a driver reply: {other:?}"),
             })
             .collect();
@@ -497,9 +501,9 @@ mod tests {
             out,
             vec![
                 Message::Observation(Observation::Clock(times)),
-                driver(0x84, A, [0; 4]),
-                driver(0x84, A, [0x10, 0x88, 0x05, 0x31]),
-                driver(0x84, A, [0; 4]),
+                driver(0x84, A),
+                driver(0x84, A),
+                driver(0x84, A),
             ]
         );
     }
@@ -635,13 +639,13 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                driver(0x86, A, [0, 2, 0, 0]),
+                driver(0x86, A),
                 // Board B's ping is foreign: it does not release the FROM_START; A's does.
                 memory.clone(),
-                driver(0x87, A, [0; 4]),
-                driver(0x86, A, [0, 2, 0, 0]),
+                driver(0x87, A),
+                driver(0x86, A),
                 memory,
-                driver(0x86, A, [0; 4]),
+                driver(0x86, A),
                 Message::Observation(Observation::Memory(vec![])),
             ]
         );
