@@ -56,7 +56,7 @@ pub fn check(path: Option<&Path>) -> (Vec<String>, Vec<String>, String) {
         Ok(f) => f,
         Err(e) => return (vec![e], notes, name),
     };
-    if let Err(e) = super::daemon::output_setup(&flags, Some(&cfg)) {
+    if let Err(e) = super::output::output_setup(&flags, Some(&cfg)) {
         problems.push(format!("{name}: outputs: {e}"));
     }
     for spec in &cfg.daemon.ports {

@@ -1,7 +1,6 @@
 //! Command-line arguments of `eboardd run`, `eboardd simulate` and `eboardd demo`, and how
 //! they are carried out (logging set up for a terminal or for journald).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -129,25 +128,6 @@ pub struct DemoArgs {
     pub http: String,
 }
 
-/// Logs to standard error with `tracing`: level from `RUST_LOG` (else `default`), colours only
-/// on a terminal, no timestamps under journald (it adds its own).
-pub fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let ansi = std::io::stderr().is_terminal();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_target(false)
-        .with_writer(std::io::stderr);
-    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
-        builder.without_time().try_init()
-    } else {
-        builder.try_init()
-    };
-    let _ = result;
-}
-
 fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -158,57 +138,12 @@ fn exit(result: Result<(), crate::daemon::DaemonError>) -> ExitCode {
     }
 }
 
-/// The outputs of `eboardd run`: the output flags completed from the configuration file,
-/// with the players configured per board (they reach every output, as they reach the
-/// captures). `eboardd check` checks them the same way.
-pub(super) fn output_setup(
-    flags: &super::output::OutputArgs,
-    file: Option<&crate::config::Config>,
-) -> Result<crate::daemon::OutputSetup, super::output::ArgError> {
-    let out = match file {
-        Some(cfg) => flags.with_file(cfg),
-        None => flags.clone(),
-    };
-    let config = out.output_config()?;
-    let mut round = out.round_info()?;
-    if let Some(cfg) = file {
-        crate::daemon::configure_round(&mut round, cfg);
-    }
-    if let Some(l) = &config.lichess {
-        let numbers = round
-            .boards
-            .iter()
-            .filter_map(|id| crate::output::model::configured_number(id));
-        l.check_boards(numbers)?;
-    }
-    Ok(crate::daemon::OutputSetup { config, round })
-}
-
-/// The outputs of `eboardd run`, `serve-replay` and `serve-mqtt`: the configuration file of
-/// `--config` read (its `[outputs]` and `[event]` drive the outputs, flags override them, and
-/// its `[[board]]`s name the players), with the flags it completed. The error is one line.
-pub(super) fn outputs_of(
-    flags: &super::output::OutputArgs,
-    config: Option<&std::path::Path>,
-) -> Result<(super::output::OutputArgs, crate::daemon::OutputSetup), String> {
-    let file = config
-        .map(crate::config::Config::load)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let completed = match &file {
-        Some(cfg) => flags.with_file(cfg),
-        None => flags.clone(),
-    };
-    let setup = output_setup(flags, file.as_ref()).map_err(|e| e.to_string())?;
-    Ok((completed, setup))
-}
-
 /// Carries out `eboardd run`.
 pub fn run(a: RunArgs) -> ExitCode {
-    init_logging("info");
+    super::init_logging("info");
     // Boards and clients need descriptors: the hard limit, not the shell's default soft one.
     crate::daemon::descriptors::raise_soft_limit();
-    let outputs = match outputs_of(&a.out, a.config.as_deref()) {
+    let outputs = match super::output::outputs_of(&a.out, a.config.as_deref()) {
         Ok((_, o)) => o,
         Err(e) => {
             eprintln!("eboardd: error: {e}");
@@ -217,10 +152,9 @@ pub fn run(a: RunArgs) -> ExitCode {
     };
     // On SIGHUP the same flags are completed from the reloaded file.
     let flags = a.out.clone();
-    let reload = a
-        .config
-        .is_some()
-        .then(|| crate::daemon::OutputReload::new(move |cfg| output_setup(&flags, Some(cfg))));
+    let reload = a.config.is_some().then(|| {
+        crate::daemon::OutputReload::new(move |cfg| super::output::output_setup(&flags, Some(cfg)))
+    });
     let opts = Options {
         outputs: Some(outputs),
         reload_outputs: reload,
@@ -244,7 +178,7 @@ pub fn run(a: RunArgs) -> ExitCode {
 
 /// Carries out `eboardd simulate`.
 pub fn simulate(a: SimulateArgs) -> ExitCode {
-    init_logging("info");
+    super::init_logging("info");
     let mut games = match &a.pgn {
         Some(p) => match std::fs::read(p) {
             Ok(bytes) => crate::sim::pgn::parse_games_bytes(&bytes)
@@ -299,7 +233,7 @@ pub fn simulate(a: SimulateArgs) -> ExitCode {
 
 /// Carries out `eboardd demo`.
 pub fn demo(a: DemoArgs) -> ExitCode {
-    init_logging("warn");
+    super::init_logging("warn");
     let outputs = super::output::OutputArgs::parse_from_http(&a.http).map(|out| {
         out.output_config()
             .map(|config| crate::daemon::OutputSetup {

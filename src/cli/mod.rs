@@ -72,7 +72,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Replay { files, events } => {
             // Protocol warnings (e.g. a clock whose status bits disagree) go to standard error,
             // in colour only on a terminal.
-            daemon::init_logging("warn");
+            init_logging("warn");
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut warn = |w: &str| eprintln!("eboardd: warning: {w}");
@@ -90,4 +90,23 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         }
     }
+}
+
+/// Logs to standard error with `tracing`: level from `RUST_LOG` (else `default`), colours only
+/// on a terminal, no timestamps under journald (it adds its own).
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+    let _ = result;
 }

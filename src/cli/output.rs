@@ -359,7 +359,7 @@ pub struct ServeReplayArgs {
 /// Run `eboardd serve-replay`.
 pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     // Colours only on a terminal, as every subcommand.
-    super::daemon::init_logging("info");
+    super::init_logging("info");
     let fail = |e: &dyn std::fmt::Display| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
@@ -367,7 +367,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
     if !(args.speed >= 0.0 && args.speed.is_finite()) {
         return fail(&format!("--speed must be 0 or more, not {}", args.speed));
     }
-    let (out, setup) = match super::daemon::outputs_of(&args.out, args.config.as_deref()) {
+    let (out, setup) = match outputs_of(&args.out, args.config.as_deref()) {
         Ok(o) => o,
         Err(e) => return fail(&e),
     };
@@ -487,12 +487,12 @@ pub struct ServeMqttArgs {
 
 /// Run `eboardd serve-mqtt`: until SIGINT or SIGTERM.
 pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
-    super::daemon::init_logging("info");
+    super::init_logging("info");
     let fail = |e: String| {
         eprintln!("eboardd: error: {e}");
         ExitCode::from(2)
     };
-    let (out, setup) = match super::daemon::outputs_of(&args.out, args.config.as_deref()) {
+    let (out, setup) = match outputs_of(&args.out, args.config.as_deref()) {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
@@ -550,4 +550,49 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         outputs.shutdown().await;
         ExitCode::SUCCESS
     })
+}
+
+/// The outputs of `eboardd run`: the output flags completed from the configuration file,
+/// with the players configured per board (they reach every output, as they reach the
+/// captures). `eboardd check` checks them the same way.
+pub(super) fn output_setup(
+    flags: &OutputArgs,
+    file: Option<&crate::config::Config>,
+) -> Result<crate::daemon::OutputSetup, ArgError> {
+    let out = match file {
+        Some(cfg) => flags.with_file(cfg),
+        None => flags.clone(),
+    };
+    let config = out.output_config()?;
+    let mut round = out.round_info()?;
+    if let Some(cfg) = file {
+        crate::daemon::configure_round(&mut round, cfg);
+    }
+    if let Some(l) = &config.lichess {
+        let numbers = round
+            .boards
+            .iter()
+            .filter_map(|id| crate::output::model::configured_number(id));
+        l.check_boards(numbers)?;
+    }
+    Ok(crate::daemon::OutputSetup { config, round })
+}
+
+/// The outputs of `eboardd run`, `serve-replay` and `serve-mqtt`: the configuration file of
+/// `--config` read (its `[outputs]` and `[event]` drive the outputs, flags override them, and
+/// its `[[board]]`s name the players), with the flags it completed. The error is one line.
+pub(super) fn outputs_of(
+    flags: &OutputArgs,
+    config: Option<&std::path::Path>,
+) -> Result<(OutputArgs, crate::daemon::OutputSetup), String> {
+    let file = config
+        .map(crate::config::Config::load)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let completed = match &file {
+        Some(cfg) => flags.with_file(cfg),
+        None => flags.clone(),
+    };
+    let setup = output_setup(flags, file.as_ref()).map_err(|e| e.to_string())?;
+    Ok((completed, setup))
 }

@@ -243,9 +243,11 @@ impl CoreEvent {
     }
 }
 
-/// The wire form of an event (JSON version 1).
+/// The wire form of an event (JSON version 1): the common envelope and, flattened into it, the
+/// body's `kind` and fields — a core event's [`EventKind`], or any other message of the stream
+/// (the broadcaster's own notices). The one writer of the envelope.
 #[derive(Debug, Clone, Serialize)]
-pub struct EventEnvelope<'a> {
+pub struct EventEnvelope<'a, K = EventKind> {
     /// Format version, always 1.
     pub v: u32,
     /// Increasing per daemon run (or replay).
@@ -258,19 +260,26 @@ pub struct EventEnvelope<'a> {
     pub game: u32,
     /// The kind and its fields.
     #[serde(flatten)]
-    pub kind: &'a EventKind,
+    pub kind: &'a K,
 }
 
 impl<'a> EventEnvelope<'a> {
     /// Wrap a core event for broadcasting.
     pub fn new(seq: u64, board: &'a str, event: &'a CoreEvent) -> Self {
+        EventEnvelope::of(seq, event.t, board, event.game, &event.kind)
+    }
+}
+
+impl<'a, K: Serialize> EventEnvelope<'a, K> {
+    /// Wrap `body` (a message with its own `kind`) at capture time `t` of `board`'s game `game`.
+    pub fn of(seq: u64, t: Micros, board: &'a str, game: u32, body: &'a K) -> Self {
         EventEnvelope {
             v: 1,
             seq,
-            t: event.t as f64 / 1e6,
+            t: t as f64 / 1e6,
             board,
-            game: event.game,
-            kind: &event.kind,
+            game,
+            kind: body,
         }
     }
 

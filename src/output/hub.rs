@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use axum::extract::ws::Utf8Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::bluetooth::BluetoothHealth;
@@ -615,17 +615,10 @@ impl Hub {
             .board(board)
             .map(|b| (b.last_t, b.game().map_or(0, |g| g.number)))
             .unwrap_or((st.round.last_t, 0));
-        let mut v = json!({
-            "v": 1, "seq": seq, "t": t as f64 / 1e6, "board": board, "game": game,
-        });
-        if let (Value::Object(map), Ok(Value::Object(fields))) =
-            (&mut v, serde_json::to_value(&notice))
-        {
-            map.extend(fields);
-        }
+        let json = EventEnvelope::of(seq, t, board, game, &notice).to_json();
         st.round.last_seq = seq;
         st.round.board_mut(board).last_seq = seq;
-        self.push(st, seq, board, Message::Notice(notice), t, v.to_string())
+        self.push(st, seq, board, Message::Notice(notice), t, json)
     }
 
     fn push(

@@ -68,7 +68,7 @@ pub fn router_with(
         .fallback(|| async {
             (
                 StatusCode::NOT_FOUND,
-                [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+                [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
                 json!({"error": "no such resource; the EBoards API is ws://HOST:PORT/api/v1.0"})
                     .to_string(),
             )
@@ -101,7 +101,7 @@ fn eboards(hub: &Hub) -> Value {
 
 async fn eboards_http(State(app): State<App>) -> Response {
     (
-        [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+        [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
         eboards(&app.hub).to_string(),
     )
         .into_response()
@@ -111,13 +111,13 @@ async fn eboards_http(State(app): State<App>) -> Response {
 fn found(v: Option<Value>, what: &str) -> Response {
     match v {
         Some(v) => (
-            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
             v.to_string(),
         )
             .into_response(),
         None => (
             StatusCode::NOT_FOUND,
-            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
             json!({ "error": format!("no such {what}") }).to_string(),
         )
             .into_response(),
@@ -165,7 +165,7 @@ async fn ws(State(app): State<App>, headers: HeaderMap, ws: WebSocketUpgrade) ->
         let body = json!({"error": "this page's origin may not use the EBoards API"});
         return (
             StatusCode::FORBIDDEN,
-            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
             body.to_string(),
         )
             .into_response();

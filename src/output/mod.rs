@@ -15,6 +15,7 @@ pub mod change;
 pub mod corrections;
 pub mod delay;
 pub mod fanout;
+pub mod files;
 pub mod hall;
 pub mod http;
 pub mod hub;

@@ -433,7 +433,7 @@ pub fn save(hub: &Hub, path: &Path) -> std::io::Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| std::io::Error::other("no file name"))?;
-    super::relay::write_atomic(dir, name, text.as_bytes())
+    super::files::write_atomic(dir, name, text.as_bytes())
 }
 
 /// Start the rounds saved in `path` (by [`save`]) on a hub that has published nothing yet:

@@ -77,7 +77,7 @@ fn refuse(status: StatusCode, message: &str) -> Box<Response> {
     Box::new(
         (
             status,
-            [(header::CONTENT_TYPE, super::http::JSON_TYPE)],
+            [(header::CONTENT_TYPE, super::files::JSON_TYPE)],
             body,
         )
             .into_response(),

@@ -40,10 +40,7 @@ use rounds::{
     round_results_trf, round_view, rounds,
 };
 
-/// Content type of PGN.
-pub const PGN_TYPE: &str = "application/x-chess-pgn; charset=utf-8";
-/// Content type of JSON.
-pub const JSON_TYPE: &str = "application/json; charset=utf-8";
+pub use super::files::{JSON_TYPE, PGN_TYPE};
 
 #[derive(Clone)]
 struct App {
