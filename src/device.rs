@@ -46,6 +46,11 @@ impl Device {
         unit: crate::session::Unit,
         cfg: EngineConfig,
     ) -> Self {
+        // A family whose boards report only when polled says so before the first poll.
+        let cfg = EngineConfig {
+            polled: cfg.polled || driver.polled(),
+            ..cfg
+        };
         Device {
             id: id.to_string(),
             driver,

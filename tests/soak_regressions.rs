@@ -1,6 +1,7 @@
-//! Captures from the tournament soak (`scripts/soak.py`) that once went wrong, replayed through
-//! the library's one replay path. The truth is the PGN game the soak's emulator played, written
-//! here from the soak's input file.
+//! Captures that once went wrong, replayed through the library's one replay path: from the
+//! tournament soak (`scripts/soak.py`, `tests/data/soak/`) and from the chain's end-to-end test
+//! (`tests/e2e_chain.rs`, `tests/data/chain/`). The truth is the PGN game the emulator played,
+//! written here from its source (the soak's input file, the demo's games).
 //!
 //! `soak/board-26.jsonl`: 40 emulated DGT boards at 500× pace, the daemon killed with `kill -9`
 //! after 12. … a6. On reconnection the daemon asked for the board's memory (`49`); the memory
@@ -15,6 +16,14 @@
 //! held 8. e3 O-O 9. O-O; the dump after it showed 9. … a6 and White's a-pawn in hand (10. a3
 //! being made). Neither the memory's end nor two complete plies after it: nothing was taken from
 //! the memory, and the gap from 7. … d6 had no sequence (`moves_missing`): 14 plies of 29.
+//!
+//! `chain/dgt-bus-01010-no-poll-answered.jsonl`: board 1010 of twelve DGT boards chained on a line
+//! that loses 3% of the boards' bytes. Every answer to SEND_CHANGES in the game's first 33 s was
+//! garbled, and only REPEAT_CHANGES brought the changes, so the board's core never saw a poll and
+//! took it for a board that reports each change: when 3. d4 cxd4 4. Nxd4 came in one answer, it
+//! judged the board a second later, between two polls, and raised `displaced_pieces` (d2, f3,
+//! d4, c5) instead of waiting for the poll that recovered the three plies. A chain's board is
+//! polled from the start: its family says so.
 
 use std::path::PathBuf;
 
@@ -32,9 +41,13 @@ const BOARD_26: &str = "e4 e6 d4 g6 Bd3 Bg7 Be3 c5 c3 cxd4 cxd4 Nc6 Ne2 Nge7 O-O
 const BOARD_89_ROUND_4: &str = "c4 e5 Nc3 Nf6 Nf3 Nc6 g3 Bb4 Nd5 Bc5 d3 h6 Bg2 d6 e3 O-O O-O a6 \
     a3 Ba7 b4 Nxd5 cxd5 Ne7 Nd2 Bf5 Nc4 Qd7 Bb2";
 
+/// The first ten plies of the demo's game that board 1010 of the chain played (its line 248).
+const CHAIN_BOARD_1010: &str = "e4 c5 Nf3 Nc6 d4 cxd4 Nxd4 g6 c4 Bg7";
+
+/// Capture `name` under `tests/data/` (`soak/…`, `chain/…`).
 fn capture(name: &str) -> Capture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/soak")
+        .join("tests/data")
         .join(name);
     read_capture(&path).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -86,7 +99,7 @@ fn whole_game(name: &str, want: &str) {
 
 #[test]
 fn the_memory_and_the_moves_made_while_it_was_sent_give_the_whole_game() {
-    whole_game("board-26.jsonl", BOARD_26);
+    whole_game("soak/board-26.jsonl", BOARD_26);
 }
 
 #[test]
@@ -94,7 +107,7 @@ fn without_the_memory_the_gap_stays_open_and_no_move_is_made_of_the_record_posit
     // The same capture with the board's answer to `49` taken out: the dump alone is three
     // plies ahead in two orders. The arbiter is told once; until the gap is resolved no press
     // makes a move of the record's position, and nothing else is reported.
-    let cap = capture("board-26.jsonl");
+    let cap = capture("soak/board-26.jsonl");
     let records: Vec<Record> = cap
         .records
         .iter()
@@ -113,5 +126,13 @@ fn without_the_memory_the_gap_stays_open_and_no_move_is_made_of_the_record_posit
 
 #[test]
 fn a_dump_with_a_move_in_progress_plies_after_the_memory_recovers_the_memory() {
-    whole_game("board-89-round-4.jsonl", BOARD_89_ROUND_4);
+    whole_game("soak/board-89-round-4.jsonl", BOARD_89_ROUND_4);
+}
+
+#[test]
+fn a_chain_board_whose_polls_were_all_garbled_is_judged_at_its_polls() {
+    whole_game(
+        "chain/dgt-bus-01010-no-poll-answered.jsonl",
+        CHAIN_BOARD_1010,
+    );
 }

@@ -246,6 +246,13 @@ pub trait BoardDriver: Send + Sync + std::fmt::Debug {
     fn unit_decoder(&self, _unit: Unit) -> Box<dyn Decoder> {
         self.decoder()
     }
+    /// Whether its boards report only when polled, one after the other on a shared line (a
+    /// DGT chain): what a board shows between two of its polls is unknown, so its core takes
+    /// its decisions at its polls ([`crate::core::observation::Observation::Polled`]) from the
+    /// start. By default `false`: the board reports each change as it happens.
+    fn polled(&self) -> bool {
+        false
+    }
     /// A fresh decoder for the bytes a port receives while listening to the line as a whole
     /// (a chain's discovery); by default [`BoardDriver::decoder`].
     fn line_decoder(&self) -> Box<dyn Decoder> {

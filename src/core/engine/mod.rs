@@ -39,6 +39,11 @@ pub struct EngineConfig {
     pub release_hold: Micros,
     /// White's physical clock side when fixed by configuration (else learned).
     pub white_clock_side: Option<ClockSide>,
+    /// The board reports only when polled (a board of a DGT chain), known from its family
+    /// before any poll is seen: decisions wait for its polls from the start, even when the
+    /// line garbled every answer to a poll so far (else learned at the first
+    /// [`Observation::Polled`]).
+    pub polled: bool,
 }
 
 impl Default for EngineConfig {
@@ -48,6 +53,7 @@ impl Default for EngineConfig {
             displaced_after: 1_000_000,
             release_hold: 1_000_000,
             white_clock_side: None,
+            polled: false,
         }
     }
 }
@@ -180,6 +186,7 @@ impl BoardEngine {
     pub fn new(cfg: EngineConfig) -> Self {
         let clock = ClockTracker::new(cfg.white_clock_side);
         BoardEngine {
+            polled: cfg.polled,
             cfg,
             clock,
             ..Default::default()

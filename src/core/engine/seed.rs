@@ -147,7 +147,7 @@ impl EngineSeed {
         engine.ledger = self.ledger.clone();
         engine.link_dropped_at = self.link_dropped_at;
         engine.clock_present = self.clock_present;
-        engine.polled = self.polled;
+        engine.polled = self.polled || engine.cfg.polled;
         Ok(engine)
     }
 

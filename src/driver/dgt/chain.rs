@@ -129,6 +129,10 @@ impl BoardDriver for DgtBus {
         NAME
     }
 
+    fn polled(&self) -> bool {
+        true
+    }
+
     fn transport(&self) -> Transport {
         Transport::Serial {
             line: super::driver::LINE,
