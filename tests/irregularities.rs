@@ -17,7 +17,7 @@ use eboardd::core::sensed::Orientation;
 use eboardd::replay::Device;
 use eboardd::sim::inject::{InjectConfig, Kind, inject};
 use eboardd::sim::pgn::{ScriptGame, parse_games};
-use shakmaty::{Board, Color, Position, Role, Square};
+use shakmaty::{Board, Color, Piece, Position, Role, Square};
 
 mod support;
 
@@ -513,6 +513,58 @@ fn a_displaced_piece_on_a_polled_board_is_raised_at_the_first_poll_after_the_win
         ],
     );
     assert_eq!(rig.resolved(), ["displaced_pieces"], "{}", rig.log());
+}
+
+#[test]
+fn a_polled_board_plies_beyond_the_search_ahead_wants_its_memory_before_anything_is_raised() {
+    // 2... Nc6 3. Nf3 Nf6 4. Bc4 Bc5 5. Nc3 d6 in one answer: a chain's line garbled the board's
+    // answers for as long (on twelve boards at 3% it once took eleven seconds to get one
+    // packet through). Six plies are beyond the gap search: the board's memory tells them, and
+    // nothing is raised while it is read.
+    let mut rig = polled_centre_game();
+    assert!(!rig.engine.memory_wanted());
+    rig.wait(500);
+    let empty = SquareReading::Empty;
+    let moved = |p: Piece| SquareReading::Piece(p);
+    answer(
+        &mut rig,
+        // The memory's order (each square's last change, as the board rewrote them) says
+        // nothing of the moves': the arrivals first, then the squares left.
+        &[
+            (C6, moved(black(Role::Knight))),
+            (F3, moved(white(Role::Knight))),
+            (F6, moved(black(Role::Knight))),
+            (C4, moved(white(Role::Bishop))),
+            (C5, moved(black(Role::Bishop))),
+            (C3, moved(white(Role::Knight))),
+            (D6, moved(black(Role::Pawn))),
+            (B8, empty),
+            (G1, empty),
+            (G8, empty),
+            (F1, empty),
+            (F8, empty),
+            (B1, empty),
+            (D7, empty),
+        ],
+    );
+    assert!(rig.engine.memory_wanted(), "{}", rig.log());
+    // Polls well past the displaced window: still nothing raised while the memory may come.
+    for _ in 0..8 {
+        rig.wait(1_000);
+        answer(&mut rig, &[]);
+    }
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+    assert!(rig.engine.memory_wanted());
+    // A memory that never comes: the board is reported once the grace is over.
+    rig.wait(2_500);
+    answer(&mut rig, &[]);
+    assert_eq!(
+        rig.irregularities(),
+        vec![("displaced_pieces", 3)],
+        "{}",
+        rig.log()
+    );
+    assert_eq!(rig.sans(), ["e4", "e5", "d4"]);
 }
 
 /// The running side presses its lever (the clock's reading comes at once, as a chain reads a

@@ -674,10 +674,10 @@ impl LiveBoard {
         )
     }
 
-    /// Whether the board is ahead of the record by moves no single sequence explains
-    /// ([`BoardEngine::moves_missing_open`]).
+    /// Whether the board is ahead of the record by moves no single sequence explains, so that
+    /// its memory is wanted ([`BoardEngine::memory_wanted`]).
     pub fn moves_missing(&self) -> bool {
-        self.device.engine.moves_missing_open()
+        self.device.engine.memory_wanted()
     }
 
     /// Whether the current game is still being played (moves made, no result).

@@ -158,6 +158,7 @@ impl BoardEngine {
         self.first_move_in_setup = false;
         self.changed = None;
         self.gap_open = None;
+        self.memory_wanted_since = None;
         self.correcting = None;
         self.moves_since_press = 0;
         self.in_phase_from = None;
@@ -218,6 +219,7 @@ impl BoardEngine {
         self.relocation = None;
         self.changed = None;
         self.gap_open = None;
+        self.memory_wanted_since = None;
         self.emit(t, out, EventKind::GameEnded { result, reason });
     }
 

@@ -26,6 +26,12 @@ use super::observation::{ClockReading, ClockSide, Micros, Observation, SquareRea
 use super::sensed::{Orientation, SensedBoard};
 use super::vocab::Claim;
 
+/// How long displaced pieces on a polled board wait for the board's memory once its polls show
+/// it ahead of the record by moves no search resolves ([`BoardEngine::memory_wanted`]): a chain
+/// asks for the memory at the board's next turn (up to a few seconds on a line that loses
+/// bytes), and the memory, the changes and a dump after it come in a few polls more.
+pub const MEMORY_GRACE: Micros = 10_000_000;
+
 /// Tunables of the state machine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -161,6 +167,10 @@ pub struct BoardEngine {
     changed: Option<(Move, u32, Micros)>,
     /// Moves are missing from the record (a gap no unique sequence explains): the squares.
     gap_open: Option<Vec<shakmaty::Square>>,
+    /// Since when a polled board's polls show it ahead of the record by moves no search
+    /// resolves (no sequence within reach, or several orders): its memory is wanted
+    /// ([`BoardEngine::memory_wanted`]), and displaced pieces wait for it ([`MEMORY_GRACE`]).
+    memory_wanted_since: Option<Micros>,
     /// Moves being recorded now are recovered from a gap, not seen being made.
     recovering: bool,
     /// After an arbiter's correction, the board does not show the corrected position yet: the
@@ -219,6 +229,14 @@ impl BoardEngine {
     /// single legal sequence explains (the arbiter was told; the board's memory may still tell).
     pub fn moves_missing_open(&self) -> bool {
         self.gap_open.is_some()
+    }
+
+    /// Whether the board's memory would tell what the record lacks: a `moves_missing` is open,
+    /// or a polled board's poll shows it ahead of the record by moves no search resolves (a
+    /// chain's line lost or delayed its changes for several plies: nothing is raised yet, its
+    /// memory is read and recovers them exactly).
+    pub fn memory_wanted(&self) -> bool {
+        self.gap_open.is_some() || self.memory_wanted_since.is_some()
     }
 
     /// The board's orientation (of the current game).
@@ -369,6 +387,10 @@ impl BoardEngine {
             // The memory waits for its board dump, which recovers the moves.
             return;
         }
+        if self.displaced.is_none() {
+            // Explained (or a move under way): no memory is wanted any more.
+            self.memory_wanted_since = None;
+        }
         if self.displaced.is_some()
             && self.reconcile(t, recovery::Trigger::Poll, out) == recovery::Reconciled::Recovered
         {
@@ -381,7 +403,10 @@ impl BoardEngine {
             .displaced
             .as_ref()
             .filter(|d| d.raised.is_none())
-            .is_some_and(|d| t >= d.since + d.wait);
+            .is_some_and(|d| t >= d.since + d.wait)
+            && self
+                .memory_wanted_since
+                .is_none_or(|since| t >= since + MEMORY_GRACE);
         if due {
             self.raise_displaced(t, out);
         }

@@ -118,7 +118,16 @@ impl BoardEngine {
             }
             Gap::One(_) => Reconciled::No,
             // A polled board's answer recovers; it raises nothing before the displaced window.
-            Gap::Several(_) | Gap::None | Gap::TooMany if trigger == Trigger::Poll => {
+            // Several orders, or (on five squares or more) none within reach: its memory tells
+            // which moves were made (a chain's line lost or delayed its changes): wanted now.
+            Gap::Several(_) if trigger == Trigger::Poll => {
+                self.memory_wanted_since.get_or_insert(t);
+                Reconciled::No
+            }
+            Gap::None | Gap::TooMany if trigger == Trigger::Poll => {
+                if gap_shaped {
+                    self.memory_wanted_since.get_or_insert(t);
+                }
                 Reconciled::No
             }
             Gap::Several(_) if !gap_shaped => Reconciled::No,
@@ -180,6 +189,7 @@ impl BoardEngine {
         out: &mut Vec<CoreEvent>,
     ) {
         self.recovering = true;
+        self.memory_wanted_since = None;
         for m in moves {
             // Each move completes the one before it, unless its press did.
             self.make(t, m.mv, out);
