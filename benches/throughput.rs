@@ -5,10 +5,10 @@
 //! - `core`: the board state machine, observations/s over the decoded observation stream of a
 //!   whole game fed into a fresh engine (with the clock reporting every second, and with clock
 //!   reports at presses only, where field updates dominate);
-//! - `replay`: capture replay through [`Session`] (decode + core), records/s over one capture and
+//! - `replay`: capture replay through [`Playback`] (decode + core), records/s over one capture and
 //!   whole games/s over a batch of captures;
 //! - `round_replay`: a whole round, 200 boards each playing a full game (`board-1`..`board-200`,
-//!   records merged by time into one capture) replayed through one [`Session`], games/s;
+//!   records merged by time into one capture) replayed through one [`Playback`], games/s;
 //! - `move_cost`: the core's cost of one move fed into a prepared engine, for an ordinary move,
 //!   a rook sliding over intermediate squares, and rook-first castling.
 //!
@@ -28,7 +28,7 @@ use eboardd::core::engine::{BoardEngine, EngineConfig};
 use eboardd::core::event::CoreEvent;
 use eboardd::core::observation::{Micros, Observation, SquareReading};
 use eboardd::driver::dgt::{self, DgtDecoder};
-use eboardd::replay::{Plan, Session};
+use eboardd::replay::{Playback, Timeline};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, Style, field_index, synthesize};
 use shakmaty::{Board, Color, Piece, Role, Square};
@@ -187,7 +187,7 @@ fn replay_all(captures: Vec<Capture>) -> usize {
     let mut moves = 0;
     for cap in captures {
         let mut sink = |_: &str, _: &CoreEvent| Ok(());
-        let session = Session::play(Plan::from_capture(cap), &mut sink).expect("replay");
+        let session = Playback::play(Timeline::from_capture(cap), &mut sink).expect("replay");
         moves += session
             .devices()
             .flat_map(|d| d.engine.games())

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 
 fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
     let args: Vec<String> = std::env::args().collect();
@@ -88,7 +88,7 @@ fn main() {
 
     let all = captures();
     let files: Vec<PathBuf> = all.iter().cycle().take(boards).cloned().collect();
-    let plan = Plan::load(&files, Layout::Round).expect("load captures");
+    let plan = Timeline::load(&files, Layout::Round).expect("load captures");
     let info = RoundInfo {
         boards: plan.boards().map(String::from).collect(),
         ..Default::default()
@@ -112,7 +112,7 @@ fn main() {
         .expect("start server");
     let addr = outputs.http.unwrap();
 
-    // Publication instants by seq, recorded by an in-process receiver from `Msg::at`.
+    // Publication instants by seq, recorded by an in-process receiver from `Published::at`.
     let published: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
         Arc::new(std::sync::Mutex::new(Vec::new()));
     {

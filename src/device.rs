@@ -1,6 +1,6 @@
 //! One board's pipeline, the same live and in replay: its driver's decoder and its core state
 //! machine, and [`apply_record`], the one function that applies a capture record to it (every
-//! replay, `crate::replay::Session`, goes through it: `eboardd replay`, paced replay and the
+//! replay, `crate::replay::Playback`, goes through it: `eboardd replay`, paced replay and the
 //! daemon's rebuild after a restart).
 
 use serde_json::Value;

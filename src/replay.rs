@@ -2,13 +2,13 @@
 //! the event stream), `eboardd serve-replay` (paced, into the broadcast hub), the daemon's
 //! rebuild of a board after a restart, and the tests and benchmarks.
 //!
-//! - [`Plan`]: captures in, laid out once. Line captures are skipped (they hold no board); every
+//! - [`Timeline`]: captures in, laid out once. Line captures are skipped (they hold no board); every
 //!   device is set up from its capture's header (decoder from `devices[].driver`, settle windows
 //!   from `devices[].link`, bus unit from `devices[].address`); the records of several captures
 //!   are merged by absolute time (`created` + `t`), one capture staying exactly as it is; a
 //!   device id that overlapping captures share is told apart by file; the PGN tags each device
 //!   has over time are taken from headers' `tags` and `set_tags` records; warnings are gathered.
-//! - [`Session`]: a plan played one record at a time through [`crate::device::apply_record`],
+//! - [`Playback`]: a plan played one record at a time through [`crate::device::apply_record`],
 //!   the function the live daemon uses too. Callers differ only in what they do with the events:
 //!   print them ([`replay_paths`]), publish them at a pace (`output::replay_source`), or rebuild a
 //!   board without publishing (`daemon::board`).
@@ -210,9 +210,9 @@ impl Summary {
 /// Where a capture's records come from as they are played.
 #[derive(Debug)]
 enum Source {
-    /// Held in memory ([`Plan::load`] and the rest).
+    /// Held in memory ([`Timeline::load`] and the rest).
     Memory(std::vec::IntoIter<Record>),
-    /// Read from the file again as they are played ([`Plan::open`]): opened when its first
+    /// Read from the file again as they are played ([`Timeline::open`]): opened when its first
     /// record's turn comes, closed after its last; only the records the layout met are played.
     File {
         path: PathBuf,
@@ -279,7 +279,7 @@ struct Merge {
     /// Each capture's next record, waiting for its turn.
     heads: Vec<Option<Record>>,
     queue: BinaryHeap<std::cmp::Reverse<(Micros, usize)>>,
-    /// Records after this time are not played ([`Plan::until`]).
+    /// Records after this time are not played ([`Timeline::until`]).
     until: Option<Micros>,
     /// Problems met reading captures again.
     warnings: Vec<String>,
@@ -362,7 +362,7 @@ impl Steps {
 /// Captures laid out for replay: the devices, the records in the order they are played, the PGN
 /// tags of each device over time, the warnings met.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct Timeline {
     steps: Steps,
     /// In the order of their first record; devices a header lists without records last.
     devices: Vec<Setup>,
@@ -379,10 +379,10 @@ type TagsOverTime = Vec<(Micros, GameTags)>;
 /// One capture to lay out: its label, header, summary and records.
 type Laid = (String, Header, Summary, Source);
 
-impl Plan {
+impl Timeline {
     /// Reads the captures under `paths` (a directory stands for every `*.jsonl` under it,
     /// links to folders not followed) and lays them out, every record in memory.
-    pub fn load(paths: &[PathBuf], layout: Layout) -> Result<Plan, CaptureError> {
+    pub fn load(paths: &[PathBuf], layout: Layout) -> Result<Timeline, CaptureError> {
         let files = files_under(paths)?;
         // Files are read on every core; the first bad one (in file order) is the error.
         let read = crate::parallel::map_in_order(&files, crate::parallel::cores(), |f| {
@@ -392,14 +392,14 @@ impl Plan {
         for (cap, label) in read.into_iter().zip(labels(&files)) {
             caps.push((label, cap?));
         }
-        Ok(Plan::new(caps, layout))
+        Ok(Timeline::new(caps, layout))
     }
 
-    /// [`Plan::load`] without holding the records: the captures are read once to lay them out
-    /// (devices, names, tags, warnings: what [`Plan::load`] gives), then again as they are
+    /// [`Timeline::load`] without holding the records: the captures are read once to lay them out
+    /// (devices, names, tags, warnings: what [`Timeline::load`] gives), then again as they are
     /// played, so that memory does not grow with the captures (`eboardd serve-replay` of a
     /// whole event). A capture that cannot be read again ends with a warning.
-    pub fn open(paths: &[PathBuf], layout: Layout) -> Result<Plan, CaptureError> {
+    pub fn open(paths: &[PathBuf], layout: Layout) -> Result<Timeline, CaptureError> {
         let files = files_under(paths)?;
         let read = crate::parallel::map_in_order(&files, crate::parallel::cores(), |f| {
             let mut reader = capture::CaptureReader::open(f)?;
@@ -423,19 +423,19 @@ impl Plan {
             };
             laid.push((label, header, summary, source));
         }
-        let mut plan = Plan::lay_out(laid, layout, true);
+        let mut plan = Timeline::lay_out(laid, layout, true);
         plan.warnings.splice(0..0, warnings);
         Ok(plan)
     }
 
     /// One capture, as it is.
-    pub fn from_capture(cap: Capture) -> Plan {
-        Plan::new(vec![(String::new(), cap)], Layout::AsRecorded)
+    pub fn from_capture(cap: Capture) -> Timeline {
+        Timeline::new(vec![(String::new(), cap)], Layout::AsRecorded)
     }
 
     /// Records without a header (synthesised): wired `dgt` boards, no tags, no date.
-    pub fn from_records(records: Vec<Record>) -> Plan {
-        Plan::from_capture(Capture {
+    pub fn from_records(records: Vec<Record>) -> Timeline {
+        Timeline::from_capture(Capture {
             header: Header::new(Map::new()),
             records,
             warnings: Vec::new(),
@@ -443,7 +443,7 @@ impl Plan {
     }
 
     /// Lays out captures held in memory, each with the label that tells its devices apart.
-    fn new(files: Vec<(String, Capture)>, layout: Layout) -> Plan {
+    fn new(files: Vec<(String, Capture)>, layout: Layout) -> Timeline {
         let mut warnings = Vec::new();
         let laid = files
             .into_iter()
@@ -458,14 +458,14 @@ impl Plan {
                 )
             })
             .collect();
-        let mut plan = Plan::lay_out(laid, layout, false);
+        let mut plan = Timeline::lay_out(laid, layout, false);
         plan.warnings.splice(0..0, warnings);
         plan
     }
 
     /// Lays out captures: their devices named, set up and ordered, their tags over time, their
     /// records merged (`stream`: as they are played, else now).
-    fn lay_out(mut files: Vec<Laid>, layout: Layout, stream: bool) -> Plan {
+    fn lay_out(mut files: Vec<Laid>, layout: Layout, stream: bool) -> Timeline {
         files.retain(|(_, header, _, _)| !header.is_line());
         let created: Vec<_> = files.iter().map(|(_, h, _, _)| h.created()).collect();
         let origin = created.iter().flatten().min().copied();
@@ -479,9 +479,9 @@ impl Plan {
         let summaries: Vec<(&str, &Summary)> =
             files.iter().map(|(l, _, s, _)| (l.as_str(), s)).collect();
         let names = names(&summaries, &offsets, layout);
-        let mut plan = Plan {
+        let mut plan = Timeline {
             origin,
-            ..Plan::default()
+            ..Timeline::default()
         };
         // Devices in the order of their first record in the merge (see `Key`), then those a
         // header lists without records; one name is one device.
@@ -574,7 +574,7 @@ impl Plan {
     }
 
     /// Keeps only the records up to replay time `t` (a round in mid-play).
-    pub fn until(mut self, t: Micros) -> Plan {
+    pub fn until(mut self, t: Micros) -> Timeline {
         match &mut self.steps {
             Steps::Memory(steps) => steps.retain(|s| s.t <= t),
             Steps::Stream(merge) => merge.until = Some(t),
@@ -802,7 +802,7 @@ pub struct Replayed {
     pub tags: Option<GameTags>,
     /// White's clock side as the last `set_clock_side` record fixed it.
     pub white_clock: Option<ClockSide>,
-    /// The round of each of its games, as [`Session::pgn`] tags the game (`R` of the `Round`
+    /// The round of each of its games, as [`Playback::pgn`] tags the game (`R` of the `Round`
     /// `"R.B"` in force at its last move); `None` where the tags give no round.
     pub rounds: Vec<Option<u32>>,
 }
@@ -812,24 +812,24 @@ pub fn round_number(tag: &str) -> Option<u32> {
     tag.split('.').next()?.trim().parse().ok()
 }
 
-/// A [`Plan`] being played, one record at a time.
+/// A [`Timeline`] being played, one record at a time.
 #[derive(Debug)]
-pub struct Session {
-    plan: Plan,
+pub struct Playback {
+    plan: Timeline,
     devices: Vec<Device>,
     white_clock: Vec<Option<ClockSide>>,
     /// Replay time of the last record played.
     t: Micros,
     events: Vec<CoreEvent>,
     warnings: Vec<String>,
-    /// Each board keeps only its latest games ([`Session::forgetting_finished_games`]).
+    /// Each board keeps only its latest games ([`Playback::forgetting_finished_games`]).
     forget: bool,
 }
 
-impl Session {
+impl Playback {
     /// Sets up the plan's devices, ready to play its first record.
-    pub fn new(plan: Plan) -> Session {
-        Session {
+    pub fn new(plan: Timeline) -> Playback {
+        Playback {
             devices: plan.devices.iter().map(Setup::device).collect(),
             white_clock: vec![None; plan.devices.len()],
             warnings: plan.warnings.clone(),
@@ -843,33 +843,33 @@ impl Session {
     /// The session, its boards forgetting their finished games as new ones start (as the
     /// live daemon's do: [`crate::core::engine::BoardEngine::forget_finished`]), for a replay
     /// whose events are its output (a hub keeps the games): memory does not grow with the
-    /// games played. [`Session::pgn`] then has the latest games only.
-    pub fn forgetting_finished_games(mut self) -> Session {
+    /// games played. [`Playback::pgn`] then has the latest games only.
+    pub fn forgetting_finished_games(mut self) -> Playback {
         self.forget = true;
         self
     }
 
     /// Plays every record of `plan`, then lets every board take its pending decisions.
-    pub fn play(plan: Plan, sink: &mut Sink<'_>) -> io::Result<Session> {
-        let mut session = Session::new(plan);
+    pub fn play(plan: Timeline, sink: &mut Sink<'_>) -> io::Result<Playback> {
+        let mut session = Playback::new(plan);
         session.run(sink)?;
         session.finish(sink)?;
         Ok(session)
     }
 
-    /// [`Session::play`] with the boards on `workers` threads (boards are independent): the
+    /// [`Playback::play`] with the boards on `workers` threads (boards are independent): the
     /// same events in the same order (`sink` sees them after every board is done, in the order
-    /// [`Session::play`] gives them), the same warnings and games. `sink` `None`: no event is
+    /// [`Playback::play`] gives them), the same warnings and games. `sink` `None`: no event is
     /// kept (PGN only).
     pub fn play_parallel(
-        plan: Plan,
+        plan: Timeline,
         sink: Option<&mut Sink<'_>>,
         workers: usize,
-    ) -> io::Result<Session> {
+    ) -> io::Result<Playback> {
         let n = plan.devices.len();
         if workers <= 1 || n <= 1 {
             let mut none = |_: &str, _: &CoreEvent| Ok(());
-            return Session::play(plan, sink.unwrap_or(&mut none));
+            return Playback::play(plan, sink.unwrap_or(&mut none));
         }
         let keep = sink.is_some();
         let mut plan = plan;
@@ -916,7 +916,7 @@ impl Session {
             }
             (device, white, events, warnings)
         });
-        let mut session = Session {
+        let mut session = Playback {
             warnings: plan.warnings.clone(),
             devices: Vec::with_capacity(n),
             white_clock: Vec::with_capacity(n),
@@ -1036,7 +1036,7 @@ impl Session {
     }
 
     /// Every game of every board as PGN, in the order the games started; each game with the
-    /// tags of its own round ([`Session::game_tags`]) and the date
+    /// tags of its own round ([`Playback::game_tags`]) and the date
     /// of its start.
     pub fn pgn(&self) -> String {
         let mut games: Vec<_> = self
@@ -1124,14 +1124,14 @@ pub fn replay_paths(
     out: &mut dyn Write,
     warn: &mut dyn FnMut(&str),
 ) -> Result<(), ReplayError> {
-    let plan = Plan::load(paths, Layout::AsRecorded)?;
+    let plan = Timeline::load(paths, Layout::AsRecorded)?;
     let mut seq = 0u64;
     let mut sink = |board: &str, e: &CoreEvent| -> io::Result<()> {
         seq += 1;
         writeln!(out, "{}", EventEnvelope::new(seq, board, e).to_json())
     };
     let session =
-        Session::play_parallel(plan, events.then_some(&mut sink), crate::parallel::cores())?;
+        Playback::play_parallel(plan, events.then_some(&mut sink), crate::parallel::cores())?;
     for w in session.warnings() {
         warn(w);
     }
@@ -1184,7 +1184,7 @@ mod tests {
     }
 
     /// The (time, device name, note) of every step.
-    fn steps(plan: &Plan) -> Vec<(Micros, &str, &str)> {
+    fn steps(plan: &Timeline) -> Vec<(Micros, &str, &str)> {
         let Steps::Memory(steps) = &plan.steps else {
             panic!("a plan in memory")
         };
@@ -1231,7 +1231,7 @@ mod tests {
             header("2026-11-29T10:00:01Z"),
             &[(0.0, "board-2", "b1"), (1.0, "board-2", "b2")],
         );
-        let plan = Plan::new(vec![("a".into(), a), ("b".into(), b)], Layout::AsRecorded);
+        let plan = Timeline::new(vec![("a".into(), a), ("b".into(), b)], Layout::AsRecorded);
         assert_eq!(
             steps(&plan),
             [
@@ -1251,7 +1251,7 @@ mod tests {
                 kind: RecordKind::Note(n.into()),
             })
             .to_vec();
-        let plan = Plan::from_records(records);
+        let plan = Timeline::from_records(records);
         assert_eq!(
             steps(&plan),
             [
@@ -1266,7 +1266,7 @@ mod tests {
     #[test]
     fn a_device_in_two_captures_is_one_board_unless_their_times_overlap() {
         let day = |created: &str| capture(header(created), &[(0.0, "board-1", "n")]);
-        let plan = Plan::new(
+        let plan = Timeline::new(
             vec![
                 ("d1/board-1".into(), day("2026-11-29T10:00:00Z")),
                 ("d2/board-1".into(), day("2026-11-30T10:00:00Z")),
@@ -1275,7 +1275,7 @@ mod tests {
         );
         assert_eq!(plan.boards().collect::<Vec<_>>(), ["board-1"]);
         assert_eq!(steps(&plan).len(), 2);
-        let plan = Plan::new(
+        let plan = Timeline::new(
             vec![
                 ("x".into(), day("2026-11-29T10:00:00Z")),
                 ("y".into(), day("2026-11-29T10:00:00Z")),
@@ -1287,7 +1287,7 @@ mod tests {
             ["x/board-1", "y/board-1"]
         );
         // A round: every capture its own board, all from t = 0.
-        let plan = Plan::new(
+        let plan = Timeline::new(
             vec![
                 ("x".into(), day("2026-11-29T10:00:00Z")),
                 ("y".into(), day("2026-11-30T10:00:00Z")),
@@ -1318,7 +1318,7 @@ mod tests {
             &[(0.0, "line-ttyUSB0", "n")],
         );
         let board = capture(header("2026-11-29T10:00:00Z"), &[(1.0, "board-1", "n")]);
-        let plan = Plan::new(
+        let plan = Timeline::new(
             vec![("line".into(), line), ("board".into(), board)],
             Layout::AsRecorded,
         );
@@ -1336,7 +1336,7 @@ mod tests {
                 h["board"] = b.into();
             }
             let cap = capture(h, &[(0.0, "a", "n"), (0.0, "b", "n")]);
-            let plan = Plan::from_capture(cap);
+            let plan = Timeline::from_capture(cap);
             (0..2).map(|d| plan.tags_at(d, 0).white).collect::<Vec<_>>()
         };
         assert_eq!(two(Some("b")), [None, Some("W".to_string())]);

@@ -11,7 +11,7 @@ use support::chromium::{chromium, rendered_page};
 
 use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,7 +20,7 @@ async fn the_summary_counts_only_open_irregularities_and_boards_playing() {
         return;
     };
     let files = ["human/g0003.jsonl", "irregular/g0001.jsonl"].map(capture);
-    let plan = Plan::load(&files, Layout::Round).unwrap();
+    let plan = Timeline::load(&files, Layout::Round).unwrap();
     let info = RoundInfo {
         event: Some("Summary Open".into()),
         round: 1,

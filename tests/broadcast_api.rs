@@ -16,7 +16,7 @@ use support::{capture, scratch};
 
 use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 use support::http::header;
 use support::streams::*;
 
@@ -32,12 +32,12 @@ fn replay(files: &[PathBuf], events: bool) -> String {
 struct Setup {
     hub: Hub,
     outputs: Outputs,
-    plan: Option<Plan>,
+    plan: Option<Timeline>,
     http: SocketAddr,
 }
 
 async fn setup(files: &[PathBuf], layout: Layout, relay: Option<PathBuf>) -> Setup {
-    let plan = Plan::load(files, layout).expect("load captures");
+    let plan = Timeline::load(files, layout).expect("load captures");
     let info = RoundInfo {
         event: Some("Test Open".into()),
         site: Some("Bergen NOR".into()),
@@ -885,13 +885,13 @@ fn model_from_events_equals_engine_games_for_every_capture() {
     files.sort();
     assert!(files.len() >= 100);
     for f in &files {
-        let plan = Plan::load(std::slice::from_ref(f), Layout::AsRecorded).unwrap();
+        let plan = Timeline::load(std::slice::from_ref(f), Layout::AsRecorded).unwrap();
         let hub = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut sink = |board: &str, e: &eboardd::core::event::CoreEvent| -> std::io::Result<()> {
             hub.publish(board, e);
             Ok(())
         };
-        let session = eboardd::replay::Session::play(plan, &mut sink).unwrap();
+        let session = eboardd::replay::Playback::play(plan, &mut sink).unwrap();
         let ours = hub.with_round(eboardd::output::render::all_games_pgn);
         assert_eq!(
             strip_tags(&ours),

@@ -15,7 +15,7 @@ use support::capture;
 
 use eboardd::output::replay_source;
 use eboardd::output::{Hub, HubConfig, OutputConfig, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 
 const TOKEN: &str = "delay-test-token";
 const DELAY: Duration = Duration::from_secs(2);
@@ -75,7 +75,7 @@ async fn public_routes_lag_by_the_delay_and_the_token_view_is_live() {
         .and_then(|l| serde_json::from_str::<Value>(l).ok())
         .and_then(|v| v["t"].as_f64())
         .unwrap();
-    let plan = Plan::load(std::slice::from_ref(&file), Layout::Round).unwrap();
+    let plan = Timeline::load(std::slice::from_ref(&file), Layout::Round).unwrap();
     let info = RoundInfo {
         event: Some("Delay Open".into()),
         round: 1,

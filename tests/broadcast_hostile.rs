@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use eboardd::output::{Hub, HubConfig, OutputConfig, Outputs, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 
 const TOKEN: &str = "test-token-123";
 
@@ -36,7 +36,7 @@ fn with_header(dir: &Path, name: &str, header: &str) -> PathBuf {
 }
 
 async fn serve(cfg: OutputConfig) -> (Hub, Outputs, SocketAddr) {
-    let plan = Plan::load(&[data("game.jsonl")], Layout::AsRecorded).unwrap();
+    let plan = Timeline::load(&[data("game.jsonl")], Layout::AsRecorded).unwrap();
     let info = RoundInfo {
         round: 1,
         boards: plan.boards().map(String::from).collect(),

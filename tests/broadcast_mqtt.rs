@@ -20,7 +20,7 @@ use eboardd::output::replay_source;
 use eboardd::output::{
     BoardStatus, Hub, HubConfig, LinkState, MqttConfig, OutputConfig, RoundInfo,
 };
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 use support::broker::{Broker, Relay, require_mosquitto};
 
 /// A subscriber: every (topic, payload) received on `filter`.
@@ -68,8 +68,8 @@ async fn publisher(
     node: &str,
     files: &[PathBuf],
     queue: usize,
-) -> (Hub, eboardd::output::Outputs, Plan) {
-    let plan = Plan::load(files, Layout::Round).unwrap();
+) -> (Hub, eboardd::output::Outputs, Timeline) {
+    let plan = Timeline::load(files, Layout::Round).unwrap();
     let info = RoundInfo {
         boards: plan.boards().map(String::from).collect(),
         ..Default::default()

@@ -16,7 +16,7 @@ use support::chromium::{chromium, rendered, run_chromium};
 use eboardd::core::observation::OperatorAction;
 use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 
 async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle) {
     let files = [
@@ -28,7 +28,7 @@ async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle)
         "irregular/g0007.jsonl",
     ]
     .map(capture);
-    let plan = Plan::load(&files, Layout::Round)
+    let plan = Timeline::load(&files, Layout::Round)
         .unwrap()
         .until(600_000_000);
     let info = RoundInfo {

@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 
 use eboardd::capture::Record;
 use eboardd::core::event::CoreEvent;
-use eboardd::replay::{Plan, Session};
+use eboardd::replay::{Playback, Timeline};
 use eboardd::sim::pgn::{ScriptGame, parse_games_bytes};
 use eboardd::sim::{SimConfig, Style, synthesize};
 use pgn_reader::{Reader, SanPlus as PgnSan, Visitor};
@@ -223,7 +223,7 @@ fn chess960() -> &'static [CorpusGame] {
 /// Replays a synthesised capture and returns the SAN list of every game the board recorded.
 fn replay(records: Vec<Record>) -> Vec<Vec<String>> {
     let mut sink = |_: &str, _: &CoreEvent| Ok(());
-    let session = Session::play(Plan::from_records(records), &mut sink)
+    let session = Playback::play(Timeline::from_records(records), &mut sink)
         .expect("replay of a synthesised capture");
     session
         .devices()
@@ -505,7 +505,7 @@ fn clock_check(g: &CorpusGame, cfg: &SimConfig, tally: &mut ClockTally) {
         Ok(())
     };
     let session =
-        Session::play(Plan::from_records(synth.records.clone()), &mut sink).expect("replay");
+        Playback::play(Timeline::from_records(synth.records.clone()), &mut sink).expect("replay");
     // The colour of a face: White's face is the right one when `white_on_right`.
     let colour_of_right = |right: bool| {
         if right == synth.white_on_right {
@@ -637,7 +637,7 @@ fn ordinary_games_raise_no_alarm() {
             }
             Ok(())
         };
-        Session::play(Plan::from_records(synthesize(&g.game, cfg)), &mut sink)
+        Playback::play(Timeline::from_records(synthesize(&g.game, cfg)), &mut sink)
             .expect("replay of a synthesised capture");
         if !raised.is_empty() {
             alarms.push(format!(

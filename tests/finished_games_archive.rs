@@ -10,7 +10,7 @@ use std::path::Path;
 
 use eboardd::core::event::{CoreEvent, EventKind};
 use eboardd::output::{Hub, HubConfig, RoundInfo, render};
-use eboardd::replay::{Layout, Plan, Session};
+use eboardd::replay::{Layout, Playback, Timeline};
 use serde_json::Value;
 
 const BOARDS: usize = 3;
@@ -80,9 +80,9 @@ fn movetexts(pgn: &str) -> Vec<String> {
 fn archived_games_are_served_exactly_as_replay_records_them() {
     let dir = support::scratch("archive");
     let paths = write_event(&dir);
-    let plan = Plan::load(&paths, Layout::AsRecorded).unwrap();
+    let plan = Timeline::load(&paths, Layout::AsRecorded).unwrap();
     let mut events: Vec<(String, CoreEvent)> = Vec::new();
-    let session = Session::play(plan, &mut |b: &str, e: &CoreEvent| {
+    let session = Playback::play(plan, &mut |b: &str, e: &CoreEvent| {
         events.push((b.to_string(), e.clone()));
         Ok(())
     })
@@ -175,7 +175,7 @@ fn archived_games_are_served_exactly_as_replay_records_them() {
 }
 
 /// The movetext of game `number` of board `id` as the replay recorded it.
-fn game_text(session: &Session, id: &str, number: u32) -> String {
+fn game_text(session: &Playback, id: &str, number: u32) -> String {
     let d = session.devices().find(|d| d.id == id).unwrap();
     let g = d
         .engine

@@ -21,7 +21,7 @@ use support::http::{free_port, get, local, request, try_get};
 
 use eboardd::output::replay_source;
 use eboardd::output::{BoardStatus, Hub, HubConfig, LinkState, OutputConfig, RoundInfo};
-use eboardd::replay::{Layout, Plan};
+use eboardd::replay::{Layout, Timeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlay_routes_over_http_and_the_delayed_view() {
@@ -306,7 +306,7 @@ async fn overlay_shows_titles_ratings_and_the_result() {
         return;
     };
     // A finished game (checkmate) on board 1.
-    let plan = Plan::load(&[capture("blitz/g0003.jsonl")], Layout::Round).unwrap();
+    let plan = Timeline::load(&[capture("blitz/g0003.jsonl")], Layout::Round).unwrap();
     let info = RoundInfo {
         event: Some("Overlay Open".into()),
         round: 3,
@@ -401,7 +401,7 @@ async fn clock_counts_down(overlay: Overlay) {
         return;
     };
     // A game stopped mid-way: its last clock state has a side running, and no update follows.
-    let plan = Plan::load(&[capture("clean/g0001.jsonl")], Layout::Round)
+    let plan = Timeline::load(&[capture("clean/g0001.jsonl")], Layout::Round)
         .unwrap()
         .until(600_000_000);
     let info = RoundInfo {

@@ -17,7 +17,7 @@ use eboardd::core::game::GameRecord;
 use eboardd::core::observation::Micros;
 use eboardd::daemon::board::{BoardMeta, LiveBoard};
 use eboardd::daemon::captures::CaptureStore;
-use eboardd::replay::{Layout, Plan, Session};
+use eboardd::replay::{Layout, Playback, Timeline};
 use eboardd::session::link::LinkKind;
 use eboardd::sim::pgn::{ScriptGame, parse_games};
 use eboardd::sim::{SimConfig, synthesize};
@@ -263,8 +263,8 @@ fn a_directory_replays_as_its_files_with_the_same_games_and_tags() {
 
 /// The games of board `id` in the library's replay of `file`.
 fn library_games(file: &Path, id: &str) -> Vec<GameRecord> {
-    let plan = Plan::load(&[file.to_path_buf()], Layout::AsRecorded).unwrap();
-    let session = Session::play(plan, &mut |_, _| Ok(())).unwrap();
+    let plan = Timeline::load(&[file.to_path_buf()], Layout::AsRecorded).unwrap();
+    let session = Playback::play(plan, &mut |_, _| Ok(())).unwrap();
     let device = session.devices().find(|d| d.id == id).unwrap();
     device.engine.games().to_vec()
 }
@@ -337,12 +337,12 @@ fn lines_into(
 }
 
 /// Every event (as `replay --events` prints it) and every game of a replay of `plan`.
-fn events_and_pgn(plan: Plan, workers: Option<usize>) -> (Vec<String>, String, Vec<String>) {
+fn events_and_pgn(plan: Timeline, workers: Option<usize>) -> (Vec<String>, String, Vec<String>) {
     let mut lines = Vec::new();
     let mut sink = lines_into(&mut lines);
     let session = match workers {
-        None => Session::play(plan, &mut sink).unwrap(),
-        Some(n) => Session::play_parallel(plan, Some(&mut sink), n).unwrap(),
+        None => Playback::play(plan, &mut sink).unwrap(),
+        Some(n) => Playback::play_parallel(plan, Some(&mut sink), n).unwrap(),
     };
     drop(sink);
     let warnings = session.warnings().to_vec();
@@ -356,7 +356,7 @@ fn replay_on_several_cores_gives_the_same_events_games_and_warnings_as_on_one() 
     let samples = support::data("captures");
     let (round, _) = round_dir("parallel");
     for dir in [samples, round] {
-        let load = || Plan::load(std::slice::from_ref(&dir), Layout::AsRecorded).unwrap();
+        let load = || Timeline::load(std::slice::from_ref(&dir), Layout::AsRecorded).unwrap();
         let one = events_and_pgn(load(), None);
         assert!(
             one.0.len() > 100,
@@ -385,7 +385,7 @@ fn replay_on_several_cores_gives_the_same_events_games_and_warnings_as_on_one() 
             );
         }
         // Without a sink (PGN only) the games are the same too.
-        let mut sink_less = Session::play_parallel(load(), None, 2).unwrap().pgn();
+        let mut sink_less = Playback::play_parallel(load(), None, 2).unwrap().pgn();
         sink_less.retain(|c| c != '\r');
         assert_eq!(one.1, sink_less);
     }
@@ -393,8 +393,8 @@ fn replay_on_several_cores_gives_the_same_events_games_and_warnings_as_on_one() 
 
 #[test]
 fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
-    // `Plan::open` (serve-replay: records read again as they are played) against
-    // `Plan::load` (every record in memory): the same boards, events, games and warnings,
+    // `Timeline::open` (serve-replay: records read again as they are played) against
+    // `Timeline::load` (every record in memory): the same boards, events, games and warnings,
     // merged by time and as a round, whole and cut at a time; and a session forgetting its
     // finished games publishes the same events.
     let samples = support::data("captures");
@@ -418,16 +418,16 @@ fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
             for until in [None, Some(90_000_000)] {
                 let what = format!("{} {layout:?} until {until:?}", dir.display());
                 let paths = std::slice::from_ref(&dir);
-                let cut = |p: Plan| match until {
+                let cut = |p: Timeline| match until {
                     Some(t) => p.until(t),
                     None => p,
                 };
-                let load = cut(Plan::load(paths, layout).unwrap());
-                let open = cut(Plan::open(paths, layout).unwrap());
-                let boards = |p: &Plan| p.boards().map(String::from).collect::<Vec<_>>();
+                let load = cut(Timeline::load(paths, layout).unwrap());
+                let open = cut(Timeline::open(paths, layout).unwrap());
+                let boards = |p: &Timeline| p.boards().map(String::from).collect::<Vec<_>>();
                 assert_eq!(boards(&load), boards(&open), "{what}: boards");
                 assert_eq!(load.round(), open.round(), "{what}: round");
-                let numbers = |p: &Plan| {
+                let numbers = |p: &Timeline| {
                     p.numbers()
                         .map(|(b, n)| (b.to_string(), n))
                         .collect::<Vec<_>>()
@@ -442,8 +442,8 @@ fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
                 // Forgetting finished games changes no event.
                 let mut lines = Vec::new();
                 let mut sink = lines_into(&mut lines);
-                let plan = Plan::open(paths, layout).unwrap();
-                let mut session = Session::new(cut(plan)).forgetting_finished_games();
+                let plan = Timeline::open(paths, layout).unwrap();
+                let mut session = Playback::new(cut(plan)).forgetting_finished_games();
                 session.run(&mut sink).unwrap();
                 session.finish(&mut sink).unwrap();
                 drop(sink);
@@ -452,6 +452,10 @@ fn a_replay_read_as_it_plays_gives_what_the_replay_in_memory_gives() {
         }
     }
     // Each damaged line is named once.
-    let warned = events_and_pgn(Plan::open(&[damaged], Layout::AsRecorded).unwrap(), None).2;
+    let warned = events_and_pgn(
+        Timeline::open(&[damaged], Layout::AsRecorded).unwrap(),
+        None,
+    )
+    .2;
     assert_eq!(warned.len(), 4, "{warned:?}");
 }

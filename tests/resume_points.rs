@@ -10,7 +10,7 @@ use eboardd::capture::{Capture, Header, Record, parse_capture};
 use eboardd::core::engine::seed::EngineSeed;
 use eboardd::core::event::{CoreEvent, EventKind};
 use eboardd::core::stored::StoredGame;
-use eboardd::replay::{Plan, Session};
+use eboardd::replay::{Playback, Timeline};
 use serde_json::Value;
 
 /// The sample captures of `kind` played one after another on one board (times shifted, 30 s
@@ -44,8 +44,8 @@ fn joined(kind: &str) -> Capture {
     parse_capture(kind, &out).unwrap()
 }
 
-fn plan_of(header: &Header, records: &[Record]) -> Plan {
-    Plan::from_capture(Capture {
+fn plan_of(header: &Header, records: &[Record]) -> Timeline {
+    Timeline::from_capture(Capture {
         header: header.clone(),
         records: records.to_vec(),
         warnings: Vec::new(),
@@ -54,7 +54,7 @@ fn plan_of(header: &Header, records: &[Record]) -> Plan {
 
 /// Plays every record, then the end of input; the events with the number of records played
 /// before each.
-fn events_of(mut session: Session) -> (Vec<(usize, CoreEvent)>, Session) {
+fn events_of(mut session: Playback) -> (Vec<(usize, CoreEvent)>, Playback) {
     let mut events = Vec::new();
     let mut n = 0;
     loop {
@@ -87,7 +87,7 @@ fn events_of(mut session: Session) -> (Vec<(usize, CoreEvent)>, Session) {
 /// The resume points the daemon takes: after a record whose events start a game, the finished
 /// games forgotten as the live board does, when the decoder and the engine are at rest.
 fn resume_points(cap: &Capture) -> (Vec<(usize, EngineSeed)>, usize) {
-    let mut session = Session::new(plan_of(&cap.header, &cap.records));
+    let mut session = Playback::new(plan_of(&cap.header, &cap.records));
     let mut points = Vec::new();
     let mut starts = 0;
     let mut n = 0;
@@ -117,7 +117,7 @@ fn resume_points(cap: &Capture) -> (Vec<(usize, EngineSeed)>, usize) {
     (points, starts)
 }
 
-fn last_games(session: &Session) -> Vec<(u32, StoredGame)> {
+fn last_games(session: &Playback) -> Vec<(u32, StoredGame)> {
     let games = session.devices().next().unwrap().engine.games();
     games[games.len().saturating_sub(2)..]
         .iter()
@@ -127,11 +127,11 @@ fn last_games(session: &Session) -> Vec<(u32, StoredGame)> {
 
 fn check(kind: &str) -> (usize, usize) {
     let cap = joined(kind);
-    let (full, full_session) = events_of(Session::new(plan_of(&cap.header, &cap.records)));
+    let (full, full_session) = events_of(Playback::new(plan_of(&cap.header, &cap.records)));
     let want_games = last_games(&full_session);
     let (points, starts) = resume_points(&cap);
     for (at, seed) in &points {
-        let mut session = Session::new(plan_of(&cap.header, &cap.records[*at..]));
+        let mut session = Playback::new(plan_of(&cap.header, &cap.records[*at..]));
         let device = session.device_mut("board-1").unwrap();
         device.engine = seed.engine(device.engine.config().clone()).unwrap();
         let (tail, session) = events_of(session);

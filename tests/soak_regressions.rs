@@ -29,7 +29,7 @@ use std::path::PathBuf;
 
 use eboardd::capture::{Capture, Record, RecordKind, read_capture};
 use eboardd::core::event::{CoreEvent, EventKind};
-use eboardd::replay::{Plan, Session};
+use eboardd::replay::{Timeline, Playback};
 
 /// The game board 26 played (Morphy–Anderssen, the soak's round-1 game 26), 69 plies.
 const BOARD_26: &str = "e4 e6 d4 g6 Bd3 Bg7 Be3 c5 c3 cxd4 cxd4 Nc6 Ne2 Nge7 O-O O-O Nbc3 d5 \
@@ -54,7 +54,7 @@ fn capture(name: &str) -> Capture {
 
 /// Every event of a replay of `cap` with `records` instead of its own.
 fn events(cap: &Capture, records: Vec<Record>) -> Vec<EventKind> {
-    let plan = Plan::from_capture(Capture {
+    let plan = Timeline::from_capture(Capture {
         header: cap.header.clone(),
         records,
         warnings: Vec::new(),
@@ -64,7 +64,7 @@ fn events(cap: &Capture, records: Vec<Record>) -> Vec<EventKind> {
         got.push(e.kind.clone());
         Ok(())
     };
-    Session::play(plan, &mut sink).expect("replay");
+    Playback::play(plan, &mut sink).expect("replay");
     got
 }
 

@@ -4,7 +4,7 @@
 #![no_main]
 
 use eboardd::capture::parse_capture;
-use eboardd::replay::{Plan, Session};
+use eboardd::replay::{Timeline, Playback};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut sink = |_: &str, _: &eboardd::core::event::CoreEvent| Ok(());
     let session =
-        Session::play(Plan::from_capture(capture.clone()), &mut sink).expect("no output, no error");
+        Playback::play(Timeline::from_capture(capture.clone()), &mut sink).expect("no output, no error");
     let pgn = session.pgn();
     for line in pgn.lines().filter(|l| l.starts_with('[')) {
         assert!(line.ends_with("\"]"), "broken tag line: {line:?}");
@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // The replay's date of the same capture.
-    let plan = Plan::from_capture(capture);
+    let plan = Timeline::from_capture(capture);
     if let Some(d) = &plan.date() {
         assert!(d.len() == 10 && d.is_ascii(), "date {d:?}");
     }

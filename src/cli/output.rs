@@ -381,7 +381,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         crate::replay::Layout::AsRecorded
     };
     // Read as it is played: memory does not grow with the captures replayed.
-    let plan = match crate::replay::Plan::open(&args.files, layout) {
+    let plan = match crate::replay::Timeline::open(&args.files, layout) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };

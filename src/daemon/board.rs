@@ -21,7 +21,7 @@ use crate::driver::Message;
 use crate::output::corrections::ControlError;
 use crate::output::{BoardStatus, Hub, LinkState};
 use crate::pgn::{GameTags, TagUpdate};
-use crate::replay::{Plan, Session};
+use crate::replay::{Playback, Timeline};
 use crate::session::Unit;
 use crate::session::link::LinkKind;
 
@@ -141,7 +141,7 @@ fn needs_sync(events: &[CoreEvent]) -> bool {
 impl LiveBoard {
     /// Opens the board's capture for today (or continues the file given, e.g. one of an
     /// earlier day whose game is still running), rebuilding its games from what is there by
-    /// replaying it ([`Session`], as `eboardd replay` does, without publishing: the events
+    /// replaying it ([`Playback`], as `eboardd replay` does, without publishing: the events
     /// happened in an earlier run; [`LiveBoard::restore_into`] shows them in the hub). The
     /// board is set up as replay sets it up from the capture's header: the header of a new file
     /// names the driver, unit and link given here (a Bluetooth board scans at half speed, so
@@ -230,7 +230,7 @@ impl LiveBoard {
             cap.header.extra.insert("tags".into(), p.tags.clone());
         }
         let records = cap.records.len();
-        let mut session = Session::new(Plan::from_capture(cap));
+        let mut session = Playback::new(Timeline::from_capture(cap));
         let seed = |device: &mut Device, point: &ResumePoint| {
             let engine = point.engine.engine(device.engine.config().clone());
             engine.map(|engine| device.engine = engine).map_err(|e| {

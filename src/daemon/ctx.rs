@@ -409,7 +409,7 @@ fn earlier_games(
     let text = String::from_utf8_lossy(&bytes);
     let cap = crate::capture::parse_capture(&path.display().to_string(), &text)
         .map_err(std::io::Error::other)?;
-    let mut session = crate::replay::Session::new(crate::replay::Plan::from_capture(cap));
+    let mut session = crate::replay::Playback::new(crate::replay::Timeline::from_capture(cap));
     session.run(&mut |_, _| Ok(()))?;
     let replayed = session.into_board(id);
     Ok(replayed

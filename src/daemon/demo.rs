@@ -13,7 +13,7 @@ use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
 use crate::core::event::EventKind;
 use crate::family::{self, Family};
-use crate::output::{Message, Msg};
+use crate::output::{Content, Published};
 use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
 use crate::sim::emulator::{ClockModel, EmulatorConfig, Script};
 use crate::sim::families::{self, ScriptedBoard};
@@ -41,8 +41,8 @@ pub struct Describer {
 impl Describer {
     /// One line about an event, or `None` for the ones not worth a line (clock readings,
     /// completions).
-    pub fn line(&mut self, line: &Msg) -> Option<String> {
-        let Message::Event(event) = &line.message else {
+    pub fn line(&mut self, line: &Published) -> Option<String> {
+        let Content::Event(event) = &line.content else {
             return None;
         };
         let numbered = |ply: u32, san: &str| {

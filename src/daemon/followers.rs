@@ -7,7 +7,7 @@ use tokio::task::JoinHandle;
 
 use super::ctx::Ctx;
 use super::{Print, demo};
-use crate::output::{Hub, Message, Notice};
+use crate::output::{Content, Hub, Notice};
 
 /// With `--events` (or the demo's moves), every message of the hub on standard output (as JSON
 /// lines, or one line in words per event worth one), as soon as the hub publishes it: the
@@ -53,8 +53,8 @@ pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle
     tokio::spawn(async move {
         loop {
             let (board, round) = match rx.recv().await {
-                Ok(m) => match &m.message {
-                    Message::Notice(Notice::Players { round, .. }) => {
+                Ok(m) => match &m.content {
+                    Content::Notice(Notice::Players { round, .. }) => {
                         (Some(m.board.to_string()), *round)
                     }
                     _ => continue,

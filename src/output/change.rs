@@ -1,6 +1,6 @@
 //! The hub's typed vocabulary: the [`Change`]s it takes (every change of the round model, made
 //! on the live hub and, under a broadcast delay, again on the delayed public hub), and the
-//! [`Message`]s it hands out with every numbered [`super::Msg`] (core events and the hub's own
+//! [`Content`]s it hands out with every numbered [`super::Published`] (core events and the hub's own
 //! [`Notice`]s), named by their [`MsgKind`].
 
 use std::sync::Arc;
@@ -130,9 +130,9 @@ pub enum Notice {
     },
 }
 
-/// What one numbered message of the hub says, typed (its JSON is [`super::Msg::json`]).
+/// What one numbered message of the hub says, typed (its JSON is [`super::Published::json`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub enum Content {
     /// A core event of the board.
     Event(Arc<CoreEvent>),
     /// A message of the hub's own.
@@ -213,12 +213,12 @@ impl Notice {
     }
 }
 
-impl Message {
+impl Content {
     /// Its kind.
     pub fn kind(&self) -> MsgKind {
         match self {
-            Message::Event(e) => MsgKind::of(&e.kind),
-            Message::Notice(n) => n.kind(),
+            Content::Event(e) => MsgKind::of(&e.kind),
+            Content::Notice(n) => n.kind(),
         }
     }
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::broadcast;
 
-use super::hub::Msg;
+use super::hub::Published;
 
 /// The longest window of a steady stream: one batch per window (with a thousand clients or
 /// more).
@@ -53,7 +53,7 @@ const MOST: usize = 1024;
 #[derive(Debug)]
 pub struct Batch {
     /// The messages (empty only in a gap).
-    pub msgs: Vec<Arc<Msg>>,
+    pub msgs: Vec<Arc<Published>>,
     /// Messages were dropped before this batch (the gathering task was starved for longer than
     /// [`WAITING_MOST`] messages): every client starts again from a snapshot.
     pub gap: bool,
@@ -82,7 +82,7 @@ impl Transport {
 }
 
 impl Batch {
-    fn new(msgs: Vec<Arc<Msg>>, gap: bool) -> Batch {
+    fn new(msgs: Vec<Arc<Published>>, gap: bool) -> Batch {
         Batch {
             msgs,
             gap,
@@ -154,7 +154,7 @@ const WAITING_MOST: usize = 65_536;
 /// What the hub hands over and the gathering task takes.
 #[derive(Debug, Default)]
 struct Waiting {
-    msgs: Vec<Arc<Msg>>,
+    msgs: Vec<Arc<Published>>,
     gap: bool,
     closed: bool,
 }
@@ -195,7 +195,7 @@ impl Fanout {
 
     /// Hand over the hub's next message (in `seq` order: the hub calls it under its lock).
     /// Never waits.
-    pub fn hand(&self, msg: Arc<Msg>) {
+    pub fn hand(&self, msg: Arc<Published>) {
         let mut w = self.shared.waiting();
         if w.msgs.len() >= WAITING_MOST {
             w.msgs.clear();
@@ -294,7 +294,7 @@ async fn gather(shared: Arc<Shared>) {
             }
             let mut msgs = msgs.into_iter().peekable();
             while msgs.peek().is_some() {
-                let part: Vec<Arc<Msg>> = msgs.by_ref().take(MOST).collect();
+                let part: Vec<Arc<Published>> = msgs.by_ref().take(MOST).collect();
                 let _ = shared.tx.send(Arc::new(Batch::new(part, false)));
             }
             pace.spend();

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::bluetooth::BluetoothHealth;
-use super::change::{Change, Message, MsgKind, Notice};
+use super::change::{Change, Content, MsgKind, Notice};
 pub use super::corrections::ControlError;
 use super::delay::DelayLine;
 use super::fanout::Fanout;
@@ -31,7 +31,7 @@ use crate::round::check::BoardSenses;
 
 /// One numbered message of the event stream, serialised once for every consumer.
 #[derive(Debug, Clone)]
-pub struct Msg {
+pub struct Published {
     /// Its `seq`.
     pub seq: u64,
     /// The board it is about.
@@ -39,7 +39,7 @@ pub struct Msg {
     /// Its kind (`move_made`, ..., `board_status`).
     pub kind: MsgKind,
     /// What it says, typed.
-    pub message: Message,
+    pub content: Content,
     /// Event time.
     pub t: Micros,
     /// The JSON line.
@@ -52,7 +52,7 @@ pub struct Msg {
 #[derive(Debug)]
 pub enum Start {
     /// Every message after the requested `seq`, from the backlog (may be empty).
-    Backlog(Vec<Arc<Msg>>),
+    Backlog(Vec<Arc<Published>>),
     /// A snapshot, when the requested `seq` is older than the backlog or none was given.
     Snapshot {
         /// JSON text of the `snapshot` message.
@@ -60,7 +60,7 @@ pub enum Start {
         /// The last seq the snapshot includes.
         seq: u64,
         /// Messages published after the snapshot was made, to send right after it.
-        then: Vec<Arc<Msg>>,
+        then: Vec<Arc<Published>>,
     },
 }
 
@@ -155,7 +155,7 @@ pub enum HubError {
 
 struct State {
     round: RoundState,
-    backlog: VecDeque<Arc<Msg>>,
+    backlog: VecDeque<Arc<Published>>,
     next_seq: u64,
     /// The last snapshot made: its seq, when, its JSON.
     snapshot: Option<(u64, std::time::Instant, Utf8Bytes)>,
@@ -167,7 +167,7 @@ struct State {
 
 impl State {
     /// Messages in the backlog after `seq`, if the backlog reaches back that far.
-    fn after(&self, seq: u64) -> Option<Vec<Arc<Msg>>> {
+    fn after(&self, seq: u64) -> Option<Vec<Arc<Published>>> {
         let last = self.next_seq - 1;
         if seq == last {
             return Some(Vec::new());
@@ -207,7 +207,7 @@ impl State {
 
 struct Inner {
     state: Mutex<State>,
-    tx: broadcast::Sender<Arc<Msg>>,
+    tx: broadcast::Sender<Arc<Published>>,
     changed: watch::Sender<u64>,
     control: Mutex<Option<Arc<dyn Control>>>,
     cfg: HubConfig,
@@ -467,7 +467,7 @@ impl Hub {
                 if let Some((m, true)) = self.inner.metrics.get() {
                     m.event(&event.kind);
                 }
-                let message = Message::Event(event.clone());
+                let message = Content::Event(event.clone());
                 self.push(st, seq, &board, message, event.t, json);
                 Ok(Some(Change::Event { board, event }))
             }
@@ -618,7 +618,7 @@ impl Hub {
         let json = EventEnvelope::of(seq, t, board, game, &notice).to_json();
         st.round.last_seq = seq;
         st.round.board_mut(board).last_seq = seq;
-        self.push(st, seq, board, Message::Notice(notice), t, json)
+        self.push(st, seq, board, Content::Notice(notice), t, json)
     }
 
     fn push(
@@ -626,22 +626,22 @@ impl Hub {
         st: &mut State,
         seq: u64,
         board: &str,
-        message: Message,
+        content: Content,
         t: Micros,
         json: String,
     ) -> u64 {
         st.next_seq = seq + 1;
         st.rev += 1;
-        let kind = message.kind();
+        let kind = content.kind();
         debug_assert!(
             serde_json::to_string(&kind).is_ok_and(|k| json.contains(&format!("\"kind\":{k}"))),
             "{kind:?} is the kind of {json}"
         );
-        let msg = Arc::new(Msg {
+        let msg = Arc::new(Published {
             seq,
             board: Arc::from(board),
             kind,
-            message,
+            content,
             t,
             json: Utf8Bytes::from(json),
             at: std::time::Instant::now(),
@@ -838,7 +838,7 @@ impl Hub {
     /// Subscribe to live messages after `since` (`None`: start with a snapshot). Messages in
     /// the backlog after `since` come first; if `since` is older than the backlog, a snapshot
     /// does. The receiver continues exactly after what `Start` covers.
-    pub fn subscribe(&self, since: Option<u64>) -> (Start, broadcast::Receiver<Arc<Msg>>) {
+    pub fn subscribe(&self, since: Option<u64>) -> (Start, broadcast::Receiver<Arc<Published>>) {
         let mut st = self.lock();
         let rx = self.inner.tx.subscribe();
         let start = match since.and_then(|s| st.after(s)) {
@@ -849,7 +849,7 @@ impl Hub {
     }
 
     /// A snapshot (with what followed it) and a receiver that continues right after.
-    pub fn resync(&self) -> (Start, broadcast::Receiver<Arc<Msg>>) {
+    pub fn resync(&self) -> (Start, broadcast::Receiver<Arc<Published>>) {
         self.subscribe(None)
     }
 
@@ -866,7 +866,7 @@ impl Hub {
     }
 
     /// A receiver of live messages only.
-    pub fn receiver(&self) -> broadcast::Receiver<Arc<Msg>> {
+    pub fn receiver(&self) -> broadcast::Receiver<Arc<Published>> {
         self.inner.tx.subscribe()
     }
 

@@ -40,8 +40,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use change::{Change, Message, MsgKind, Notice};
-pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Msg, Start};
+pub use change::{Change, Content, MsgKind, Notice};
+pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Published, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
 pub use mqtt::{MqttBroker, MqttConfig};
 

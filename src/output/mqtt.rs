@@ -38,7 +38,7 @@ use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
-use super::hub::{Hub, Msg};
+use super::hub::{Hub, Published};
 use super::mqtt_schedule::StateSchedule;
 
 /// Retained states handed to the client per 50 ms tick of the publisher at most (40 a second):
@@ -417,7 +417,7 @@ pub fn spawn(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let handle = tokio::spawn(async move {
-        let mut queue: VecDeque<Arc<Msg>> = VecDeque::new();
+        let mut queue: VecDeque<Arc<Published>> = VecDeque::new();
         let mut states = StateSchedule::default();
         let mut state_tokens = STATES_PER_TICK;
         let mut all_dirty = false;

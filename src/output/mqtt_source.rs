@@ -732,14 +732,14 @@ mod tests {
     /// of the board after each of them.
     fn node_side() -> Vec<(MsgKind, Vec<u8>, Value)> {
         use crate::output::{HubConfig, RoundInfo};
-        use crate::replay::{Layout, Plan, Session};
+        use crate::replay::{Layout, Playback, Timeline};
         let capture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/captures/clean/g0001.jsonl");
-        let plan = Plan::load(&[capture], Layout::AsRecorded).unwrap();
+        let plan = Timeline::load(&[capture], Layout::AsRecorded).unwrap();
         let node = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut rx = node.receiver();
         let mut out = Vec::new();
-        let mut session = Session::new(plan);
+        let mut session = Playback::new(plan);
         let mut publish = |b: &str, e: &CoreEvent| {
             node.publish(b, e);
             Ok(())

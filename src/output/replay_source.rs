@@ -1,4 +1,4 @@
-//! Captures as a live source: a [`Plan`] played through [`Session`], the same replay as
+//! Captures as a live source: a [`Timeline`] played through [`Playback`], the same replay as
 //! `eboardd replay`, at the recorded pace (or faster), every event published to a [`Hub`] — a
 //! stand-in for the live daemon, for tests, demos and load runs.
 //!
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use super::hub::{Control, ControlError, Hub};
 use crate::core::event::CoreEvent;
 use crate::core::observation::OperatorAction;
-use crate::replay::{Plan, Session, Sink};
+use crate::replay::{Playback, Sink, Timeline};
 
 /// A running replay.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ impl Control for ReplayControl {
 
 /// An operator action from the hub, for the replay's board.
 fn operator(
-    session: &mut Session,
+    session: &mut Playback,
     (board, action): (String, OperatorAction),
     publish: &mut Sink<'_>,
 ) {
@@ -79,7 +79,7 @@ fn operator(
 /// Play `plan` into `hub` on a thread of its own. `speed`: event seconds per wall second
 /// (`None` or 0: as fast as possible). After the last record the engines take their pending
 /// decisions; the thread then keeps serving operator actions until stopped.
-pub fn spawn(hub: Hub, plan: Plan, speed: Option<f64>) -> ReplayHandle {
+pub fn spawn(hub: Hub, plan: Timeline, speed: Option<f64>) -> ReplayHandle {
     let (tx, rx) = mpsc::channel::<(String, OperatorAction)>();
     hub.set_control(Arc::new(ReplayControl { tx: Mutex::new(tx) }));
     let stop = Arc::new(AtomicBool::new(false));
@@ -97,7 +97,7 @@ pub fn spawn(hub: Hub, plan: Plan, speed: Option<f64>) -> ReplayHandle {
                 Ok(())
             };
             // The hub keeps the games (its archive the finished ones).
-            let mut session = Session::new(plan).forgetting_finished_games();
+            let mut session = Playback::new(plan).forgetting_finished_games();
             let mut warned = 0;
             let started = Instant::now();
             let t0 = session.next_t().unwrap_or(0);

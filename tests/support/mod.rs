@@ -170,12 +170,12 @@ pub fn replay_records(
     records: &[eboardd::capture::Record],
     events: &mut Vec<eboardd::core::event::CoreEvent>,
 ) -> eboardd::replay::Device {
-    use eboardd::replay::{Plan, Session};
+    use eboardd::replay::{Playback, Timeline};
     let mut sink = |_: &str, e: &eboardd::core::event::CoreEvent| {
         events.push(e.clone());
         Ok(())
     };
-    let session = Session::play(Plan::from_records(records.to_vec()), &mut sink)
+    let session = Playback::play(Timeline::from_records(records.to_vec()), &mut sink)
         .expect("collecting events cannot fail");
     let id = records.first().map_or("board-1", |r| r.dev.as_str());
     session.into_board(id).device

@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use super::boards::valid_board_id;
 use super::{App, Reject, error, reject};
 use crate::output::fanout::{self, Batch, Transport};
-use crate::output::hub::{Hub, Msg, Start};
+use crate::output::hub::{Hub, Published, Start};
 use crate::output::metrics::{ClientGuard, ClientKind};
 use crate::output::ws::{self, Ws};
 
@@ -117,7 +117,7 @@ struct Cursor {
 const START_PIECE: usize = 64 * 1024;
 
 impl Cursor {
-    fn wanted(&self, msg: &Msg) -> bool {
+    fn wanted(&self, msg: &Published) -> bool {
         msg.seq > self.last && self.board.as_deref().is_none_or(|b| &*msg.board == b)
     }
 
