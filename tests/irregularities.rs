@@ -567,6 +567,60 @@ fn a_polled_board_plies_beyond_the_search_ahead_wants_its_memory_before_anything
     assert_eq!(rig.sans(), ["e4", "e5", "d4"]);
 }
 
+#[test]
+fn a_polled_boards_plies_beyond_the_search_are_recovered_from_the_order_of_its_changes() {
+    // Issue 38, from a chain's capture (`tests/data/chain/dgt-bus-01010-plies-in-one-answer`):
+    // after 1. e4 c5 2. Nf3 Nc6 the line kept the board's changes back for seconds, and 3. d4
+    // cxd4 4. Nxd4 g6 5. c4 Bg7 came in one answer, six plies, beyond the gap search. The board
+    // logged the changes in the order they were made, but rewrote a square changed twice in a
+    // row as one change: the pawn put on d4 and taken there at once is logged "d4: empty"; the
+    // queen adjusted on d8, "d8: queen". The order tells the moves; nothing is raised.
+    let mut rig = Rig::bare(&Board::default());
+    rig.observe(&Observation::Polled);
+    for (from, to) in [(E2, E4), (C7, C5), (G1, F3), (B8, C6)] {
+        let piece = rig.piece(from);
+        rig.wait(400);
+        answer(&mut rig, &[(from, SquareReading::Empty)]);
+        rig.wait(400);
+        answer(&mut rig, &[(to, SquareReading::Piece(piece))]);
+    }
+    rig.wait(500);
+    let empty = SquareReading::Empty;
+    let moved = |p: Piece| SquareReading::Piece(p);
+    answer(
+        &mut rig,
+        &[
+            (D8, moved(black(Role::Queen))),
+            (D2, empty),
+            (D4, empty),
+            (C5, empty),
+            (D4, moved(black(Role::Pawn))),
+            (F3, empty),
+            (D4, moved(white(Role::Knight))),
+            (G7, empty),
+            (G6, moved(black(Role::Pawn))),
+            (C2, empty),
+            (C4, moved(white(Role::Pawn))),
+            (F8, empty),
+            (G7, moved(black(Role::Bishop))),
+        ],
+    );
+    assert_eq!(
+        rig.sans(),
+        [
+            "e4", "c5", "Nf3", "Nc6", "d4", "cxd4", "Nxd4", "g6", "c4", "Bg7"
+        ],
+        "{}",
+        rig.log()
+    );
+    assert!(!rig.engine.memory_wanted());
+    for _ in 0..4 {
+        rig.wait(1_000);
+        answer(&mut rig, &[]);
+    }
+    assert_eq!(rig.irregularities(), vec![], "{}", rig.log());
+}
+
 /// The running side presses its lever (the clock's reading comes at once, as a chain reads a
 /// board's clock right after its changes).
 fn press_now(rig: &mut Rig) {

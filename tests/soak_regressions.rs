@@ -24,12 +24,21 @@
 //! judged the board a second later, between two polls, and raised `displaced_pieces` (d2, f3,
 //! d4, c5) instead of waiting for the poll that recovered the three plies. A chain's board is
 //! polled from the start: its family says so.
+//!
+//! `chain/dgt-bus-01010-plies-in-one-answer.jsonl`: the same board on the same line, another
+//! run. A packet of its changes (77 bytes: the start mark's 32 pieces and 1. e4) was repeated
+//! for 23 s before it came through whole, and the next one brought 1... c5 2. Nf3 Nc6 3. d4
+//! cxd4 4. Nxd4 g6 5. c4 Bg7 at once; the board's log had rewritten d4's two changes in a row
+//! (the pawn put there and taken at once) as one. The core followed 2... Nc6 and lost the
+//! thread; six plies are beyond the gap search and its memory (over a hundred bytes) never came
+//! through whole: `displaced_pieces`, and the record stood at ply 4 for the rest of the game.
+//! The order of the changes tells the six plies (`core::engine::stream`).
 
 use std::path::PathBuf;
 
 use eboardd::capture::{Capture, Record, RecordKind, read_capture};
 use eboardd::core::event::{CoreEvent, EventKind};
-use eboardd::replay::{Timeline, Playback};
+use eboardd::replay::{Playback, Timeline};
 
 /// The game board 26 played (Morphy–Anderssen, the soak's round-1 game 26), 69 plies.
 const BOARD_26: &str = "e4 e6 d4 g6 Bd3 Bg7 Be3 c5 c3 cxd4 cxd4 Nc6 Ne2 Nge7 O-O O-O Nbc3 d5 \
@@ -133,6 +142,14 @@ fn a_dump_with_a_move_in_progress_plies_after_the_memory_recovers_the_memory() {
 fn a_chain_board_whose_polls_were_all_garbled_is_judged_at_its_polls() {
     whole_game(
         "chain/dgt-bus-01010-no-poll-answered.jsonl",
+        CHAIN_BOARD_1010,
+    );
+}
+
+#[test]
+fn a_chain_boards_plies_in_one_answer_come_from_the_order_of_its_changes() {
+    whole_game(
+        "chain/dgt-bus-01010-plies-in-one-answer.jsonl",
         CHAIN_BOARD_1010,
     );
 }

@@ -32,6 +32,8 @@ pub enum Gap {
 
 struct Search<'a> {
     target: &'a Board,
+    /// Whether a sequence that reaches the target counts (other evidence of the moves).
+    accept: &'a dyn Fn(&[Move]) -> bool,
     found: Vec<Vec<Move>>,
     count: usize,
     nodes: u64,
@@ -40,8 +42,20 @@ struct Search<'a> {
 
 /// Legal move sequences of 1..=`max_plies` plies from `pos` whose board is `target`.
 pub fn search(pos: &Chess, target: &Board, max_plies: u32) -> Gap {
+    search_accepting(pos, target, max_plies, &|_| true)
+}
+
+/// [`search`], counting only the sequences `accept` takes (those that agree with what else is
+/// known of the moves: the order in which the board reported its changes).
+pub fn search_accepting(
+    pos: &Chess,
+    target: &Board,
+    max_plies: u32,
+    accept: &dyn Fn(&[Move]) -> bool,
+) -> Gap {
     let mut s = Search {
         target,
+        accept,
         found: Vec::new(),
         count: 0,
         nodes: 0,
@@ -134,7 +148,7 @@ impl Search<'_> {
             return;
         }
         if left == 0 {
-            if pos.board() == self.target {
+            if pos.board() == self.target && (self.accept)(&self.path) {
                 self.count += 1;
                 if self.found.len() < 4 {
                     self.found.push(self.path.clone());

@@ -15,6 +15,7 @@ mod lifecycle;
 mod memory;
 mod recovery;
 pub mod seed;
+pub mod stream;
 
 use shakmaty::{Board, Chess, Color, Move, Position, Square};
 
@@ -185,6 +186,9 @@ pub struct BoardEngine {
     /// The board reports only when polled ([`Observation::Polled`] seen): what it shows is
     /// judged at its polls, not by the time passed since its last report.
     polled: bool,
+    /// A polled board: its field changes since the record last changed, in order
+    /// (`stream.rs`).
+    stream: stream::Stream,
     /// Bumped whenever the move list changes, to key the candidate caches.
     version: u64,
     current: Candidates,
@@ -261,6 +265,11 @@ impl BoardEngine {
     /// Feed one observation.
     pub fn handle(&mut self, t: Micros, obs: &Observation, out: &mut Vec<CoreEvent>) {
         self.tick(t, out);
+        if self.polled
+            && let Observation::Field { index, reading } = obs
+        {
+            self.stream.keep(self.version, *index, *reading);
+        }
         // A memory is for the board dump right after it: anything that may change the board or
         // the record in between makes it stale.
         let memory = match obs {

@@ -118,14 +118,16 @@ impl BoardEngine {
             }
             Gap::One(_) => Reconciled::No,
             // A polled board's answer recovers; it raises nothing before the displaced window.
-            // Several orders, or (on five squares or more) none within reach: its memory tells
-            // which moves were made (a chain's line lost or delayed its changes): wanted now.
-            Gap::Several(_) if trigger == Trigger::Poll => {
-                self.memory_wanted_since.get_or_insert(t);
-                Reconciled::No
-            }
-            Gap::None | Gap::TooMany if trigger == Trigger::Poll => {
-                if gap_shaped {
+            // Several orders, or none within reach: the order in which the board reported its
+            // changes tells which moves were made (a chain's line delayed them: `stream.rs`);
+            // when it does not, and there are several orders or (on five squares or more) none
+            // within reach, its memory is wanted now.
+            g @ (Gap::Several(_) | Gap::None | Gap::TooMany) if trigger == Trigger::Poll => {
+                if let Some(moves) = self.stream_sequence(&pos, &board) {
+                    self.recover(t, &moves, out);
+                    return Reconciled::Recovered;
+                }
+                if gap_shaped || matches!(g, Gap::Several(_)) {
                     self.memory_wanted_since.get_or_insert(t);
                 }
                 Reconciled::No

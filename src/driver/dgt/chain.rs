@@ -23,8 +23,8 @@
 //!   REPEAT_CHANGES, until it comes in whole (a new SEND_CHANGES would lose it), the other
 //!   commands as they were; [`tries_in_a_turn`] tries in a board's turn, then the next board's
 //!   turn comes (one bad board does not starve the others) and the board's next turn asks
-//!   again. A turn whose changes did not come sends no dump and no start mark (both would be
-//!   ahead of the changes). A board that answers, however garbled, stays; one that leaves
+//!   again. A turn whose changes did not come sends no dump (it would be ahead of the
+//!   changes). A board that answers, however garbled, stays; one that leaves
 //!   [`LOST_AFTER`] exchanges in a row without a byte is disconnected (its game kept) and found
 //!   again by a later discovery;
 //! - **recovers from the boards' memory**: a board found with a game in progress (after a cable
@@ -197,14 +197,15 @@ struct Member {
     /// Ignored at the current discovery round's PING.
     ignoring: bool,
     /// A game started on the board: its memory is to mark the start (SET_START_GAME), if the
-    /// board still shows the start position when its turn comes.
+    /// record is still at the start when the command's turn comes (and the board's last dump,
+    /// if any came, showed it).
     start_pending: bool,
     /// The board sent a packet of changes that did not come through whole: its next turn asks
     /// for it again (REPEAT_CHANGES), never for new changes, so that none is lost.
     repeat_pending: bool,
     /// The last packet of changes in came with REPEAT_CHANGES: it is an earlier SEND_CHANGES'
-    /// packet, and changes made since may wait in the board (a dump or a start mark now would
-    /// be ahead of them).
+    /// packet, and changes made since may wait in the board (a dump now would be ahead of
+    /// them).
     stale: bool,
     /// A SEND_CHANGES was put first in this turn after a packet that came with REPEAT_CHANGES.
     refreshed: bool,
@@ -507,26 +508,30 @@ impl Chain {
                 continue;
             };
             if let Some(cmd) = m.turn.pop_front() {
-                if (m.repeat_pending || m.stale)
-                    && matches!(cmd, BusCommand::SendBoard | BusCommand::SetStartGame)
-                {
+                if (m.repeat_pending || m.stale) && cmd == BusCommand::SendBoard {
                     // The board's changes did not come through in this turn, or only an
                     // earlier packet of them did (REPEAT_CHANGES): a dump would be ahead of
-                    // them (a gap the game cannot explain), and the start mark could log a
-                    // move already made. Both wait for a turn whose changes came.
-                    if cmd == BusCommand::SendBoard {
-                        m.ask(cmd);
-                    }
+                    // them (a gap the game cannot explain). It waits for a turn whose changes
+                    // came.
+                    m.ask(cmd);
                     continue;
                 }
                 if cmd == BusCommand::SetStartGame {
                     m.start_pending = false;
-                    // The mark logs the pieces where they stand: only while the board shows
-                    // the game's start (a move already made would be taken for the start).
+                    // The mark logs the pieces where they stand: only while the record is at
+                    // the game's start and the board showed it last. It does not wait for a
+                    // packet of changes still pending: on a bad line a long packet (the 71
+                    // bytes of a board's power-up) can take tens of seconds to come through
+                    // whole, the game is under way by then, and a game never marked has no
+                    // memory to recover from (SEND_FROM_START reads from the last mark). A
+                    // move the pending packet hides, marked as the start, is no start
+                    // position: the memory then recovers nothing, as an unmarked one.
+                    // Before the board's first dump came through (its shadow unknown), the
+                    // record's start, seen from its changes, is all there is to go by.
                     let at_start = boards.at_game_start(address)
                         && m.shadow
                             .as_ref()
-                            .is_some_and(|f| boards.explains(address, f));
+                            .is_none_or(|f| boards.explains(address, f));
                     if !at_start {
                         continue;
                     }
@@ -760,7 +765,7 @@ impl Session for Chain {
                                 m.repeat_pending = false;
                                 m.stale = true;
                                 // An earlier packet: the changes made since are asked for at
-                                // once (once a turn), before this turn's dump or start mark.
+                                // once (once a turn), before this turn's dump.
                                 if !m.refreshed {
                                     m.refreshed = true;
                                     m.turn.push_front(BusCommand::SendChanges);
@@ -891,13 +896,14 @@ impl Session for Chain {
         {
             // The board's memory marks the game's start (and logs every piece), for a recovery
             // from SEND_FROM_START later: in this turn, when the board's turn is on (before its
-            // clock: the first move may come before its next turn), else in its next.
+            // clock, or last when this turn does not read it: the first move may come before
+            // its next turn), else in its next.
             m.start_pending = true;
-            if self.current == Some(unit)
-                && !m.turn.contains(&BusCommand::SetStartGame)
-                && let Some(at) = m.turn.iter().position(|c| *c == BusCommand::SendClock)
-            {
-                m.turn.insert(at, BusCommand::SetStartGame);
+            if self.current == Some(unit) && !m.turn.contains(&BusCommand::SetStartGame) {
+                match m.turn.iter().position(|c| *c == BusCommand::SendClock) {
+                    Some(at) => m.turn.insert(at, BusCommand::SetStartGame),
+                    None => m.turn.push_back(BusCommand::SetStartGame),
+                }
             }
         }
     }
@@ -1184,7 +1190,7 @@ mod tests {
         m.start_pending = false;
         m.turn = VecDeque::from([BusCommand::SendBoard, BusCommand::SendClock]);
         s.events(t0, 9, std::slice::from_ref(&started), &mut out);
-        s.events(t0, 9, &[started], &mut out);
+        s.events(t0, 9, std::slice::from_ref(&started), &mut out);
         assert_eq!(
             Vec::from(s.members[&9].turn.clone()),
             [
@@ -1193,6 +1199,70 @@ mod tests {
                 BusCommand::SendClock
             ]
         );
+        // A turn that does not read the clock (a board without one) marks it last (issue 38:
+        // the next turn came after the first move, and the game went unmarked).
+        let m = s.members.get_mut(&9).unwrap();
+        m.start_pending = false;
+        m.turn = VecDeque::from([BusCommand::SendBoard]);
+        s.events(t0, 9, &[started], &mut out);
+        assert_eq!(
+            Vec::from(s.members[&9].turn.clone()),
+            [BusCommand::SendBoard, BusCommand::SetStartGame]
+        );
+    }
+
+    /// A view whose boards' games have just started: no move recorded, the board as recorded.
+    struct AtStart;
+
+    impl Boards for AtStart {
+        fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
+            true
+        }
+        fn game_in_progress(&self, _unit: Unit) -> bool {
+            false
+        }
+        fn at_game_start(&self, _unit: Unit) -> bool {
+            true
+        }
+        fn away_for(&self, _unit: Unit) -> Option<Duration> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_game_start_is_marked_while_a_packet_of_changes_is_still_asked_for() {
+        // Issue 38: a board's long power-up packet did not come through for 32 s on a line
+        // losing 3% of its bytes, nor its first dump; its game began meanwhile and was never
+        // marked, so its memory was empty when its moves were wanted.
+        let mut s = polling(&[5]);
+        let m = s.members.get_mut(&5).unwrap();
+        m.repeat_pending = true;
+        m.start_pending = true;
+        // No dump came through yet (the shadow is unknown): the record's start is enough.
+        m.ask(BusCommand::SendBoard);
+        let mut t = Instant::now();
+        let mut out = Vec::new();
+        let mut sent = Vec::new();
+        for _ in 0..50 {
+            s.poll(t, &AtStart, &mut out);
+            sent.extend(commands(&out));
+            out.clear();
+            if sent.contains(&(5, 0x85)) {
+                break;
+            }
+            t += Duration::from_millis(50);
+        }
+        assert_eq!(sent[0], (5, 0x84), "the packet is asked for again first");
+        assert!(
+            sent.contains(&(5, 0x85)),
+            "the start is marked: {sent:02x?}"
+        );
+        assert!(!sent.contains(&(5, 0x82)), "no dump ahead of the changes");
+        assert!(
+            s.members[&5].repeat_pending,
+            "the packet is still asked for"
+        );
+        assert!(!s.members[&5].start_pending, "once");
     }
 
     /// A session with the boards at `addrs` found and open, no search under way: its next
