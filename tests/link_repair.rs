@@ -10,7 +10,7 @@ use eboardd::core::event::EventKind;
 use eboardd::driver::dgt::{DgtDecoder, DgtMessage};
 use eboardd::replay::Device;
 use eboardd::session::Note;
-use eboardd::session::link::{Core, Link, LinkConfig, LinkKind, game_explains};
+use eboardd::session::link::{Link, LinkConfig, LinkKind, game_explains};
 use eboardd::sim::emulator::{Emulator, EmulatorConfig, Script};
 use eboardd::sim::pgn::ScriptGame;
 use eboardd::sim::{SimConfig, Style};
@@ -83,11 +83,7 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         }
         dev.engine.tick(t, &mut events);
         let mut tx = Vec::new();
-        let core = Core {
-            explains: &|f| game_explains(&dev.engine, f),
-            moves_missing: &|| dev.engine.moves_missing_open(),
-        };
-        notes.extend(link.poll(at(t), core, &mut tx).unwrap());
+        notes.extend(link.poll(at(t), &OneBoard(&dev.engine), &mut tx).unwrap());
         if !tx.is_empty() {
             dump_bytes += tx.iter().filter(|&&b| b == 0x42 || b == 0x4B).count() as u64;
             em.host_input(&tx, &mut out);
@@ -183,4 +179,29 @@ fn lost_field_updates_are_repaired_by_dumps_without_irregularity_and_cheaply() {
         total_bytes as f64 / total_secs,
         total_bytes as f64 / total_secs / 9.6
     );
+}
+
+/// The link's one board, as its core answers the link's questions.
+struct OneBoard<'a>(&'a eboardd::core::engine::BoardEngine);
+
+impl eboardd::driver::port::Boards for OneBoard<'_> {
+    fn explains(
+        &self,
+        _unit: eboardd::driver::port::Unit,
+        fields: &eboardd::core::observation::FieldArray,
+    ) -> bool {
+        game_explains(self.0, fields)
+    }
+    fn game_in_progress(&self, _unit: eboardd::driver::port::Unit) -> bool {
+        false
+    }
+    fn at_game_start(&self, _unit: eboardd::driver::port::Unit) -> bool {
+        false
+    }
+    fn away_for(&self, _unit: eboardd::driver::port::Unit) -> Option<Duration> {
+        None
+    }
+    fn moves_missing(&self, _unit: eboardd::driver::port::Unit) -> bool {
+        self.0.moves_missing_open()
+    }
 }

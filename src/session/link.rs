@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use super::Note;
 use crate::core::engine::BoardEngine;
 use crate::core::observation::{FieldArray, Observation, SquareReading};
+use crate::driver::port::{Boards, SINGLE};
 use crate::driver::{BoardDriver, Message, SessionMessage};
 
 /// Whether the core's game explains `fields` (device field numbering): they show the current game's
@@ -56,14 +57,6 @@ pub fn game_explains(engine: &BoardEngine, fields: &FieldArray) -> bool {
 /// How many times a link asks the board's memory again while moves are missing
 /// ([`Link::poll`]): each read of a DGT board's full memory takes about 8 s at 9,600 baud.
 pub const MEMORY_RECALLS: u32 = 2;
-
-/// What the link asks of the board's core when it polls.
-pub struct Core<'a> {
-    /// Whether the game explains a board (the current position, or no game to explain it).
-    pub explains: &'a dyn Fn(&FieldArray) -> bool,
-    /// Whether the board is ahead of the record by moves no single sequence explains.
-    pub moves_missing: &'a dyn Fn() -> bool,
-}
 
 pub use crate::driver::port::LinkKind;
 
@@ -276,7 +269,7 @@ impl Link {
     pub fn poll(
         &mut self,
         now: Instant,
-        core: Core<'_>,
+        boards: &dyn Boards,
         out: &mut Vec<u8>,
     ) -> Result<Option<Note>, String> {
         let silent = now.duration_since(self.last_rx);
@@ -313,9 +306,9 @@ impl Link {
             self.settled_checked = true;
             self.press_check_at = None;
             if let Some(s) = &self.shadow
-                && !(core.explains)(s)
+                && !boards.explains(SINGLE, s)
             {
-                let recall = self.recalls > 0 && (core.moves_missing)();
+                let recall = self.recalls > 0 && boards.moves_missing(SINGLE);
                 let mut asked = Vec::new();
                 if self.ask_dump(now, DumpWhy::Unexplained, &mut asked) && recall {
                     self.recalls -= 1;
@@ -402,12 +395,32 @@ mod tests {
         missing: bool,
     ) -> (Vec<u8>, Option<Note>) {
         let mut out = Vec::new();
-        let core = Core {
-            explains: &|_| explains,
-            moves_missing: &|| missing,
-        };
-        let n = l.poll(t, core, &mut out).unwrap();
+        let n = l.poll(t, &Answers { explains, missing }, &mut out).unwrap();
         (out, n)
+    }
+
+    /// What the board's core answers a link's poll, whatever it asks.
+    struct Answers {
+        explains: bool,
+        missing: bool,
+    }
+
+    impl Boards for Answers {
+        fn explains(&self, _unit: crate::driver::port::Unit, _fields: &FieldArray) -> bool {
+            self.explains
+        }
+        fn game_in_progress(&self, _unit: crate::driver::port::Unit) -> bool {
+            true
+        }
+        fn at_game_start(&self, _unit: crate::driver::port::Unit) -> bool {
+            false
+        }
+        fn away_for(&self, _unit: crate::driver::port::Unit) -> Option<Duration> {
+            None
+        }
+        fn moves_missing(&self, _unit: crate::driver::port::Unit) -> bool {
+            self.missing
+        }
     }
 
     /// A white pawn reported on field `index` at `t`.
@@ -556,11 +569,11 @@ mod tests {
         l.on_rx(t0 + 6 * S + 20 * MS);
         assert_eq!(poll(&mut l, t0 + 7 * S, true), (vec![], None));
         let mut out = Vec::new();
-        let core = Core {
-            explains: &|_| true,
-            moves_missing: &|| false,
+        let answers = Answers {
+            explains: true,
+            missing: false,
         };
-        assert!(l.poll(t0 + 17 * S, core, &mut out).is_err());
+        assert!(l.poll(t0 + 17 * S, &answers, &mut out).is_err());
     }
 
     #[test]

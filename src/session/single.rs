@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::link::{Core, Link, LinkConfig};
+use super::link::{Link, LinkConfig};
 use super::{Action, Boards, ClockShow, Note, SINGLE, Session, SessionConfig, Unit};
 use crate::core::observation::Observation;
 use crate::driver::{BoardDriver, ClockControl, Message, SessionMessage};
@@ -272,11 +272,7 @@ impl Session for SingleBoard {
             }
             Phase::Streaming { link } => {
                 let mut bytes = Vec::new();
-                let core = Core {
-                    explains: &|f| boards.explains(SINGLE, f),
-                    moves_missing: &|| boards.moves_missing(SINGLE),
-                };
-                match link.poll(now, core, &mut bytes) {
+                match link.poll(now, boards, &mut bytes) {
                     Ok(Some(note)) => Self::note(note, out),
                     Ok(None) => {}
                     Err(why) => {
