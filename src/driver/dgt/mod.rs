@@ -12,7 +12,6 @@ use shakmaty::{Color, Piece, Role};
 
 pub mod bus;
 mod bwtime;
-pub mod chain;
 pub mod clock;
 mod command;
 mod decode;
@@ -20,8 +19,8 @@ mod driver;
 pub mod ee;
 mod encode;
 
+pub use bus::chain::DgtBus;
 pub use bwtime::BwTime;
-pub use chain::DgtBus;
 pub use command::{ClockCommand, DgtCommand};
 pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME, MAX_EE_FRAME};
 pub use driver::{Dgt, DgtStream, KEEPALIVE, NAME, message};

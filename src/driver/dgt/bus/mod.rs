@@ -6,6 +6,7 @@
 //!   `<id> <len_hi7> <len_lo7> <addr_hi7> <addr_lo7> <data…> <checksum>`.
 //! - [`BusDecoder`]: a resynchronising, checksum-checking frame decoder, optionally for one
 //!   address.
+//! - [`chain`]: the session of a chain of boards on one line (discovery, polling, repair).
 //! - [`BusStream`]: the [`crate::driver::Decoder`] of one board of a chain;
 //!   [`BusLineStream`]: the decoder of the whole line, while boards are being discovered.
 //!
@@ -18,6 +19,7 @@ use super::piece_code;
 use crate::core::observation::{FieldArray, SquareReading};
 use crate::driver::DriverReply;
 
+pub mod chain;
 mod decode;
 mod stream;
 

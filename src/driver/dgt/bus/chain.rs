@@ -48,7 +48,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::bus::{BusCommand, BusLineStream, BusStream, ReplyKind};
+use super::{BusCommand, BusLineStream, BusStream, ReplyKind};
 use crate::core::event::{CoreEvent, EventKind};
 use crate::core::observation::{FieldArray, Observation};
 use crate::driver::port::{Action, Boards, Note, Session, SessionConfig, Unit};
@@ -135,7 +135,7 @@ impl BoardDriver for DgtBus {
 
     fn transport(&self) -> Transport {
         Transport::Serial {
-            line: super::driver::LINE,
+            line: super::super::driver::LINE,
             usb_ids: &[],
         }
     }
