@@ -33,6 +33,12 @@
 //! thread; six plies are beyond the gap search and its memory (over a hundred bytes) never came
 //! through whole: `displaced_pieces`, and the record stood at ply 4 for the rest of the game.
 //! The order of the changes tells the six plies (`core::engine::stream`).
+//!
+//! `chain/dgt-bus-01010-marked-mid-game.jsonl`: the same board, a third run. Its power-up packet
+//! took 25 s to come through, and the game's start was marked (SET_START_GAME) when the record
+//! began, with the players eight plies in: the mark logged every piece where it stood, in the
+//! middle of the changes that told 3. d4 … 5. c4 Bg7. Those 32 entries repeat what the moves
+//! already changed, or change nothing: they are passed over, not taken for changes out of order.
 
 use std::path::PathBuf;
 
@@ -150,6 +156,14 @@ fn a_chain_board_whose_polls_were_all_garbled_is_judged_at_its_polls() {
 fn a_chain_boards_plies_in_one_answer_come_from_the_order_of_its_changes() {
     whole_game(
         "chain/dgt-bus-01010-plies-in-one-answer.jsonl",
+        CHAIN_BOARD_1010,
+    );
+}
+
+#[test]
+fn a_start_mark_logged_in_the_middle_of_a_chain_boards_changes_is_passed_over() {
+    whole_game(
+        "chain/dgt-bus-01010-marked-mid-game.jsonl",
         CHAIN_BOARD_1010,
     );
 }

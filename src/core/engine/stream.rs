@@ -97,9 +97,12 @@ impl BoardEngine {
     }
 }
 
-/// Whether the changes reported, in their order, can be those of `moves` played from `pos`:
-/// each change that some ply makes is matched to the first such ply at or after the previous
-/// match.
+/// Whether the changes reported, in their order, can be those of `moves` played from `pos`.
+/// Each change some ply makes is matched to the first ply, at or after the last one matched,
+/// that makes it; one that only an earlier ply makes, and was not matched already, is out of
+/// order. A change no ply makes (a piece adjusted on its square, one lifted and put back) and a
+/// change matched already (every piece logged where it stands, as a start mark writes them) are
+/// passed over.
 fn in_order(pos: &Chess, moves: &[Move], changes: &[(Square, Option<Piece>)]) -> bool {
     // The squares each ply changes, and what they hold after it.
     let mut made: Vec<Vec<(Square, Option<Piece>)>> = Vec::with_capacity(moves.len());
@@ -116,13 +119,17 @@ fn in_order(pos: &Chess, moves: &[Move], changes: &[(Square, Option<Piece>)]) ->
                 .collect(),
         );
     }
-    let mut ply = 0;
+    let mut last = 0;
+    let mut matched: Vec<(Square, Option<Piece>)> = Vec::new();
     for change in changes {
-        if !made.iter().any(|m| m.contains(change)) {
+        if matched.contains(change) || !made.iter().any(|m| m.contains(change)) {
             continue;
         }
-        match (ply..made.len()).find(|&k| made[k].contains(change)) {
-            Some(k) => ply = k,
+        match (last..made.len()).find(|&k| made[k].contains(change)) {
+            Some(k) => {
+                last = k;
+                matched.push(*change);
+            }
             None => return false,
         }
     }
@@ -166,6 +173,14 @@ mod tests {
             (Square::F3, piece(w, Role::Knight)),
         ];
         assert!(in_order(&pos, &moves, &order));
+        // Every piece logged where it stands after 1... e5 (a start mark written then): passed
+        // over.
+        let mut marked = order.to_vec();
+        marked.insert(5, (Square::E4, piece(w, Role::Pawn)));
+        marked.insert(6, (Square::E5, piece(b, Role::Pawn)));
+        marked.insert(7, (Square::G1, piece(w, Role::Knight)));
+        assert!(in_order(&pos, &moves, &marked));
+        // 1... e5 reported before 1. e4 was: out of order.
         let mut swapped = order;
         swapped.swap(1, 4);
         assert!(!in_order(&pos, &moves, &swapped));
