@@ -325,14 +325,13 @@ async fn twelve_boards_on_a_line_that_loses_one_percent() {
 /// Issue 38: a long chain on a worse cable (the players at twice their pace: at four times, a
 /// move's changes on a dozen boards come faster than such a line carries long packets). Its
 /// cycle (p95 about 2.3 s) can exceed the core's displaced window, which a polled board's
-/// engine counts in polls only: no displaced pieces are tolerated.
+/// engine counts in polls only: no displaced pieces are tolerated. (A board's 71-byte power-up
+/// packet took up to 32 s of REPEAT_CHANGES to come through, about one try in nine at 3%: its
+/// game began before and went unmarked (seeds 82, 86), and six plies came in one answer, beyond
+/// the gap search, with a pawn put on d4 and taken there at once logged as one change; the
+/// order of the board's changes tells them (seeds 86, 82, 89); a start mark written eight plies
+/// in logged every piece in the middle of those changes (seed 89).)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 38, open: 1 run in 9 here (seed 82) failed on a board whose 71-byte \
-            power-up packet took 32 s of REPEAT_CHANGES (about 11% of such replies get through \
-            at 3%): its game began unmarked (no SET_START_GAME, so SEND_FROM_START is empty) \
-            and six plies came at once, beyond the gap search; its record stood at ply 4. \
-            Next: stop repeating a long packet (short SEND_CHANGES, a dump's position), mark \
-            the start while the packet waits"]
 async fn twelve_boards_on_a_line_that_loses_three_percent() {
     play(12, 10, 2.0, losing(0.03), None).await;
 }

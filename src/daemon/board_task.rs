@@ -366,10 +366,15 @@ impl<'a> Port<'a> {
         mut actions: Vec<Action>,
     ) -> SessionEnd {
         let mut next_tick = Instant::now() + TICK;
+        let ctx = self.ctx;
+        let mut heartbeat = ctx
+            .heartbeats
+            .register(format!("port {}", self.path.display()), now());
         loop {
             if let Err(end) = self.carry_out(wire, &mut actions).await {
                 return end;
             }
+            heartbeat.beat(now());
             let wake = match self.session.deadline().map(Instant::from_std) {
                 Some(d) => d.min(next_tick),
                 None => next_tick,

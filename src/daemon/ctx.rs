@@ -31,6 +31,8 @@ pub struct Ctx {
     pub(super) ble: super::ble::BleRoom,
     /// Whether the capture directory could not be written at the last check.
     capture_failing: AtomicBool,
+    /// The port tasks' progress, for the watchdog.
+    pub heartbeats: super::heartbeat::Heartbeats,
 }
 
 impl Ctx {
@@ -51,6 +53,7 @@ impl Ctx {
             sessions: AtomicU64::new(0),
             ble: Default::default(),
             capture_failing: AtomicBool::new(false),
+            heartbeats: Default::default(),
         }
     }
 

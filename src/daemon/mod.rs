@@ -23,6 +23,7 @@ pub mod demo;
 pub mod descriptors;
 pub mod discovery;
 mod followers;
+pub mod heartbeat;
 pub mod notify;
 mod ports;
 pub mod serial;
@@ -203,6 +204,29 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
         .map_err(io_err("starting the runtime"))
 }
 
+/// Feeds the service manager's watchdog when the daemon makes progress: the hub answers, and
+/// every port task beat lately (`heartbeat.rs`, [`heartbeat::stall_limit`]). A stalled one is
+/// logged instead, and the service manager restarts the daemon when it stays so.
+fn feed_watchdog(ctx: &Ctx, notifier: &notify::Notifier, interval: Option<Duration>) {
+    let Some(interval) = interval else {
+        return;
+    };
+    ctx.hub.responsive();
+    let stalled = ctx
+        .heartbeats
+        .stalled(std::time::Instant::now(), heartbeat::stall_limit(interval));
+    if stalled.is_empty() {
+        notifier.watchdog();
+        return;
+    }
+    for (name, ago) in stalled {
+        tracing::error!(
+            "{name}: no progress for {} ms; the watchdog is not fed",
+            ago.as_millis()
+        );
+    }
+}
+
 /// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
 pub async fn serve(
     opts: Options,
@@ -364,7 +388,7 @@ pub async fn serve(
                     status(&ctx);
                 }
             },
-            _ = wd.tick(), if watchdog.is_some() => notifier.watchdog(),
+            _ = wd.tick(), if watchdog.is_some() => feed_watchdog(&ctx, &notifier, watchdog),
             _ = status_tick.tick() => {
                 ctx.check_capture_dir();
                 status(&ctx);

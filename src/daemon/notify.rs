@@ -1,6 +1,6 @@
 //! The systemd notify protocol (`sd_notify(3)`), done by hand: datagrams of `KEY=VALUE` lines
 //! to the unix socket named by `NOTIFY_SOCKET` (a path, or `@name` in the abstract namespace).
-//! Without `NOTIFY_SOCKET` (not started by systemd) every call does nothing.
+//! Without `NOTIFY_SOCKET` (not started by systemd) every call does nothing. Sends never block.
 
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::Duration;
@@ -23,6 +23,9 @@ impl Notifier {
                 SocketAddr::from_pathname(&s).ok()?
             };
             let sock = UnixDatagram::unbound().ok()?;
+            // A manager that stops reading must not stall the daemon's loop (a full queue
+            // drops the notification, logged below).
+            sock.set_nonblocking(true).ok()?;
             Some((sock, addr))
         });
         Notifier { target }

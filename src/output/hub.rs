@@ -422,6 +422,12 @@ impl Hub {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes the hub's lock and lets it go: returns once the hub is not wedged in it (the
+    /// daemon's watchdog is fed only then).
+    pub fn responsive(&self) {
+        drop(self.lock());
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.inner
             .state
