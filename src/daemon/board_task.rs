@@ -544,7 +544,7 @@ impl<'a> Port<'a> {
                         }
                     }
                     Action::Note { unit, note } => self.note(unit, &note).map_err(capture)?,
-                    Action::Dead(why) => return Err(SessionEnd::Lost(why)),
+                    Action::Dead(why) => return Err(SessionEnd::Lost(why.to_string())),
                     Action::NotABoard => return Err(SessionEnd::NotABoard),
                 }
             }

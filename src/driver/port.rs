@@ -190,9 +190,20 @@ pub enum Action {
         note: Note,
     },
     /// The port is no use any more: close it (it is reopened with backoff).
-    Dead(String),
+    Dead(PortDead),
     /// A probed generic device is not a board of this family.
     NotABoard,
+}
+
+/// Why a port is no use any more ([`Action::Dead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PortDead {
+    /// The board never answered the handshake.
+    #[error("no answer to the handshake")]
+    NoHandshake,
+    /// Nothing came from the board for this long, though it was asked to say something.
+    #[error("silent for {} s", .0.as_secs())]
+    Silent(Duration),
 }
 
 /// The kind of link a board is on.

@@ -9,17 +9,17 @@
 //!   is a snapshot taken in stream order, so it must equal the shadow; when it does not, field
 //!   updates were lost (or the board reset and missed changes): noted, and the dump goes to the
 //!   core, which reconciles the game with it.
-//! - **Dumps when they are cheap and useful.** After every (re)connection (the session asks for
-//!   one with the update mode); shortly after a bad frame; when the field updates have settled
+//! - **Dumps when they are cheap and useful.** After every (re)connection (the driver's
+//!   [`BoardDriver::start`]: streaming on, and the whole board); shortly after a bad frame; when the field updates have settled
 //!   ([`LinkConfig::settle_dump`]) on a board the game does not explain, or a quarter of that
 //!   after a clock press on such a board (a lost update leaves the board unexplained; a dump
 //!   repairs it before the core judges the press or calls the pieces displaced); and
-//!   after a quiet spell ([`LinkConfig::quiet_dump`], 20 s by default) with the update mode
-//!   re-sent, which also wakes a board that reset while the clock was stopped.
-//! - **A board that reset with its port open** comes back in IDLE: it still answers requests
-//!   but sends nothing unasked. While the clock runs the board sends its times about once a
-//!   second; when they stop but the board answers the keep-alive, it has reset: noted, and the
-//!   update mode is set again (with a dump).
+//!   after a quiet spell ([`LinkConfig::quiet_dump`], 20 s by default) with the start re-sent,
+//!   which also wakes a board that reset while the clock was stopped.
+//! - **A board that reset with its port open** may come back answering requests but sending
+//!   nothing unasked (a DGT board in IDLE, `docs/dgt-protocol.md`). While a clock runs, a
+//!   board that reports it sends its times about once a second; when they stop but the board
+//!   answers the keep-alive, it has reset: noted, and the start is sent again (with a dump).
 //! - **Keep-alive.** After [`LinkConfig::keepalive`] of silence the serial number is asked
 //!   for; twice that is a dead link.
 //! - **Bluetooth boards** are asked for their battery status now and then.
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use super::Note;
 use crate::core::engine::BoardEngine;
 use crate::core::observation::{FieldArray, Observation, SquareReading};
-use crate::driver::port::{Boards, SINGLE};
+use crate::driver::port::{Boards, PortDead, SINGLE};
 use crate::driver::{BoardDriver, Message, SessionMessage};
 
 /// Whether the core's game explains `fields` (device field numbering): they show the current game's
@@ -65,7 +65,7 @@ pub use crate::driver::port::LinkKind;
 pub struct LinkConfig {
     /// Silence before a keep-alive request (twice this: a dead link).
     pub keepalive: Duration,
-    /// Field updates quiet this long: ask for a dump (and set the update mode again).
+    /// Field updates quiet this long: send the start again (streaming on, a dump).
     pub quiet_dump: Duration,
     /// Field updates settled this long on a board the game does not explain: ask for a dump.
     pub settle_dump: Duration,
@@ -96,9 +96,9 @@ pub enum DumpWhy {
     BadFrame,
     /// Updates settled on a board the game does not explain.
     Unexplained,
-    /// A quiet spell (with the update mode re-sent).
+    /// A quiet spell (with the start re-sent).
     Quiet,
-    /// The board reset (with the update mode re-sent).
+    /// The board reset (with the start re-sent).
     Reset,
 }
 
@@ -145,7 +145,7 @@ pub struct Link {
 }
 
 impl Link {
-    /// A link whose session has just sent the update mode and a dump request at `now`.
+    /// A link whose session has just sent the driver's start (streaming on, a dump) at `now`.
     pub fn new(driver: &'static dyn BoardDriver, cfg: LinkConfig, now: Instant) -> Link {
         Link {
             driver,
@@ -271,17 +271,18 @@ impl Link {
         now: Instant,
         boards: &dyn Boards,
         out: &mut Vec<u8>,
-    ) -> Result<Option<Note>, String> {
+    ) -> Result<Option<Note>, PortDead> {
         let silent = now.duration_since(self.last_rx);
         if silent >= self.cfg.keepalive * 2 {
-            return Err(format!("silent for {} s", silent.as_secs()));
+            return Err(PortDead::Silent(silent));
         }
         if silent >= self.cfg.keepalive && !self.asked_alive {
             self.asked_alive = true;
             out.extend(self.driver.keepalive());
         }
         let mut note = None;
-        // The board answered after its clock times stopped coming: it is in IDLE.
+        // The board answered after its clock times stopped coming: it reset, and streams no
+        // more.
         let quiet_stream = now.duration_since(self.last_stream);
         if self.clock_running
             && quiet_stream >= self.cfg.keepalive.max(Duration::from_secs(3))

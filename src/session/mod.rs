@@ -24,7 +24,7 @@ pub mod link;
 pub mod single;
 
 pub use crate::driver::port::{
-    Action, Boards, ClockShow, Note, SINGLE, Session, SessionConfig, Unit,
+    Action, Boards, ClockShow, Note, PortDead, SINGLE, Session, SessionConfig, Unit,
 };
 
 /// The session that serves a port of `driver`'s family: the family's own

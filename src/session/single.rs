@@ -21,7 +21,7 @@
 use std::time::{Duration, Instant};
 
 use super::link::{Link, LinkConfig};
-use super::{Action, Boards, ClockShow, Note, SINGLE, Session, SessionConfig, Unit};
+use super::{Action, Boards, ClockShow, Note, PortDead, SINGLE, Session, SessionConfig, Unit};
 use crate::core::observation::Observation;
 use crate::driver::{BoardDriver, ClockControl, Message, SessionMessage};
 
@@ -255,7 +255,7 @@ impl Session for SingleBoard {
                     out.push(if self.cfg.probing {
                         Action::NotABoard
                     } else {
-                        Action::Dead("no answer to the handshake".into())
+                        Action::Dead(PortDead::NoHandshake)
                     });
                     return;
                 }
@@ -503,7 +503,7 @@ mod tests {
             let end = if probing {
                 Action::NotABoard
             } else {
-                Action::Dead("no answer to the handshake".into())
+                Action::Dead(PortDead::NoHandshake)
             };
             assert_eq!(out.last(), Some(&end));
         }
