@@ -102,30 +102,7 @@ impl Default for DaemonConfig {
     }
 }
 
-/// Texts on the clock (DGT 3000 only; other clocks are left alone).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ClockConfig {
-    /// Show texts at all.
-    pub text: bool,
-    /// Show each move made (its SAN) on the clock.
-    pub show_moves: bool,
-    /// Show `ILLEGAL` on an illegal move and `ARBITER` on other irregularities.
-    pub show_irregularities: bool,
-    /// How long a text stays before the times come back, in seconds.
-    pub text_secs: u64,
-}
-
-impl Default for ClockConfig {
-    fn default() -> Self {
-        ClockConfig {
-            text: true,
-            show_moves: false,
-            show_irregularities: true,
-            text_secs: 3,
-        }
-    }
-}
+pub use crate::session::clock_text::ClockConfig;
 
 /// One board of the event.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

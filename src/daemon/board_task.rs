@@ -28,13 +28,14 @@ use super::captures::CaptureFile;
 use super::ctx::Ctx;
 use super::wire::{SerialWire, Wire};
 use crate::capture::RecordKind;
-use crate::core::event::{CoreEvent, EventKind};
+use crate::core::event::CoreEvent;
 use crate::core::observation::FieldArray;
 use crate::driver::{BoardDriver, Decoder, Message, SessionMessage};
 use crate::family;
 use crate::output::LinkState;
+use crate::session::clock_text::ClockText;
 use crate::session::link::LinkKind;
-use crate::session::{Action, Boards, ClockShow, Note, Session, SessionConfig, Unit};
+use crate::session::{Action, Boards, Note, Session, SessionConfig, Unit};
 
 /// How a port task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,8 +263,8 @@ struct Live {
     id: String,
     board: Board,
     session: u64,
-    /// When to show the times again (a text is showing).
-    text_until: Option<Instant>,
+    /// Its clock's text, and when the times come back.
+    clock_text: ClockText,
 }
 
 /// A board the session talks to before it is known: what was exchanged, kept for its capture,
@@ -647,7 +648,7 @@ impl<'a> Port<'a> {
                 id,
                 board,
                 session,
-                text_until: None,
+                clock_text: ClockText::default(),
             },
         );
         self.react(unit, &events, actions);
@@ -705,44 +706,34 @@ impl<'a> Port<'a> {
         for unit in units {
             let events = lock(&self.live[&unit].board).tick(&self.ctx.hub)?;
             self.react(unit, &events, actions);
-            if let Some(l) = self.live.get_mut(&unit)
-                && l.text_until.is_some_and(|t| t <= at)
+            if let Some(times) = self
+                .live
+                .get_mut(&unit)
+                .and_then(|l| l.clock_text.due(at.into_std()))
             {
-                l.text_until = None;
-                self.session.show(unit, ClockShow::Times);
+                self.session.show(unit, times);
             }
         }
         Ok(())
     }
 
     /// The session hears of the events just published on `unit`, and the clock shows a text
-    /// for them when so configured.
+    /// for them when so configured (`session::clock_text`).
     fn react(&mut self, unit: Unit, events: &[CoreEvent], actions: &mut Vec<Action>) {
         if events.is_empty() {
             return;
         }
-        self.session.events(now(), unit, events, actions);
-        let cfg = self.ctx.config();
-        let c = &cfg.clock;
-        if !c.text || !self.session.shows_text(unit) {
+        let at = now();
+        self.session.events(at, unit, events, actions);
+        if !self.session.shows_text(unit) {
             return;
         }
-        for e in events {
-            let text = match &e.kind {
-                EventKind::MoveMade { san, .. } if c.show_moves => san.clone(),
-                EventKind::Irregularity { code, .. } if c.show_irregularities => {
-                    if *code == crate::core::vocab::IrregularityCode::IllegalMove {
-                        "ILLEGAL".to_string()
-                    } else {
-                        "ARBITER".to_string()
-                    }
-                }
-                _ => continue,
-            };
-            self.session.show(unit, ClockShow::Text(text));
-            if let Some(l) = self.live.get_mut(&unit) {
-                l.text_until = Some(Instant::now() + Duration::from_secs(c.text_secs));
-            }
+        let cfg = self.ctx.config();
+        let Some(l) = self.live.get_mut(&unit) else {
+            return;
+        };
+        for text in l.clock_text.on_events(&cfg.clock, at, events) {
+            self.session.show(unit, text);
         }
     }
 }

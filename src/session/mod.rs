@@ -20,6 +20,7 @@
 //! back to the session; bytes received while it listens to the line as a whole (a chain's
 //! discovery, where any board may answer) go to the port's line capture.
 
+pub mod clock_text;
 pub mod link;
 pub mod single;
 
