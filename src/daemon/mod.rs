@@ -30,21 +30,15 @@ pub mod serial;
 pub mod signals;
 pub mod wire;
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-
 use crate::config::{Config, ConfigError, Overrides};
 use crate::output::Hub;
-use board_task::{Origin, PortEnd};
 pub use ctx::Ctx;
 use followers::follow_players;
 pub use followers::print_events;
-use ports::{Task, discover, spawn_port};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -227,6 +221,26 @@ fn feed_watchdog(ctx: &Ctx, notifier: &notify::Notifier, interval: Option<Durati
     }
 }
 
+/// Makes the capture directory `dir` this daemon's: one daemon per capture directory (an error
+/// when another holds it). A directory that cannot be made or written is no reason to stop:
+/// it is logged, and health says why (part `capture`) until it can be written.
+fn claim_capture_dir(dir: &Path) -> Result<Option<captures::lock::DirLock>, DaemonError> {
+    let claimed = std::fs::create_dir_all(dir)
+        .map_err(|source| captures::lock::LockError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        })
+        .and_then(|()| captures::lock::lock(dir));
+    match claimed {
+        Ok(lock) => Ok(Some(lock)),
+        Err(e @ captures::lock::LockError::Held { .. }) => Err(e.into()),
+        Err(e) => {
+            tracing::error!("{e}");
+            Ok(None)
+        }
+    }
+}
+
 /// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
 pub async fn serve(
     opts: Options,
@@ -237,22 +251,7 @@ pub async fn serve(
     let notifier = notify::Notifier::from_env();
     let cfg = opts.config.load()?;
     let dir = cfg.capture_dir();
-    // One daemon per capture directory. A directory that cannot be made or written is no
-    // reason to stop: health says why (part `capture`) until it can be written.
-    let _lock = match std::fs::create_dir_all(&dir)
-        .map_err(|source| captures::lock::LockError::Io {
-            dir: dir.clone(),
-            source,
-        })
-        .and_then(|()| captures::lock::lock(&dir))
-    {
-        Ok(lock) => Some(lock),
-        Err(e @ captures::lock::LockError::Held { .. }) => return Err(e.into()),
-        Err(e) => {
-            tracing::error!("{e}");
-            None
-        }
-    };
+    let _lock = claim_capture_dir(&dir)?;
     // Boards first: say at once when the descriptor limit cannot hold the boards configured.
     let boards = cfg.boards.len().max(cfg.daemon.ports.len());
     if let Some(line) = descriptors::shortfall(boards, crate::output::server::nofile()) {
@@ -295,55 +294,13 @@ pub async fn serve(
     ctx.recover();
     let players = follow_players(Arc::downgrade(&ctx), &hub);
 
-    let mut ports: BTreeMap<PathBuf, Task<PortEnd>> = BTreeMap::new();
-    let mut discovery: Option<Task<()>> = None;
-    let apply = |ctx: &Arc<Ctx>,
-                 ports: &mut BTreeMap<PathBuf, Task<PortEnd>>,
-                 discovery: &mut Option<Task<()>>| {
-        let cfg = ctx.config();
-        let wanted: Vec<PathBuf> = cfg.daemon.ports.clone();
-        let gone: Vec<PathBuf> = ports
-            .keys()
-            .filter(|p| !wanted.contains(p))
-            .cloned()
-            .collect();
-        for p in gone {
-            if let Some(t) = ports.remove(&p) {
-                let _ = t.stop.send(true);
-            }
-        }
-        for p in wanted {
-            if ports.contains_key(&p) {
-                continue;
-            }
-            // The configuration was checked: every port names a family this build has.
-            match Origin::configured(&p) {
-                Ok((path, origin)) => {
-                    ports.insert(p.clone(), spawn_port(ctx, path, origin));
-                }
-                Err(e) => tracing::error!("port not served: {e}"),
-            }
-        }
-        match (cfg.daemon.discovery, discovery.is_some()) {
-            (true, false) => {
-                let (stop, rx) = watch::channel(false);
-                let handle = tokio::spawn(discover(ctx.clone(), rx));
-                *discovery = Some(Task { stop, handle });
-            }
-            (false, true) => {
-                if let Some(t) = discovery.take() {
-                    let _ = t.stop.send(true);
-                }
-            }
-            _ => {}
-        }
-    };
-    apply(&ctx, &mut ports, &mut discovery);
+    let mut ports = ports::PortTasks::default();
+    ports.reconcile(&ctx);
     tracing::info!(
         "eboardd {} serving {} port(s){}; captures in {}",
         env!("CARGO_PKG_VERSION"),
-        ports.len(),
-        if discovery.is_some() {
+        ports.configured(),
+        if ports.discovering() {
             " and USB boards"
         } else {
             ""
@@ -380,7 +337,7 @@ pub async fn serve(
                                 }
                             }
                             ctx.reconfigure(cfg);
-                            apply(&ctx, &mut ports, &mut discovery);
+                            ports.reconcile(&ctx);
                         }
                         Err(e) => tracing::error!("reload refused, configuration kept: {e}"),
                     }
@@ -403,28 +360,7 @@ pub async fn serve(
     }
     tracing::info!("shutting down");
     notifier.stopping();
-    for t in ports.values() {
-        let _ = t.stop.send(true);
-    }
-    if let Some(t) = &discovery {
-        let _ = t.stop.send(true);
-    }
-    let waits = ports
-        .into_values()
-        .map(|t| t.handle)
-        .chain(discovery.map(|t| {
-            tokio::spawn(async move {
-                let _ = t.handle.await;
-                PortEnd::Stopped
-            })
-        }));
-    let all = futures_join(waits.collect());
-    if tokio::time::timeout(Duration::from_secs(5), all)
-        .await
-        .is_err()
-    {
-        tracing::warn!("some ports did not close in time");
-    }
+    ports.stop(Duration::from_secs(5)).await;
     // Every record is flushed as it is written; make them durable.
     for b in ctx.all_boards() {
         let s = b.lock().unwrap_or_else(|e| e.into_inner());
@@ -596,17 +532,12 @@ async fn start_outputs(
     Ok(outputs)
 }
 
-/// Awaits every handle.
-async fn futures_join<T>(handles: Vec<JoinHandle<T>>) {
-    for h in handles {
-        let _ = h.await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sim::pty::Pty;
+    use board_task::{Origin, PortEnd};
+    use tokio::sync::watch;
 
     fn ctx(name: &str) -> (Arc<Ctx>, PathBuf) {
         let dir = std::env::temp_dir().join(format!("eboardd-ctx-{name}-{}", std::process::id()));

@@ -21,6 +21,92 @@ pub(super) struct Task<T> {
     pub(super) handle: JoinHandle<T>,
 }
 
+/// The daemon's port tasks: one per configured port, and the USB discovery loop (which has
+/// its own per board found) while the configuration turns it on.
+#[derive(Default)]
+pub(super) struct PortTasks {
+    configured: BTreeMap<PathBuf, Task<PortEnd>>,
+    discovery: Option<Task<()>>,
+}
+
+impl PortTasks {
+    /// Starts and stops tasks so that they serve what the configuration now asks for: a port
+    /// no longer listed is stopped, a new one started, discovery turned on or off.
+    pub(super) fn reconcile(&mut self, ctx: &Arc<Ctx>) {
+        let cfg = ctx.config();
+        let wanted = &cfg.daemon.ports;
+        self.configured.retain(|p, t| {
+            let keep = wanted.contains(p);
+            if !keep {
+                let _ = t.stop.send(true);
+            }
+            keep
+        });
+        for p in wanted {
+            if self.configured.contains_key(p) {
+                continue;
+            }
+            // The configuration was checked: every port names a family this build has.
+            match Origin::configured(p) {
+                Ok((path, origin)) => {
+                    self.configured
+                        .insert(p.clone(), spawn_port(ctx, path, origin));
+                }
+                Err(e) => tracing::error!("port not served: {e}"),
+            }
+        }
+        match (cfg.daemon.discovery, self.discovery.is_some()) {
+            (true, false) => {
+                let (stop, rx) = watch::channel(false);
+                let handle = tokio::spawn(discover(ctx.clone(), rx));
+                self.discovery = Some(Task { stop, handle });
+            }
+            (false, true) => {
+                if let Some(t) = self.discovery.take() {
+                    let _ = t.stop.send(true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// How many configured ports are served.
+    pub(super) fn configured(&self) -> usize {
+        self.configured.len()
+    }
+
+    /// Whether USB discovery runs.
+    pub(super) fn discovering(&self) -> bool {
+        self.discovery.is_some()
+    }
+
+    /// Stops every task and waits for them, `within` at most (a warning when some did not end
+    /// in time).
+    pub(super) async fn stop(self, within: Duration) {
+        let PortTasks {
+            configured,
+            discovery,
+        } = self;
+        for t in configured.values() {
+            let _ = t.stop.send(true);
+        }
+        if let Some(t) = &discovery {
+            let _ = t.stop.send(true);
+        }
+        let all = async move {
+            for t in configured.into_values() {
+                let _ = t.handle.await;
+            }
+            if let Some(t) = discovery {
+                let _ = t.handle.await;
+            }
+        };
+        if tokio::time::timeout(within, all).await.is_err() {
+            tracing::warn!("some ports did not close in time");
+        }
+    }
+}
+
 /// Serve the port at `path` in a task of its own.
 pub(super) fn spawn_port(ctx: &Arc<Ctx>, path: PathBuf, origin: Origin) -> Task<PortEnd> {
     let (stop, rx) = watch::channel(false);
