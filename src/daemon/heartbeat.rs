@@ -1,10 +1,10 @@
 //! Progress of the daemon's working loops, for the service manager's watchdog (`WATCHDOG=1`,
 //! `docs/operations.md`). A timer of its own would feed the watchdog while a port task is
 //! wedged (a driver stuck in a loop, a lock never released) and the boards on it are dead: so
-//! each port task (serial or Bluetooth LE: `board_task::Port::run`) beats its [`Heartbeat`] as it goes round, and the watchdog is fed only while
-//! every registered loop beat within the watchdog's interval ([`Heartbeats::stalled`]). The
-//! hub's lock is taken at each feed, so a hub wedged in its lock starves the watchdog too.
-
+//! each port task (serial or Bluetooth LE: `board_task::Port::run`) beats its [`Heartbeat`] as
+//! it goes round, and the watchdog is fed only while every registered loop beat lately
+//! ([`Heartbeats::stalled`], [`stall_limit`]). The hub's lock is taken at each feed, so a hub
+//! wedged in its lock starves the watchdog too.
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
