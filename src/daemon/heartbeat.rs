@@ -5,6 +5,7 @@
 //! it goes round, and the watchdog is fed only while every registered loop beat lately
 //! ([`Heartbeats::stalled`], [`stall_limit`]). The hub's lock is taken at each feed, so a hub
 //! wedged in its lock starves the watchdog too.
+
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
