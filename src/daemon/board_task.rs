@@ -72,20 +72,20 @@ pub async fn serve_session<W: Wire>(
     Port::new(ctx, path, origin).serve(wire, stop).await
 }
 
-/// Where a port comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a port comes from, with the driver that serves it.
+#[derive(Debug, Clone, Copy)]
 pub enum Origin {
     /// Configured (file or `--port`): retried forever, even while the node is missing.
     Configured {
         /// The driver to serve it with (`<driver>:<path>`; the default for a plain path).
-        driver: &'static str,
+        driver: &'static dyn BoardDriver,
     },
     /// Found on USB; `generic` ids are probed first. The task ends when the node goes away.
     Discovered {
         /// A shared USB id (FTDI): probe before serving.
         generic: bool,
         /// The driver whose USB id it carries.
-        driver: &'static str,
+        driver: &'static dyn BoardDriver,
     },
 }
 
@@ -93,11 +93,8 @@ impl Origin {
     /// The driver to serve the port with.
     pub fn driver(self) -> &'static dyn BoardDriver {
         match self {
-            Origin::Discovered { driver, .. } | Origin::Configured { driver } => {
-                family::driver(driver)
-            }
+            Origin::Discovered { driver, .. } | Origin::Configured { driver } => driver,
         }
-        .unwrap_or_else(family::default_driver)
     }
 
     /// A configured port: `<family>:<path>` (e.g. `millennium:/dev/ttyUSB0`) names its driver;
@@ -105,7 +102,7 @@ impl Origin {
     /// no family is refused (the configuration is checked for that before it is used).
     pub fn configured(spec: &Path) -> Result<(PathBuf, Origin), family::UnknownFamily> {
         let (d, path) = family::parse_port(spec)?;
-        Ok((path, Origin::Configured { driver: d.name() }))
+        Ok((path, Origin::Configured { driver: d }))
     }
 }
 

@@ -15,7 +15,7 @@ use rusb::UsbContext;
 use tokio::sync::mpsc;
 
 /// A USB id the daemon knows, with the driver whose boards carry it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct KnownId {
     /// Vendor id.
     pub vid: u16,
@@ -25,9 +25,30 @@ pub struct KnownId {
     pub generic: bool,
     /// What it is.
     pub name: &'static str,
-    /// The driver's name.
-    pub driver: &'static str,
+    /// The driver whose boards carry it.
+    pub driver: &'static dyn crate::driver::BoardDriver,
 }
+
+/// Two ids are the same when they name the same device for the same family.
+impl PartialEq for KnownId {
+    fn eq(&self, other: &KnownId) -> bool {
+        (
+            self.vid,
+            self.pid,
+            self.generic,
+            self.name,
+            self.driver.name(),
+        ) == (
+            other.vid,
+            other.pid,
+            other.generic,
+            other.name,
+            other.driver.name(),
+        )
+    }
+}
+
+impl Eq for KnownId {}
 
 /// The USB ids of every family's boards, in the family table's order.
 pub fn known_ids() -> impl Iterator<Item = KnownId> {
@@ -40,7 +61,7 @@ pub fn known_ids() -> impl Iterator<Item = KnownId> {
                 pid: u.pid,
                 generic: u.generic,
                 name: u.name,
-                driver: d.name(),
+                driver: d,
             })
         })
 }
@@ -245,12 +266,12 @@ mod tests {
         assert!(found[2].id.generic);
         // One family lists the FTDI id: after its probe fails, no family is left.
         let mut probes = Probes::default();
-        assert_eq!(probes.next(&found[2]).map(|k| k.driver), Some("dgt"));
+        assert_eq!(probes.next(&found[2]).map(|k| k.driver.name()), Some("dgt"));
         probes.failed(&found[2].usb_path);
         let left = found[2].candidates.len() - 1;
         assert_eq!(probes.next(&found[2]).is_some(), left > 0);
         probes.retain_present(&found[..1]);
-        assert_eq!(probes.next(&found[2]).map(|k| k.driver), Some("dgt"));
+        assert_eq!(probes.next(&found[2]).map(|k| k.driver.name()), Some("dgt"));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

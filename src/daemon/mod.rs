@@ -558,7 +558,7 @@ mod tests {
             pty.path().to_path_buf(),
             Origin::Discovered {
                 generic: true,
-                driver: crate::family::DEFAULT_FAMILY,
+                driver: crate::family::default_driver(),
             },
             rx,
         )
@@ -594,7 +594,7 @@ mod tests {
             missing.clone(),
             Origin::Discovered {
                 generic: false,
-                driver: crate::family::DEFAULT_FAMILY,
+                driver: crate::family::default_driver(),
             },
             rx,
         )
