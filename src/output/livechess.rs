@@ -342,7 +342,8 @@ struct Feed {
     last: Option<Arc<Value>>,
 }
 
-struct Session {
+/// One client connection to the LiveChess EBoards API: its subscriptions (feeds) by id.
+struct ApiClient {
     hub: Hub,
     views: Arc<Views>,
     feeds: BTreeMap<i64, Feed>,
@@ -357,7 +358,7 @@ fn call_error(id: Value, message: impl Into<String>) -> Message {
     frame("error", id, json!({"message": message.into()}))
 }
 
-impl Session {
+impl ApiClient {
     /// The board id whose serial number (or id) is `serialnr`.
     fn board_of(&self, serialnr: &str) -> Option<String> {
         self.hub.with_round(|r| {
@@ -565,7 +566,7 @@ impl Session {
 /// fuzz target of the message handler).
 #[cfg(feature = "test-support")]
 pub fn handle_for_fuzzing(hub: &Hub, texts: &[&str]) -> usize {
-    let mut session = Session {
+    let mut session = ApiClient {
         hub: hub.clone(),
         views: Arc::new(Views::default()),
         feeds: BTreeMap::new(),
@@ -601,7 +602,7 @@ async fn client(
         .metrics()
         .map(|m| m.client(super::metrics::ClientKind::LiveChess));
     let mut rx = hub.receiver();
-    let mut session = Session {
+    let mut session = ApiClient {
         hub,
         views,
         feeds: BTreeMap::new(),
@@ -661,8 +662,8 @@ mod tests {
     use crate::output::RoundInfo;
     use crate::output::hub::HubConfig;
 
-    fn session(hub: &Hub, views: &Arc<Views>) -> Session {
-        Session {
+    fn session(hub: &Hub, views: &Arc<Views>) -> ApiClient {
+        ApiClient {
             hub: hub.clone(),
             views: views.clone(),
             feeds: BTreeMap::new(),
