@@ -290,7 +290,7 @@ impl Topics {
 pub fn spawn(
     hub: Hub,
     cfg: MqttConfig,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> (Arc<MqttStats>, tokio::task::JoinHandle<()>) {
     let stats = Arc::new(MqttStats::default());
     let node = topic_level(&cfg.node);
@@ -305,89 +305,138 @@ pub fn spawn(
         opts.set_last_will(will.clone());
         opts
     };
-    let mut failover = Failover::new(cfg.brokers.clone());
-    let (client, mut eventloop) = AsyncClient::new(options(failover.current()), 1024);
-    let (conn_tx, mut conn_rx) = watch::channel(0u64);
+    let failover = Failover::new(cfg.brokers.clone());
+    let (client, eventloop) = AsyncClient::new(options(failover.current()), 1024);
+    let (conn_tx, conn_rx) = watch::channel(0u64);
+    let brokers = Brokers {
+        hub: hub.clone(),
+        stats: stats.clone(),
+        all: cfg.brokers.clone(),
+    };
+    brokers.connected_to(None);
+    let connection = Connection {
+        eventloop,
+        failover,
+        options: Box::new(options),
+        brokers,
+        connects: conn_tx,
+    };
+    let driver = tokio::spawn(connection.run(stop.clone()));
+    // Subscribed here, before the task runs: every event published once `spawn` returns is
+    // queued, even while the task has not started yet and the broker is not connected.
+    let rx = hub.receiver();
+    let publisher = Publisher {
+        client,
+        hub,
+        topics,
+        // This daemon's run (its start, in Unix milliseconds): its `seq` counts from 1 in each.
+        run: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        node,
+        offline,
+        stats: stats.clone(),
+        cap: cfg.queue.max(1),
+    };
+    let handle = tokio::spawn(async move {
+        publisher.run(rx, conn_rx, stop).await;
+        let _ = driver.await;
+    });
+    (stats, handle)
+}
 
-    // The event loop: connects, reconnects (the next node) with backoff, reports each new
-    // connection.
-    let loop_stats = stats.clone();
-    let mut loop_stop = stop.clone();
-    // Health lists the brokers that cannot be reached (part `mqtt`) until one is connected;
-    // the metrics name the one connected.
-    let status = {
-        let hub = hub.clone();
-        move |broker: &MqttBroker, why: Option<String>| {
-            if let Some(m) = hub.metrics() {
-                m.set_fault(super::metrics::Part::Mqtt, &broker.to_string(), why);
+/// What the brokers' health and metrics say: health lists the brokers that cannot be reached
+/// (part `mqtt`) until one is connected; the metrics name the one connected.
+struct Brokers {
+    hub: Hub,
+    stats: Arc<MqttStats>,
+    all: Vec<MqttBroker>,
+}
+
+impl Brokers {
+    /// `broker` is reachable (`why` is `None`) or not.
+    fn status(&self, broker: &MqttBroker, why: Option<String>) {
+        if let Some(m) = self.hub.metrics() {
+            m.set_fault(super::metrics::Part::Mqtt, &broker.to_string(), why);
+        }
+    }
+
+    /// The broker connected now, if any.
+    fn connected_to(&self, now: Option<&MqttBroker>) {
+        if let Some(m) = self.hub.metrics() {
+            for b in &self.all {
+                m.mqtt_connected(&b.to_string(), Some(b) == now);
             }
         }
-    };
-    let connected_to = {
-        let hub = hub.clone();
-        let stats = stats.clone();
-        let all = cfg.brokers.clone();
-        move |now: Option<&MqttBroker>| {
-            if let Some(m) = hub.metrics() {
-                for b in &all {
-                    m.mqtt_connected(&b.to_string(), Some(b) == now);
-                }
-            }
-            *stats.broker.lock().unwrap_or_else(|e| e.into_inner()) = now.map(|b| b.to_string());
-        }
-    };
-    connected_to(None);
-    let driver = tokio::spawn(async move {
+        *self.stats.broker.lock().unwrap_or_else(|e| e.into_inner()) = now.map(|b| b.to_string());
+    }
+}
+
+/// The client's connection: its event loop connects, reconnects (to the next broker) with
+/// backoff, and reports each new connection (`connects` counts them).
+struct Connection {
+    eventloop: rumqttc::EventLoop,
+    failover: Failover,
+    options: Box<dyn Fn(&MqttBroker) -> MqttOptions + Send>,
+    brokers: Brokers,
+    connects: watch::Sender<u64>,
+}
+
+impl Connection {
+    /// Drives the connection until `stop` turns true, then flushes what was queued (the
+    /// offline status, the last events).
+    async fn run(mut self, mut stop: watch::Receiver<bool>) {
         // Publishes handed to the client but not acknowledged by the broker when the connection
         // broke (in flight, or still in the client's channel). The client keeps them only for a
         // session the broker kept, and ours are clean: they go first on the next connection
         // (to whichever node it is).
         let mut unacked: VecDeque<Request> = VecDeque::new();
         let mut unreachable: Option<String> = None;
+        let stats = self.brokers.stats.clone();
         loop {
             tokio::select! {
-                _ = loop_stop.changed() => break,
-                ev = eventloop.poll() => match ev {
+                _ = stop.changed() => break,
+                ev = self.eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                         if !ack.session_present {
-                            eventloop.pending.extend(unacked.drain(..));
+                            self.eventloop.pending.extend(unacked.drain(..));
                         }
-                        failover.connected();
-                        let broker = failover.current().clone();
-                        if unreachable.take().is_some() || failover.brokers().len() > 1 {
+                        self.failover.connected();
+                        let broker = self.failover.current().clone();
+                        if unreachable.take().is_some() || self.failover.brokers().len() > 1 {
                             tracing::info!(%broker, "MQTT broker reached");
                         }
-                        for b in failover.brokers() {
-                            status(b, None);
+                        for b in self.failover.brokers() {
+                            self.brokers.status(b, None);
                         }
-                        connected_to(Some(&broker));
-                        loop_stats.connected.store(true, Ordering::Relaxed);
-                        let n = loop_stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
-                        conn_tx.send_replace(n);
+                        self.brokers.connected_to(Some(&broker));
+                        stats.connected.store(true, Ordering::Relaxed);
+                        let n = stats.connects.fetch_add(1, Ordering::Relaxed) + 1;
+                        self.connects.send_replace(n);
                     }
                     Ok(_) => {}
                     Err(e) => {
                         unacked.extend(
-                            eventloop
+                            self.eventloop
                                 .pending
                                 .drain(..)
                                 .filter(|r| matches!(r, Request::Publish(_))),
                         );
                         let why = e.to_string();
-                        let broker = failover.current().clone();
-                        if loop_stats.connected.swap(false, Ordering::Relaxed) {
+                        let broker = self.failover.current().clone();
+                        if stats.connected.swap(false, Ordering::Relaxed) {
                             tracing::warn!(%broker, "MQTT broker connection lost: {why}");
-                            connected_to(None);
+                            self.brokers.connected_to(None);
                         } else if unreachable.as_deref() != Some(&why) {
                             tracing::warn!(%broker, "MQTT broker not reachable: {why}; retrying");
                         }
-                        status(&broker, Some(format!("not reachable: {why}")));
+                        self.brokers.status(&broker, Some(format!("not reachable: {why}")));
                         unreachable = Some(why);
-                        let wait = failover.failed();
-                        eventloop.mqtt_options = options(failover.current());
+                        let wait = self.failover.failed();
+                        self.eventloop.mqtt_options = (self.options)(self.failover.current());
                         tokio::select! {
                             _ = tokio::time::sleep(wait) => {}
-                            _ = loop_stop.changed() => break,
+                            _ = stop.changed() => break,
                         }
                     }
                 }
@@ -395,53 +444,69 @@ pub fn spawn(
         }
         // Flush what was queued (the offline status, last events) before leaving.
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while let Ok(ev) = eventloop.poll().await {
+            while let Ok(ev) = self.eventloop.poll().await {
                 if let Event::Outgoing(rumqttc::Outgoing::Disconnect) = ev {
                     break;
                 }
             }
         })
         .await;
-        for b in failover.brokers() {
-            status(b, None);
+        for b in self.failover.brokers() {
+            self.brokers.status(b, None);
         }
-        connected_to(None);
-    });
+        self.brokers.connected_to(None);
+    }
+}
 
-    // Subscribed here, before the task runs: every event published once `spawn` returns is
-    // queued, even while the task has not started yet and the broker is not connected.
-    let mut rx = hub.receiver();
-    let pub_stats = stats.clone();
-    // This daemon's run (its start, in Unix milliseconds): its `seq` counts from 1 in each.
-    let run = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let handle = tokio::spawn(async move {
+/// What goes to the broker: the hub's events as they come (a bounded queue, oldest dropped),
+/// the node's online status on each connection, and each board's retained state, paced.
+struct Publisher {
+    client: AsyncClient,
+    hub: Hub,
+    topics: Topics,
+    node: String,
+    /// This daemon's run (its start, in Unix milliseconds).
+    run: u64,
+    /// The offline status, published last.
+    offline: String,
+    stats: Arc<MqttStats>,
+    /// Events queued at most.
+    cap: usize,
+}
+
+impl Publisher {
+    /// Publishes until `stop` turns true or the hub closes, then says the node is offline and
+    /// disconnects. `rx`: the hub's messages; `connects`: each new connection.
+    async fn run(
+        self,
+        mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>,
+        mut connects: watch::Receiver<u64>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let mut queue: VecDeque<Arc<Published>> = VecDeque::new();
         let mut states = StateSchedule::default();
         let mut state_tokens = STATES_PER_TICK;
         let mut all_dirty = false;
         let mut announce = false;
-        let cap = cfg.queue.max(1);
         let mut tick = tokio::time::interval(Duration::from_millis(50));
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
                 r = rx.recv() => match r {
                     Ok(m) => {
-                        if queue.len() >= cap {
+                        if queue.len() >= self.cap {
                             queue.pop_front();
-                            pub_stats.dropped.fetch_add(1, Ordering::Relaxed);
+                            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
                         }
                         queue.push_back(m);
                     }
                     Err(RecvError::Lagged(n)) => {
-                        pub_stats.dropped.fetch_add(n, Ordering::Relaxed);
+                        self.stats.dropped.fetch_add(n, Ordering::Relaxed);
                         all_dirty = true;
                     }
                     Err(RecvError::Closed) => break,
                 },
-                r = conn_rx.changed() => {
+                r = connects.changed() => {
                     if r.is_err() { break }
                     // A new connection: announce, and republish every state.
                     announce = true;
@@ -449,37 +514,15 @@ pub fn spawn(
                 }
                 _ = tick.tick() => state_tokens = STATES_PER_TICK,
             }
-            if !pub_stats.connected.load(Ordering::Relaxed) {
+            if !self.stats.connected.load(Ordering::Relaxed) {
                 continue;
             }
-            if announce {
-                let online =
-                    json!({"node": node, "online": true, "seq": hub.last_seq(), "run": run})
-                        .to_string();
-                if client
-                    .try_publish(topics.status(), QoS::AtLeastOnce, true, online)
-                    .is_ok()
-                {
-                    announce = false;
-                }
+            if announce && self.announce() {
+                announce = false;
             }
-            while let Some(m) = queue.front() {
-                match client.try_publish(
-                    topics.events(&m.board),
-                    QoS::AtLeastOnce,
-                    false,
-                    m.json.as_bytes().to_vec(),
-                ) {
-                    Ok(()) => {
-                        pub_stats.published.fetch_add(1, Ordering::Relaxed);
-                        states.changed(&m.board, m.kind, Instant::now());
-                        queue.pop_front();
-                    }
-                    Err(_) => break,
-                }
-            }
+            self.publish_events(&mut queue, &mut states);
             if all_dirty {
-                let ids: Vec<Arc<str>> = hub.with_round(|r| {
+                let ids: Vec<Arc<str>> = self.hub.with_round(|r| {
                     r.boards()
                         .iter()
                         .map(|b| Arc::from(b.id.as_str()))
@@ -488,41 +531,76 @@ pub fn spawn(
                 states.all_due(ids, Instant::now());
                 all_dirty = false;
             }
-            if !queue.is_empty() {
-                continue;
-            }
-            let now = Instant::now();
-            while state_tokens > 0
-                && let Some(board) = states.take_due(now)
-            {
-                state_tokens -= 1;
-                let Some(mut state) = hub.board_snapshot(&board) else {
-                    continue;
-                };
-                if let serde_json::Value::Object(map) = &mut state {
-                    map.insert("v".into(), 1.into());
-                    map.insert("node".into(), node.clone().into());
-                }
-                if client
-                    .try_publish(
-                        topics.state(&board),
-                        QoS::AtLeastOnce,
-                        true,
-                        state.to_string(),
-                    )
-                    .is_err()
-                {
-                    states.not_taken(board, now);
-                    break;
-                }
-                states.published(board, now);
+            if queue.is_empty() {
+                self.publish_states(&mut states, &mut state_tokens);
             }
         }
-        let _ = client.try_publish(topics.status(), QoS::AtLeastOnce, true, offline);
-        let _ = client.try_disconnect();
-        let _ = driver.await;
-    });
-    (stats, handle)
+        let _ = self
+            .client
+            .try_publish(self.topics.status(), QoS::AtLeastOnce, true, self.offline);
+        let _ = self.client.try_disconnect();
+    }
+
+    /// Says the node is online (retained); `false` when the client could not take it.
+    fn announce(&self) -> bool {
+        let online = json!({
+            "node": self.node,
+            "online": true,
+            "seq": self.hub.last_seq(),
+            "run": self.run,
+        })
+        .to_string();
+        self.client
+            .try_publish(self.topics.status(), QoS::AtLeastOnce, true, online)
+            .is_ok()
+    }
+
+    /// Hands the queued events to the client, in order, while it takes them; each makes its
+    /// board's state due.
+    fn publish_events(&self, queue: &mut VecDeque<Arc<Published>>, states: &mut StateSchedule) {
+        while let Some(m) = queue.front() {
+            let taken = self.client.try_publish(
+                self.topics.events(&m.board),
+                QoS::AtLeastOnce,
+                false,
+                m.json.as_bytes().to_vec(),
+            );
+            if taken.is_err() {
+                break;
+            }
+            self.stats.published.fetch_add(1, Ordering::Relaxed);
+            states.changed(&m.board, m.kind, Instant::now());
+            queue.pop_front();
+        }
+    }
+
+    /// Publishes the boards' states that are due (retained), `tokens` at most.
+    fn publish_states(&self, states: &mut StateSchedule, tokens: &mut usize) {
+        let now = Instant::now();
+        while *tokens > 0
+            && let Some(board) = states.take_due(now)
+        {
+            *tokens -= 1;
+            let Some(mut state) = self.hub.board_snapshot(&board) else {
+                continue;
+            };
+            if let serde_json::Value::Object(map) = &mut state {
+                map.insert("v".into(), 1.into());
+                map.insert("node".into(), self.node.clone().into());
+            }
+            let taken = self.client.try_publish(
+                self.topics.state(&board),
+                QoS::AtLeastOnce,
+                true,
+                state.to_string(),
+            );
+            if taken.is_err() {
+                states.not_taken(board, now);
+                break;
+            }
+            states.published(board, now);
+        }
+    }
 }
 
 #[cfg(test)]
