@@ -301,12 +301,26 @@ impl Config {
     }
 
     fn validate(&self, name: &str) -> Result<(), ConfigError> {
-        let bad = |message: String| {
-            Err(ConfigError::Invalid {
+        let checks = [
+            self.check_texts(),
+            self.check_outputs(),
+            self.check_event_round(),
+            self.check_boards().map_err(|e| e.message),
+            self.check_ranges(),
+            self.check_ports(),
+            self.check_capture_dir(),
+        ];
+        checks
+            .into_iter()
+            .collect::<Result<(), String>>()
+            .map_err(|message| ConfigError::Invalid {
                 path: name.to_string(),
                 message,
             })
-        };
+    }
+
+    /// The PGN texts (event, site, round, players): short, without control characters.
+    fn check_texts(&self) -> Result<(), String> {
         let texts = [
             ("event.name", &self.event.name),
             ("event.site", &self.event.site),
@@ -324,13 +338,18 @@ impl Config {
             if let Some(v) = value
                 && (v.chars().any(crate::pgn::unsafe_char) || v.chars().count() > 200)
             {
-                return bad(format!(
+                return Err(format!(
                     "{key} = {}: at most 200 characters, without control characters (line \
                      breaks, tabs) or direction overrides",
                     crate::capture::printable(v, 60)
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[outputs]`: origins, listen addresses, MQTT brokers and names, the delay.
+    fn check_outputs(&self) -> Result<(), String> {
         for o in self
             .outputs
             .allowed_origins
@@ -338,7 +357,7 @@ impl Config {
             .chain(&self.outputs.livechess_allowed_origins)
         {
             if !crate::output::ws::valid_origin(o) {
-                return bad(format!(
+                return Err(format!(
                     "outputs: {} is not a web origin like \"https://broadcast.example.org\"",
                     crate::capture::printable(o, 60)
                 ));
@@ -352,7 +371,7 @@ impl Config {
                 && v.strip_prefix("localhost:")
                     .is_none_or(|p| p.parse::<u16>().is_err())
             {
-                return bad(format!(
+                return Err(format!(
                     "outputs.{key} = {}: not an address like 127.0.0.1:8080 (or \"off\")",
                     crate::capture::printable(v, 60)
                 ));
@@ -361,7 +380,7 @@ impl Config {
         if let Some(urls) = &o.mqtt
             && let Err(e) = crate::output::MqttConfig::from_urls(&urls.to_vec())
         {
-            return bad(format!("outputs.mqtt: {e}"));
+            return Err(format!("outputs.mqtt: {e}"));
         }
         for (key, value) in [("mqtt_node", &o.mqtt_node), ("mqtt_prefix", &o.mqtt_prefix)] {
             if let Some(v) = value
@@ -371,7 +390,7 @@ impl Config {
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
             {
-                return bad(format!(
+                return Err(format!(
                     "outputs.{key} = {}: 1 to 64 letters, digits, '-', '_' or '.'",
                     crate::capture::printable(v, 60)
                 ));
@@ -380,62 +399,85 @@ impl Config {
         if let Some(d) = o.delay_secs
             && d > MAX_DELAY_SECS
         {
-            return bad(format!(
+            return Err(format!(
                 "outputs.delay_secs = {d}: at most {MAX_DELAY_SECS} (3 hours)"
             ));
         }
+        Ok(())
+    }
+
+    /// `event.round`: 1 to 999 when it is a number.
+    fn check_event_round(&self) -> Result<(), String> {
         if let Some(r) = &self.event.round
             && r.trim()
                 .parse::<u32>()
                 .is_ok_and(|n| !(1..=999).contains(&n))
         {
-            return bad(format!("event.round = {r:?}: must be 1 to 999"));
+            return Err(format!("event.round = {r:?}: must be 1 to 999"));
         }
-        if let Err(e) = self.check_boards() {
-            return bad(e.message);
-        }
+        Ok(())
+    }
+
+    /// The numbers of `[clock]` and `[daemon]` within their ranges.
+    fn check_ranges(&self) -> Result<(), String> {
         if !(1..=60).contains(&self.clock.text_secs) {
-            return bad(format!(
+            return Err(format!(
                 "clock.text_secs = {}: must be 1 to 60",
                 self.clock.text_secs
             ));
         }
         if !(1..=600).contains(&self.daemon.keepalive_secs) {
-            return bad(format!(
+            return Err(format!(
                 "daemon.keepalive_secs = {}: must be 1 to 600",
                 self.daemon.keepalive_secs
             ));
         }
         if !(1..=600).contains(&self.daemon.dump_quiet_secs) {
-            return bad(format!(
+            return Err(format!(
                 "daemon.dump_quiet_secs = {}: must be 1 to 600",
                 self.daemon.dump_quiet_secs
             ));
         }
         if !(1..=32).contains(&self.daemon.ble_boards_per_adapter) {
-            return bad(format!(
+            return Err(format!(
                 "daemon.ble_boards_per_adapter = {}: must be 1 to 32",
                 self.daemon.ble_boards_per_adapter
             ));
         }
         if self.daemon.memory_after_secs > 86_400 {
-            return bad(format!(
+            return Err(format!(
                 "daemon.memory_after_secs = {}: must be 0 to 86400",
                 self.daemon.memory_after_secs
             ));
         }
+        Ok(())
+    }
+
+    /// `daemon.capture_dir`, when given, is not empty.
+    fn check_capture_dir(&self) -> Result<(), String> {
+        if let Some(d) = &self.daemon.capture_dir
+            && d.as_os_str().is_empty()
+        {
+            return Err("daemon.capture_dir is empty".into());
+        }
+        Ok(())
+    }
+
+    /// `daemon.ports`: each names a family this build has and a path it can serve (a
+    /// Bluetooth LE target only for a Bluetooth LE family).
+    fn check_ports(&self) -> Result<(), String> {
         for p in &self.daemon.ports {
             if p.as_os_str().is_empty() {
-                return bad("daemon.ports has an empty path".into());
+                return Err("daemon.ports has an empty path".into());
             }
             if let Err(e) = port_prefix(p) {
-                return bad(format!("daemon.ports: {e}"));
+                return Err(format!("daemon.ports: {e}"));
             }
             match crate::family::parse_port(p) {
-                Err(e) => return bad(format!("daemon.ports: {e}")),
+                Err(e) => return Err(format!("daemon.ports: {e}")),
                 Ok((d, path)) => {
                     if path.as_os_str().is_empty() {
-                        return bad(format!(
+                        return Err(format!(
                             "daemon.ports: {:?}: no path after the family (e.g. \
                              \"{}:/dev/ttyUSB0\")",
                             p.display().to_string(),
@@ -445,10 +487,10 @@ impl Config {
                     let ble = crate::driver::ble_target::BleTarget::is_ble(&path);
                     if d.transport().gatt().is_some() {
                         if let Err(e) = crate::driver::ble_target::BleTarget::parse(&path) {
-                            return bad(format!("daemon.ports: {e}"));
+                            return Err(format!("daemon.ports: {e}"));
                         }
                     } else if ble {
-                        return bad(format!(
+                        return Err(format!(
                             "daemon.ports: {}: the {} family is served on serial ports, not Bluetooth LE",
                             p.display(),
                             d.name()
@@ -456,11 +498,6 @@ impl Config {
                     }
                 }
             }
-        }
-        if let Some(d) = &self.daemon.capture_dir
-            && d.as_os_str().is_empty()
-        {
-            return bad("daemon.capture_dir is empty".into());
         }
         Ok(())
     }
