@@ -461,7 +461,9 @@ async fn relay_files_lcc_json_and_operator_actions() {
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let m = events.recv().await.unwrap();
-            if &*m.board == "board-2" && m.kind == eboardd::output::MsgKind::GameEnded {
+            if &*m.board == "board-2"
+                && m.kind == eboardd::output::MsgKind::Event(eboardd::output::EventTag::GameEnded)
+            {
                 return m;
             }
         }
@@ -981,7 +983,7 @@ async fn claim_route_answers_threefold_and_fifty_moves() {
             .unwrap()
             .to_move(&pos)
             .unwrap();
-        let uci = UciMove::from_standard(m).to_string();
+        let uci = UciMove::from_standard(m);
         let san = SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string();
         hub.publish(
             "b1",

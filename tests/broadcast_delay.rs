@@ -103,7 +103,7 @@ async fn public_routes_lag_by_the_delay_and_the_token_view_is_live() {
         let made = made.clone();
         tokio::spawn(async move {
             while let Ok(m) = live_rx.recv().await {
-                if m.kind == eboardd::output::MsgKind::MoveMade {
+                if m.kind == eboardd::output::MsgKind::Event(eboardd::output::EventTag::MoveMade) {
                     let v: Value = serde_json::from_str(&m.json).unwrap();
                     let ply = v["ply"].as_u64().unwrap() as usize;
                     let mut made = made.lock().unwrap();

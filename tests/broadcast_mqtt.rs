@@ -293,7 +293,8 @@ async fn events_published_before_the_connection_are_delivered() {
     let broker = Broker::start(&bin, None);
     let (_sub, mut events) = subscribe(broker.port, "early", "eboardd/+/board/+/events").await;
     let hub = Hub::new(RoundInfo::default(), HubConfig::default());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stop_rx = stop.clone();
     let (stats, task) = eboardd::output::mqtt::spawn(
         hub.clone(),
         MqttConfig {
@@ -333,7 +334,7 @@ async fn events_published_before_the_connection_are_delivered() {
     }
     assert_eq!(got, sent, "every event, in order");
     assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
-    stop.send_replace(true);
+    stop.cancel();
     let _ = task.await;
 }
 
@@ -375,7 +376,8 @@ async fn events_in_flight_when_the_link_dies_are_sent_again() {
     let (_sub, mut events) = subscribe(broker.port, "inflight", "eboardd/+/board/+/events").await;
     let relay = Relay::start(broker.port).await;
     let hub = Hub::new(RoundInfo::default(), HubConfig::default());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stop_rx = stop.clone();
     let (stats, task) = eboardd::output::mqtt::spawn(
         hub.clone(),
         MqttConfig {
@@ -413,7 +415,7 @@ async fn events_in_flight_when_the_link_dies_are_sent_again() {
     assert_eq!(got, sent, "every event once, in order");
     assert!(stats.connects.load(Ordering::Relaxed) >= 2);
     assert_eq!(stats.dropped.load(Ordering::Relaxed), 0);
-    stop.send_replace(true);
+    stop.cancel();
     let _ = task.await;
 }
 
@@ -520,7 +522,8 @@ async fn two_nodes_served_as_one_round_from_the_broker() {
 
     // The round source starts late: what it knows first comes from the retained states.
     let round = Hub::new(RoundInfo::default(), HubConfig::default());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stop_rx = stop.clone();
     let source = eboardd::output::mqtt_source::spawn(
         round.clone(),
         eboardd::output::mqtt_source::SourceConfig {
@@ -571,7 +574,7 @@ async fn two_nodes_served_as_one_round_from_the_broker() {
     let v = round.board_snapshot("board-1").unwrap();
     assert_eq!(v["status"]["comment"], "node hall-1 offline");
     assert_eq!(game_of(&round, "board-1"), want1, "the game stays");
-    stop.send_replace(true);
+    stop.cancel();
     let _ = source.await;
     replay.stop();
     out2.shutdown().await;
@@ -644,7 +647,8 @@ async fn a_node_offline_before_the_round_source_started_shows_offline() {
 
     // The round source starts now: hall-1's board is restored with its game, and offline.
     let round = Hub::new(RoundInfo::default(), HubConfig::default());
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stop_rx = stop.clone();
     let source = eboardd::output::mqtt_source::spawn(
         round.clone(),
         eboardd::output::mqtt_source::SourceConfig {
@@ -675,7 +679,7 @@ async fn a_node_offline_before_the_round_source_started_shows_offline() {
         |r| link_of(r, "board-21") == ("disconnected".into(), "MQTT broker connection lost".into()),
     )
     .await;
-    stop.send_replace(true);
+    stop.cancel();
     let _ = source.await;
     out2.shutdown().await;
 }

@@ -107,7 +107,11 @@ async fn round() -> (Hub, eboardd::output::Outputs, replay_source::ReplayHandle)
     )
     .unwrap();
     tokio::time::timeout(Duration::from_secs(10), async {
-        while rx.recv().await.map(|m| m.kind) != Ok(eboardd::output::MsgKind::GameEnded) {}
+        while rx.recv().await.map(|m| m.kind)
+            != Ok(eboardd::output::MsgKind::Event(
+                eboardd::output::EventTag::GameEnded,
+            ))
+        {}
     })
     .await
     .expect("result set");

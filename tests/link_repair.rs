@@ -104,7 +104,7 @@ fn run(game: &ScriptGame, style: Style, seed: u64, lose: &[f64], kind: LinkKind)
         match &e.kind {
             EventKind::MoveMade { ply, uci, .. } => {
                 moves.truncate(*ply as usize - 1);
-                moves.push(uci.clone());
+                moves.push(uci.to_string());
             }
             EventKind::MoveRetracted { ply } => moves.truncate(*ply as usize - 1),
             EventKind::Irregularity { code, detail, .. } => {

@@ -121,7 +121,7 @@ fn play(hub: &Hub, board: &str, game: u32, t: i64) {
                 EventKind::MoveMade {
                     ply,
                     san: san.into(),
-                    uci: uci.into(),
+                    uci: uci.parse().unwrap(),
                     fen: String::new(),
                     recovered: false,
                 },

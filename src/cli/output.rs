@@ -371,39 +371,11 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(&e),
     };
-    let crate::daemon::OutputSetup {
-        config: cfg,
-        round: mut info,
-    } = setup;
-    let layout = if args.boards {
-        crate::replay::Layout::Round
-    } else {
-        crate::replay::Layout::AsRecorded
-    };
-    // Read as it is played: memory does not grow with the captures replayed.
-    let plan = match crate::replay::Timeline::open(&args.files, layout) {
-        Ok(p) => p,
+    let crate::daemon::OutputSetup { config: cfg, round } = setup;
+    let (info, plan) = match replayed_round(&args, &out, round) {
+        Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    for w in plan.warnings() {
-        eprintln!("eboardd: warning: {w}");
-    }
-    // The same tags as `eboardd replay` of the same captures writes: their date, and their
-    // event and site where the flags give none.
-    info.date = plan.date();
-    if info.event.is_none() {
-        info.event = plan.event();
-    }
-    if info.site.is_none() {
-        info.site = plan.site();
-    }
-    let boards: Vec<String> = plan.boards().map(String::from).collect();
-    if out.round.is_none()
-        && let Some(r) = plan.round().filter(|r| (1..=999).contains(r))
-    {
-        info.round = r;
-    }
-    let numbers: Vec<(String, u32)> = plan.numbers().map(|(b, n)| (b.to_string(), n)).collect();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -412,21 +384,7 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         Err(e) => return fail(&format!("starting the runtime: {e}")),
     };
     runtime.block_on(async move {
-        let hub = Hub::new(info, HubConfig::default());
-        // Each board has the number its capture recorded, as the daemon had given it; the
-        // others the next free ones.
-        for (b, n) in &numbers {
-            hub.number_board(b, Some(*n));
-        }
-        hub.update_info(|i| i.boards.clone_from(&boards));
-        for b in &boards {
-            let status = crate::output::BoardStatus {
-                state: crate::output::LinkState::Active,
-                source: Some("replay".into()),
-                ..Default::default()
-            };
-            hub.preset_status(b, status);
-        }
+        let hub = replay_hub(info, &plan);
         let outputs = match crate::output::start(hub.clone(), &cfg).await {
             Ok(o) => o,
             Err(e) => return fail(&e),
@@ -434,36 +392,95 @@ pub fn serve_replay(args: ServeReplayArgs) -> ExitCode {
         if let Some(a) = outputs.http {
             eprintln!("eboardd: serving http://{a}/");
         }
-        let print = if args.events {
-            crate::daemon::Print::Events
-        } else {
-            crate::daemon::Print::Nothing
-        };
-        let printer = crate::daemon::print_events(&hub, print);
-        let speed = (args.speed > 0.0).then_some(args.speed);
-        let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
-        let interrupted = tokio::select! {
-            _ = replay.wait_done() => false,
-            _ = tokio::signal::ctrl_c() => true,
-        };
-        if !interrupted {
-            eprintln!(
-                "eboardd: replay done: {} events",
-                replay.events.load(std::sync::atomic::Ordering::Relaxed)
-            );
-            if !args.exit {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-        // Let relay files and MQTT catch up before stopping.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        replay.stop();
+        play(&args, &hub, plan).await;
         outputs.shutdown().await;
-        if let Some(p) = printer {
-            p.abort();
-        }
         ExitCode::SUCCESS
     })
+}
+
+/// The captures of `args` laid out for replay (read as they are played: memory does not grow
+/// with them), and the round they make: the same tags as `eboardd replay` of the same captures
+/// writes (their date, their event and site where the flags give none, their round where
+/// `out` sets none).
+fn replayed_round(
+    args: &ServeReplayArgs,
+    out: &OutputArgs,
+    mut info: RoundInfo,
+) -> Result<(RoundInfo, crate::replay::Timeline), crate::replay::ReplayError> {
+    let layout = if args.boards {
+        crate::replay::Layout::Round
+    } else {
+        crate::replay::Layout::AsRecorded
+    };
+    let plan = crate::replay::Timeline::open(&args.files, layout)?;
+    for w in plan.warnings() {
+        eprintln!("eboardd: warning: {w}");
+    }
+    info.date = plan.date();
+    if info.event.is_none() {
+        info.event = plan.event();
+    }
+    if info.site.is_none() {
+        info.site = plan.site();
+    }
+    if out.round.is_none()
+        && let Some(r) = plan.round().filter(|r| (1..=999).contains(r))
+    {
+        info.round = r;
+    }
+    Ok((info, plan))
+}
+
+/// The hub of a replayed round: each board with the number its capture recorded, as the
+/// daemon had given it (the others the next free ones), listed and shown active.
+fn replay_hub(info: RoundInfo, plan: &crate::replay::Timeline) -> Hub {
+    let hub = Hub::new(info, HubConfig::default());
+    for (b, n) in plan.numbers() {
+        hub.number_board(b, Some(n));
+    }
+    let boards: Vec<String> = plan.boards().map(String::from).collect();
+    hub.update_info(|i| i.boards.clone_from(&boards));
+    for b in &boards {
+        let status = crate::output::BoardStatus {
+            state: crate::output::LinkState::Active,
+            source: Some("replay".into()),
+            ..Default::default()
+        };
+        hub.preset_status(b, status);
+    }
+    hub
+}
+
+/// Play `plan` into `hub` at the speed of `args` (printing its events when asked) until it is
+/// done and, unless `--exit`, Ctrl-C; or until Ctrl-C.
+async fn play(args: &ServeReplayArgs, hub: &Hub, plan: crate::replay::Timeline) {
+    let print = if args.events {
+        crate::daemon::Print::Events
+    } else {
+        crate::daemon::Print::Nothing
+    };
+    let printer = crate::daemon::print_events(hub, print);
+    let speed = (args.speed > 0.0).then_some(args.speed);
+    let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
+    let interrupted = tokio::select! {
+        _ = replay.wait_done() => false,
+        _ = tokio::signal::ctrl_c() => true,
+    };
+    if !interrupted {
+        eprintln!(
+            "eboardd: replay done: {} events",
+            replay.events.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        if !args.exit {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    // Let relay files and MQTT catch up before stopping.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    replay.stop();
+    if let Some(p) = printer {
+        p.abort();
+    }
 }
 
 /// Options of `eboardd serve-mqtt`.
@@ -527,14 +544,14 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
         if let Some(a) = outputs.http {
             eprintln!("eboardd: serving http://{a}/");
         }
-        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let stop = tokio_util::sync::CancellationToken::new();
         let source = crate::output::mqtt_source::spawn(
             hub.clone(),
             crate::output::mqtt_source::SourceConfig {
                 brokers: from.brokers,
                 prefix: args.from_prefix,
             },
-            stop_rx,
+            stop.clone(),
         );
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -545,7 +562,7 @@ pub fn serve_mqtt(args: ServeMqttArgs) -> ExitCode {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        stop.send_replace(true);
+        stop.cancel();
         let _ = source.await;
         outputs.shutdown().await;
         ExitCode::SUCCESS

@@ -3,12 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use shakmaty::uci::UciMove;
 use shakmaty::{Color, Outcome, Square};
 
 use super::observation::{ClockSide, Micros};
 use super::vocab::{
-    Claim, IrregularityCode, de_color, de_opt_color, de_outcome, de_squares, ser_color,
-    ser_opt_color, ser_outcome, ser_squares,
+    Claim, IrregularityCode, de_color, de_opt_color, de_outcome, de_squares, de_uci, ser_color,
+    ser_opt_color, ser_outcome, ser_squares, ser_uci,
 };
 
 /// How a move was completed.
@@ -56,9 +57,16 @@ pub enum EndReason {
     Arbiter,
 }
 
-/// The payload of an event, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The payload of an event, tagged by `kind`. Its kinds without their payloads are
+/// [`EventTag`] (derived, so the two never disagree), serialised as the same `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::EnumDiscriminants)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[strum_discriminants(
+    name(EventTag),
+    vis(pub),
+    derive(Hash, Serialize, Deserialize, strum::EnumIter),
+    serde(rename_all = "snake_case")
+)]
 pub enum EventKind {
     /// The device link came up.
     BoardConnected {
@@ -90,8 +98,11 @@ pub enum EventKind {
         ply: u32,
         /// Standard algebraic notation.
         san: String,
-        /// UCI notation.
-        uci: String,
+        /// The move, typed and position-free (`e2e4`, `e7e8q`; Chess960 castling as the
+        /// king taking its rook): whoever keeps the game plays it on its own position, no
+        /// notation parsed again. On the wire its UCI notation.
+        #[serde(serialize_with = "ser_uci", deserialize_with = "de_uci")]
+        uci: UciMove,
         /// FEN after the move.
         fen: String,
         /// The move was not seen being made: it was recovered from a board that jumped ahead of

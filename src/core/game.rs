@@ -6,7 +6,7 @@ use shakmaty::{
     uci::UciMove, zobrist::Zobrist64,
 };
 
-use super::event::{ClockTimes, CompletedBy, EndReason};
+use super::event::{ClockTimes, CompletedBy, EndReason, EventKind};
 use super::observation::Micros;
 use super::vocab::{DRAW, win_for};
 
@@ -172,6 +172,19 @@ impl GameRecord {
             recovered: false,
         });
         self.moves.last().expect("just pushed")
+    }
+
+    /// The `move_made` of the move at `index` (ply `index + 1`), as the record has it now
+    /// (`None`: no such move): the one way a record's move becomes an event.
+    pub fn move_made(&self, index: usize) -> Option<EventKind> {
+        let m = self.moves.get(index)?;
+        Some(EventKind::MoveMade {
+            ply: index as u32 + 1,
+            san: m.san.clone(),
+            uci: UciMove::from_move(m.mv, self.mode),
+            fen: m.fen.clone(),
+            recovered: m.recovered,
+        })
     }
 
     /// Take back the last made move.

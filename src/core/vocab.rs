@@ -4,6 +4,7 @@
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use shakmaty::uci::UciMove;
 use shakmaty::{Color, KnownOutcome, Outcome, Square};
 
 /// An irregularity an arbiter must know about (`docs/events.md`, `docs/fide-laws.md`).
@@ -171,6 +172,18 @@ pub fn ser_opt_color<S: Serializer>(c: &Option<Color>, s: S) -> Result<S::Ok, S:
 /// Serde: squares as a list of algebraic names (`["e2","e4"]`).
 pub fn ser_squares<S: Serializer>(squares: &[Square], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(squares.iter().map(|sq| sq.to_string()))
+}
+
+/// Serde: a move as its UCI notation (`"e2e4"`).
+pub fn ser_uci<S: Serializer>(uci: &UciMove, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(uci)
+}
+
+/// Serde: a move from its UCI notation.
+pub fn de_uci<'de, D: Deserializer<'de>>(d: D) -> Result<UciMove, D::Error> {
+    let s = String::deserialize(d)?;
+    UciMove::from_ascii(s.as_bytes())
+        .map_err(|_| D::Error::custom(format!("not a UCI move: {s:?}")))
 }
 
 /// Serde: a result from `"1-0"`, `"0-1"`, `"1/2-1/2"` or `"*"`.

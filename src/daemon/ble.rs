@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use bluer::{AdapterEvent, Device, DeviceEvent, DeviceProperty, Session, Uuid};
 use futures_util::StreamExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::board_task::{Origin, PortEnd, SessionEnd, serve_session};
 use super::ctx::Ctx;
@@ -231,7 +232,7 @@ pub async fn serve_ble(
     ctx: Arc<Ctx>,
     path: PathBuf,
     origin: Origin,
-    mut stop: watch::Receiver<bool>,
+    stop: CancellationToken,
 ) -> PortEnd {
     let driver = origin.driver();
     let Some(profile) = driver.transport().gatt() else {
@@ -253,14 +254,14 @@ pub async fn serve_ble(
     let room = &ctx.ble;
     let mut failing: Option<String> = None;
     loop {
-        if *stop.borrow() {
+        if stop.is_cancelled() {
             return PortEnd::Stopped;
         }
         room.searching(&spec, true);
         room.publish(&ctx);
         let found = tokio::select! {
             f = find_and_connect(&ctx, &target, profile) => f,
-            _ = stop.changed() => {
+            _ = stop.cancelled() => {
                 room.searching(&spec, false);
                 room.publish(&ctx);
                 return PortEnd::Stopped;
@@ -281,7 +282,7 @@ pub async fn serve_ble(
                 } = link;
                 let name = PathBuf::from(format!("ble:{address}"));
                 tracing::info!("{spec}: board {address} connected through {adapter}");
-                let end = serve_session(&ctx, &name, origin, wire, &mut stop).await;
+                let end = serve_session(&ctx, &name, origin, wire, &stop).await;
                 if !matches!(end, SessionEnd::Lost(_))
                     || device.is_connected().await.unwrap_or(false)
                 {
@@ -311,7 +312,7 @@ pub async fn serve_ble(
         }
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = stop.changed() => return PortEnd::Stopped,
+            _ = stop.cancelled() => return PortEnd::Stopped,
         }
     }
 }

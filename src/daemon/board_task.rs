@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use std::collections::BTreeMap;
 
@@ -67,7 +67,7 @@ pub async fn serve_session<W: Wire>(
     path: &Path,
     origin: Origin,
     wire: W,
-    stop: &mut watch::Receiver<bool>,
+    stop: &CancellationToken,
 ) -> SessionEnd {
     Port::new(ctx, path, origin).serve(wire, stop).await
 }
@@ -114,7 +114,7 @@ pub async fn serve_port(
     ctx: Arc<Ctx>,
     path: PathBuf,
     origin: Origin,
-    mut stop: watch::Receiver<bool>,
+    stop: CancellationToken,
 ) -> PortEnd {
     if origin.driver().transport().gatt().is_some() {
         return super::ble::serve_ble(ctx, path, origin, stop).await;
@@ -132,7 +132,7 @@ pub async fn serve_port(
         name: path.display().to_string(),
     };
     loop {
-        if *stop.borrow() {
+        if stop.is_cancelled() {
             return PortEnd::Stopped;
         }
         let Some(line) = origin.driver().transport().line() else {
@@ -156,7 +156,7 @@ pub async fn serve_port(
                     backoff = backoff.min(Duration::from_secs(5));
                     let started = Instant::now();
                     let end = Port::new(&ctx, &path, origin)
-                        .serve(SerialWire::new(port), &mut stop)
+                        .serve(SerialWire::new(port), &stop)
                         .await;
                     ctx.release_port(&canonical);
                     match end {
@@ -212,7 +212,7 @@ pub async fn serve_port(
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = stop.changed() => return PortEnd::Stopped,
+            _ = stop.cancelled() => return PortEnd::Stopped,
         }
         if backoff < SLOW_RETRY {
             backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -347,7 +347,7 @@ impl<'a> Port<'a> {
         }
     }
 
-    async fn serve<W: Wire>(mut self, mut wire: W, stop: &mut watch::Receiver<bool>) -> SessionEnd {
+    async fn serve<W: Wire>(mut self, mut wire: W, stop: &CancellationToken) -> SessionEnd {
         let mut actions = Vec::new();
         self.session.open(now(), &mut actions);
         let end = self.run(&mut wire, stop, actions).await;
@@ -360,7 +360,7 @@ impl<'a> Port<'a> {
     async fn run<W: Wire>(
         &mut self,
         wire: &mut W,
-        stop: &mut watch::Receiver<bool>,
+        stop: &CancellationToken,
         mut actions: Vec<Action>,
     ) -> SessionEnd {
         let mut next_tick = Instant::now() + TICK;
@@ -400,7 +400,7 @@ impl<'a> Port<'a> {
                     }
                     self.session.poll(now(), &View(&self.live), &mut actions);
                 }
-                _ = stop.changed() => return SessionEnd::Stopped,
+                _ = stop.cancelled() => return SessionEnd::Stopped,
             }
         }
     }

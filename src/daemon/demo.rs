@@ -6,14 +6,14 @@
 //! 2024, taken from the test corpus (`tests/data/pgn/standard/`, MIT licence; the notice is at
 //! the top of `demo_games.pgn`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{ConfigSource, DaemonError, Options, Print, io_err};
 use crate::config::{BoardConfig, Config};
 use crate::core::event::EventKind;
 use crate::family::{self, Family};
-use crate::output::{Content, Published};
+use crate::output::{Content, Hub, Published};
 use crate::sim::emulator::runner::{self, Handle, RunnerConfig};
 use crate::sim::emulator::{ClockModel, EmulatorConfig, Script};
 use crate::sim::families::{self, ScriptedBoard};
@@ -260,58 +260,87 @@ impl std::str::FromStr for BoardMix {
 pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
     let rt = super::runtime()?;
     rt.block_on(async {
-        let mut handles = Vec::new();
-        let ports = o.ports();
-        let family = o.family();
-        for (k, (first, n)) in ports.iter().copied().enumerate() {
-            let link = match (&o.link, ports.len()) {
-                (Some(l), 1) => Some(l.clone()),
-                (Some(dir), _) => {
-                    std::fs::create_dir_all(dir)
-                        .map_err(io_err(format!("creating {}", dir.display())))?;
-                    Some(dir.join(format!("board-{}", k + 1)))
-                }
-                (None, _) => None,
-            };
-            let rc = RunnerConfig {
-                speed: o.speed,
-                link: link.clone(),
-                wait_for_host: !o.start_now,
-            };
-            let h = o.spawn_port(first, n, rc)?;
-            let path = link.unwrap_or_else(|| h.status().path);
-            if n > 1 {
-                let serials: Vec<String> = (first..first + n).map(|i| o.serial(i)).collect();
-                println!(
-                    "port {} {} chain of {n} boards (serials {}): {}:{}",
-                    k + 1,
-                    o.family,
-                    serials.join(" "),
-                    o.family,
-                    path.display()
-                );
-            } else if family.driver.reports_serial() {
-                println!(
-                    "board {} {} serial {}: {}:{}",
-                    first + 1,
-                    o.family,
-                    o.serial(first),
-                    o.family,
-                    path.display()
-                );
-            } else {
-                println!(
-                    "board {} {} (no serial): {}:{}",
-                    first + 1,
-                    o.family,
-                    o.family,
-                    path.display()
-                );
-            }
-            handles.push(h);
-        }
+        let handles = o.start_ports()?;
         use std::io::Write;
         let _ = std::io::stdout().flush();
+        o.wait_until_done(&handles).await?;
+        stop_emulators(handles).await;
+        let _ = std::io::stdout().flush();
+        Ok(())
+    })
+}
+
+impl SimulateOptions {
+    /// Starts every port ([`SimulateOptions::ports`]), each on a new pty, and says where each
+    /// is: the emulators, one a port.
+    fn start_ports(&self) -> Result<Vec<Handle>, DaemonError> {
+        let mut handles = Vec::new();
+        let ports = self.ports();
+        for (k, (first, n)) in ports.iter().copied().enumerate() {
+            let link = self.port_link(k, ports.len())?;
+            let rc = RunnerConfig {
+                speed: self.speed,
+                link: link.clone(),
+                wait_for_host: !self.start_now,
+            };
+            let h = self.spawn_port(first, n, rc)?;
+            let path = link.unwrap_or_else(|| h.status().path);
+            self.announce_port(k, first, n, &path);
+            handles.push(h);
+        }
+        Ok(handles)
+    }
+
+    /// The symlink of port `k` of `ports`: `--link` itself for one port, `board-N` in the
+    /// `--link` directory (made when missing) for several, none without `--link`.
+    fn port_link(&self, k: usize, ports: usize) -> Result<Option<PathBuf>, DaemonError> {
+        Ok(match (&self.link, ports) {
+            (Some(l), 1) => Some(l.clone()),
+            (Some(dir), _) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(io_err(format!("creating {}", dir.display())))?;
+                Some(dir.join(format!("board-{}", k + 1)))
+            }
+            (None, _) => None,
+        })
+    }
+
+    /// Says where port `k` is, with its boards `first..first + n`: a chain's serial numbers,
+    /// a lone board's serial number (when its family tells one).
+    fn announce_port(&self, k: usize, first: usize, n: usize, path: &Path) {
+        if n > 1 {
+            let serials: Vec<String> = (first..first + n).map(|i| self.serial(i)).collect();
+            println!(
+                "port {} {} chain of {n} boards (serials {}): {}:{}",
+                k + 1,
+                self.family,
+                serials.join(" "),
+                self.family,
+                path.display()
+            );
+        } else if self.family().driver.reports_serial() {
+            println!(
+                "board {} {} serial {}: {}:{}",
+                first + 1,
+                self.family,
+                self.serial(first),
+                self.family,
+                path.display()
+            );
+        } else {
+            println!(
+                "board {} {} (no serial): {}:{}",
+                first + 1,
+                self.family,
+                self.family,
+                path.display()
+            );
+        }
+    }
+
+    /// Waits for Ctrl-C, or (`--exit-when-done`) for every board of `handles` to have played
+    /// its games, [`LINGER`] after.
+    async fn wait_until_done(&self, handles: &[Handle]) -> Result<(), DaemonError> {
         let mut signals =
             super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
         let mut done_at: Option<tokio::time::Instant> = None;
@@ -319,7 +348,7 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
             tokio::select! {
                 _ = signals.recv() => break,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {
-                    if o.exit_when_done && handles.iter().all(|h| h.status().finished) {
+                    if self.exit_when_done && handles.iter().all(|h| h.status().finished) {
                         // The boards stay plugged in a moment after the last move: what they
                         // wrote last is still in the ports' buffers for the host to read.
                         let at = *done_at.get_or_insert_with(tokio::time::Instant::now);
@@ -330,29 +359,32 @@ pub fn simulate(o: SimulateOptions) -> Result<(), DaemonError> {
                 }
             }
         }
-        for h in &handles {
-            h.send(runner::Control::Stop);
-        }
-        // A strict emulator counts every host byte it did not take (a command the board does
-        // not know, a frame for another family): said per port and in total, so that whoever
-        // drives the boards (a load script, an operator) sees that the daemon spoke wrongly.
-        let mut not_taken = 0;
-        for (k, h) in handles.into_iter().enumerate() {
-            let st = h.stop().await;
-            if st.unknown_bytes > 0 {
-                println!(
-                    "port {}: the emulated board did not take {} host bytes; the first: {:02x?}",
-                    k + 1,
-                    st.unknown_bytes,
-                    st.unknown_sample
-                );
-            }
-            not_taken += st.unknown_bytes;
-        }
-        println!("emulators stopped: {not_taken} host bytes not taken");
-        let _ = std::io::stdout().flush();
         Ok(())
-    })
+    }
+}
+
+/// Stops every emulator of `handles` and says how many host bytes each did not take.
+async fn stop_emulators(handles: Vec<Handle>) {
+    for h in &handles {
+        h.send(runner::Control::Stop);
+    }
+    // A strict emulator counts every host byte it did not take (a command the board does
+    // not know, a frame for another family): said per port and in total, so that whoever
+    // drives the boards (a load script, an operator) sees that the daemon spoke wrongly.
+    let mut not_taken = 0;
+    for (k, h) in handles.into_iter().enumerate() {
+        let st = h.stop().await;
+        if st.unknown_bytes > 0 {
+            println!(
+                "port {}: the emulated board did not take {} host bytes; the first: {:02x?}",
+                k + 1,
+                st.unknown_bytes,
+                st.unknown_sample
+            );
+        }
+        not_taken += st.unknown_bytes;
+    }
+    println!("emulators stopped: {not_taken} host bytes not taken");
 }
 
 /// How long `simulate --exit-when-done` keeps the boards plugged in after the last one played
@@ -389,141 +421,23 @@ pub fn demo_time_control() -> Option<String> {
 /// again, until Ctrl-C.
 pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
     let games = demo_games();
-    let ports = o.boards.0.clone();
-    let count = o.boards.boards();
-    if count == 0 || count > games.len() {
-        return Err(DaemonError::Emulator(format!(
-            "--boards: {count} boards asked; the demo runs 1 to {} (one game each, no player on two boards)",
-            games.len()
-        )));
-    }
-    // The page's address is checked before anything is said about it.
-    if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
-        std::net::TcpListener::bind(addr).map_err(io_err(format!(
-            "listening on {addr} for the arbiter page and API (--http ADDR for another, --http off for none)"
-        )))?;
-    }
+    o.check(games.len())?;
     let dir = o.capture_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("eboardd-demo-{}", std::process::id()))
     });
     let rt = super::runtime()?;
     rt.block_on(async {
-        let mut handles = Vec::new();
-        let mut boards = Vec::new();
-        let mut paths = Vec::new();
-        let mut on_port = Vec::new();
-        let mut first = 0usize;
-        for (name, n) in ports.iter().copied() {
-            let sim = SimulateOptions {
-                games: games[first..first + n].to_vec(),
-                per_board: Some(1),
-                count: n,
-                speed: o.speed,
-                link: None,
-                style: Style::Human,
-                seed: 2026 + first as u64,
-                serial: 10001 + first as u32,
-                no_clock: false,
-                noise_every: None,
-                start_now: false,
-                exit_when_done: false,
-                family: name,
-                until_stopped: true,
-            };
-            let rc = RunnerConfig {
-                speed: o.speed,
-                link: None,
-                wait_for_host: true,
-            };
-            // Each board plays its own game (board i of the port: game i of `sim.games`).
-            let h = {
-                let specs: Vec<ScriptedBoard> = (0..n).map(|i| sim.board(i)).collect();
-                let em = families::emulate(sim.family(), specs, sim.seed)
-                    .map_err(|e| DaemonError::Emulator(format!("{name}: {e}")))?;
-                runner::spawn(em, rc).map_err(io_err("opening a pseudo-terminal"))?
-            };
-            let path = h.status().path;
-            for i in 0..n {
-                let game = &sim.games[i];
-                boards.push(BoardConfig {
-                    number: (first + i) as u32 + 1,
-                    // A board that tells no serial number is named after its port.
-                    serial: if sim.family().driver.reports_serial() {
-                        sim.serial(i)
-                    } else {
-                        super::board_task::port_serial(&path)
-                    },
-                    white: game.tag("White").map(str::to_string),
-                    black: game.tag("Black").map(str::to_string),
-                    white_clock: None,
-                });
-                on_port.push(handles.len());
-            }
-            paths.push(PathBuf::from(format!("{name}:{}", path.display())));
-            handles.push(h);
-            first += n;
-        }
-        let mut cfg = Config::default();
-        cfg.event.name = Some("eboardd demo".into());
-        cfg.event.site = Some("simulated boards".into());
-        cfg.event.round = Some("1".into());
-        cfg.daemon.ports = paths;
-        cfg.daemon.capture_dir = Some(dir.clone());
-        cfg.daemon.discovery = false;
-        cfg.clock.show_moves = true;
-        cfg.boards = boards;
-        let mut kinds: Vec<(&str, usize)> = Vec::new();
-        for (name, n) in &ports {
-            match kinds.iter_mut().find(|(k, _)| k == name) {
-                Some((_, m)) => *m += n,
-                None => kinds.push((name, *n)),
-            }
-        }
-        let kinds: Vec<String> = kinds
-            .iter()
-            .map(|(name, n)| {
-                let summary = family::by_name(name).map_or("", |f| f.summary);
-                format!("{n} {name} ({summary})")
-            })
-            .collect();
-        println!(
-            "eboardd demo: {} simulated boards on {} ports at {}x speed: {}; each game ends with its result, then starts again; Ctrl-C to stop",
-            cfg.boards.len(),
-            handles.len(),
-            o.speed,
-            kinds.join(", ")
-        );
-        for (b, port) in cfg.boards.iter().zip(&on_port) {
-            println!(
-                "  board-{:<3} {} - {}  on {}",
-                b.number,
-                b.white.as_deref().unwrap_or("?"),
-                b.black.as_deref().unwrap_or("?"),
-                cfg.daemon.ports[*port].display()
-            );
-        }
-        if let Some(addr) = o.outputs.as_ref().and_then(|out| out.config.http) {
-            println!("  arbiter page and API: http://{addr}/  (--http ADDR to change, --http off for none)");
-        }
-        let signals = super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
-        let configured = cfg.clone();
-        let opts = Options {
-            config: ConfigSource::Fixed(Box::new(cfg)),
-            print: if o.events { Print::Events } else { Print::Moves },
-            outputs: o.outputs.clone(),
-            reload_outputs: None,
-        };
-        let hub = opts.hub();
-        hub.update_info(|info| super::configure_round(info, &configured));
-        super::serve(opts, hub.clone(), signals, None).await?;
+        let DemoPorts {
+            handles,
+            boards,
+            paths,
+            on_port,
+        } = DemoPorts::start(&o, &games)?;
+        let cfg = demo_config(&dir, boards, paths);
+        o.announce(&cfg, handles.len(), &on_port);
+        let hub = o.serve(cfg).await?;
         if !o.events {
-            let pgn = hub.with_round(|r| {
-                let boards = r.boards().iter();
-                boards.map(|b| crate::output::render::board_pgn(r, b)).collect::<Vec<_>>()
-            });
-            for text in pgn.iter().filter(|t| !t.is_empty()) {
-                println!("\n{}", text.trim_end());
-            }
+            print_games(&hub);
         }
         for h in &handles {
             h.send(runner::Control::Stop);
@@ -535,6 +449,212 @@ pub fn demo(o: DemoOptions) -> Result<(), DaemonError> {
         );
         Ok(())
     })
+}
+
+impl DemoOptions {
+    /// The address of the arbiter page and API, when the demo serves one.
+    fn http(&self) -> Option<std::net::SocketAddr> {
+        self.outputs.as_ref().and_then(|out| out.config.http)
+    }
+
+    /// Refuses a demo that cannot run: more boards than the `games` embedded (or none), or
+    /// the page's address taken (checked before anything is said about it).
+    fn check(&self, games: usize) -> Result<(), DaemonError> {
+        let count = self.boards.boards();
+        if count == 0 || count > games {
+            return Err(DaemonError::Emulator(format!(
+                "--boards: {count} boards asked; the demo runs 1 to {games} (one game each, no player on two boards)"
+            )));
+        }
+        if let Some(addr) = self.http() {
+            std::net::TcpListener::bind(addr).map_err(io_err(format!(
+                "listening on {addr} for the arbiter page and API (--http ADDR for another, --http off for none)"
+            )))?;
+        }
+        Ok(())
+    }
+
+    /// The `simulate` options of one demo port: a board of family `name` for each of `games`,
+    /// playing it until stopped; `first` (the boards before this port) sets their seed and
+    /// serial numbers.
+    fn port(&self, name: &'static str, games: &[ScriptGame], first: usize) -> SimulateOptions {
+        SimulateOptions {
+            games: games.to_vec(),
+            per_board: Some(1),
+            count: games.len(),
+            speed: self.speed,
+            link: None,
+            style: Style::Human,
+            seed: 2026 + first as u64,
+            serial: 10001 + first as u32,
+            no_clock: false,
+            noise_every: None,
+            start_now: false,
+            exit_when_done: false,
+            family: name,
+            until_stopped: true,
+        }
+    }
+
+    /// Says what the demo runs: how many boards of each family on how many `ports`, then each
+    /// board's players and port (`on_port`: the index of each board's port in the
+    /// configuration), and the page's address.
+    fn announce(&self, cfg: &Config, ports: usize, on_port: &[usize]) {
+        println!(
+            "eboardd demo: {} simulated boards on {} ports at {}x speed: {}; each game ends with its result, then starts again; Ctrl-C to stop",
+            cfg.boards.len(),
+            ports,
+            self.speed,
+            family_counts(&self.boards.0)
+        );
+        for (b, port) in cfg.boards.iter().zip(on_port) {
+            println!(
+                "  board-{:<3} {} - {}  on {}",
+                b.number,
+                b.white.as_deref().unwrap_or("?"),
+                b.black.as_deref().unwrap_or("?"),
+                cfg.daemon.ports[*port].display()
+            );
+        }
+        if let Some(addr) = self.http() {
+            println!(
+                "  arbiter page and API: http://{addr}/  (--http ADDR to change, --http off for none)"
+            );
+        }
+    }
+
+    /// Runs the daemon on `cfg` until Ctrl-C, printing the events (`--events`) or the moves;
+    /// gives back its hub, which holds the games played.
+    async fn serve(&self, cfg: Config) -> Result<Hub, DaemonError> {
+        let signals =
+            super::signals::Signals::new().map_err(io_err("installing signal handlers"))?;
+        let configured = cfg.clone();
+        let opts = Options {
+            config: ConfigSource::Fixed(Box::new(cfg)),
+            print: if self.events {
+                Print::Events
+            } else {
+                Print::Moves
+            },
+            outputs: self.outputs.clone(),
+            reload_outputs: None,
+        };
+        let hub = opts.hub();
+        hub.update_info(|info| super::configure_round(info, &configured));
+        super::serve(opts, hub.clone(), signals, None).await?;
+        Ok(hub)
+    }
+}
+
+/// The demo's emulated ports, started, and the boards on them.
+struct DemoPorts {
+    /// The ports' emulators, one a port.
+    handles: Vec<Handle>,
+    /// The boards, in order: number, serial number, players.
+    boards: Vec<BoardConfig>,
+    /// The ports as the daemon opens them (`family:path`), one a handle.
+    paths: Vec<PathBuf>,
+    /// The index of each board's port (in `handles` and `paths`).
+    on_port: Vec<usize>,
+}
+
+impl DemoPorts {
+    /// Starts a port for each entry of the demo's board mix, board `i` playing game `i`.
+    fn start(o: &DemoOptions, games: &[ScriptGame]) -> Result<DemoPorts, DaemonError> {
+        let mut ports = DemoPorts {
+            handles: Vec::new(),
+            boards: Vec::new(),
+            paths: Vec::new(),
+            on_port: Vec::new(),
+        };
+        let mut first = 0usize;
+        for (name, n) in o.boards.0.iter().copied() {
+            ports.add(o.port(name, &games[first..first + n], first), first)?;
+            first += n;
+        }
+        Ok(ports)
+    }
+
+    /// Starts the port `sim` describes, its boards numbered from `first + 1`, and notes its
+    /// boards (named after the games' players) and its path.
+    fn add(&mut self, sim: SimulateOptions, first: usize) -> Result<(), DaemonError> {
+        let rc = RunnerConfig {
+            speed: sim.speed,
+            link: None,
+            wait_for_host: true,
+        };
+        // Each board plays its own game (board i of the port: game i of `sim.games`).
+        let h = sim.spawn_port(0, sim.count, rc)?;
+        let path = h.status().path;
+        for (i, game) in sim.games.iter().enumerate() {
+            self.boards.push(BoardConfig {
+                number: (first + i) as u32 + 1,
+                // A board that tells no serial number is named after its port.
+                serial: if sim.family().driver.reports_serial() {
+                    sim.serial(i)
+                } else {
+                    super::board_task::port_serial(&path)
+                },
+                white: game.tag("White").map(str::to_string),
+                black: game.tag("Black").map(str::to_string),
+                white_clock: None,
+            });
+            self.on_port.push(self.handles.len());
+        }
+        self.paths
+            .push(PathBuf::from(format!("{}:{}", sim.family, path.display())));
+        self.handles.push(h);
+        Ok(())
+    }
+}
+
+/// The daemon's configuration for the demo: its event, the emulated ports (`paths`) and
+/// `boards`, the captures in `dir`, no discovery, the moves shown on the clocks.
+fn demo_config(dir: &Path, boards: Vec<BoardConfig>, paths: Vec<PathBuf>) -> Config {
+    let mut cfg = Config::default();
+    cfg.event.name = Some("eboardd demo".into());
+    cfg.event.site = Some("simulated boards".into());
+    cfg.event.round = Some("1".into());
+    cfg.daemon.ports = paths;
+    cfg.daemon.capture_dir = Some(dir.to_path_buf());
+    cfg.daemon.discovery = false;
+    cfg.clock.show_moves = true;
+    cfg.boards = boards;
+    cfg
+}
+
+/// The boards of each family, in the order the families first come: `4 dgt (...), 6 dgt-bus
+/// (...)`, each with the family's summary.
+fn family_counts(ports: &[(&'static str, usize)]) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for (name, n) in ports {
+        match kinds.iter_mut().find(|(k, _)| k == name) {
+            Some((_, m)) => *m += n,
+            None => kinds.push((name, *n)),
+        }
+    }
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|(name, n)| {
+            let summary = family::by_name(name).map_or("", |f| f.summary);
+            format!("{n} {name} ({summary})")
+        })
+        .collect();
+    kinds.join(", ")
+}
+
+/// Prints the PGN of each board's games (a board with none prints nothing), after a blank
+/// line each.
+fn print_games(hub: &Hub) {
+    let pgn = hub.with_round(|r| {
+        let boards = r.boards().iter();
+        boards
+            .map(|b| crate::output::render::board_pgn(r, b))
+            .collect::<Vec<_>>()
+    });
+    for text in pgn.iter().filter(|t| !t.is_empty()) {
+        println!("\n{}", text.trim_end());
+    }
 }
 
 #[cfg(test)]

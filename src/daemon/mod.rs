@@ -26,11 +26,12 @@ mod followers;
 pub mod heartbeat;
 pub mod notify;
 mod ports;
+mod running;
 pub mod serial;
 pub mod signals;
 pub mod wire;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -198,49 +199,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
         .map_err(io_err("starting the runtime"))
 }
 
-/// Feeds the service manager's watchdog when the daemon makes progress: the hub answers, and
-/// every port task beat lately (`heartbeat.rs`, [`heartbeat::stall_limit`]). A stalled one is
-/// logged instead, and the service manager restarts the daemon when it stays so.
-fn feed_watchdog(ctx: &Ctx, notifier: &notify::Notifier, interval: Option<Duration>) {
-    let Some(interval) = interval else {
-        return;
-    };
-    ctx.hub.responsive();
-    let stalled = ctx
-        .heartbeats
-        .stalled(std::time::Instant::now(), heartbeat::stall_limit(interval));
-    if stalled.is_empty() {
-        notifier.watchdog();
-        return;
-    }
-    for (name, ago) in stalled {
-        tracing::error!(
-            "{name}: no progress for {} ms; the watchdog is not fed",
-            ago.as_millis()
-        );
-    }
-}
-
-/// Makes the capture directory `dir` this daemon's: one daemon per capture directory (an error
-/// when another holds it). A directory that cannot be made or written is no reason to stop:
-/// it is logged, and health says why (part `capture`) until it can be written.
-fn claim_capture_dir(dir: &Path) -> Result<Option<captures::lock::DirLock>, DaemonError> {
-    let claimed = std::fs::create_dir_all(dir)
-        .map_err(|source| captures::lock::LockError::Io {
-            dir: dir.to_path_buf(),
-            source,
-        })
-        .and_then(|()| captures::lock::lock(dir));
-    match claimed {
-        Ok(lock) => Ok(Some(lock)),
-        Err(e @ captures::lock::LockError::Held { .. }) => Err(e.into()),
-        Err(e) => {
-            tracing::error!("{e}");
-            Ok(None)
-        }
-    }
-}
-
 /// Serves boards until a shutdown signal (or `until` resolves). Usable in-process (the demo).
 pub async fn serve(
     opts: Options,
@@ -248,133 +206,31 @@ pub async fn serve(
     mut signals: signals::Signals,
     until: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> Result<(), DaemonError> {
-    let notifier = notify::Notifier::from_env();
-    let cfg = opts.config.load()?;
-    let dir = cfg.capture_dir();
-    let _lock = claim_capture_dir(&dir)?;
-    // Boards first: say at once when the descriptor limit cannot hold the boards configured.
-    let boards = cfg.boards.len().max(cfg.daemon.ports.len());
-    if let Some(line) = descriptors::shortfall(boards, crate::output::server::nofile()) {
-        tracing::error!("{line}");
-    }
-    // Not ready until the boards are rebuilt from their captures (health says `recovering`).
-    hub.set_recovering(Some((0, 0)));
-    let ctx = Arc::new(Ctx::new(cfg, hub.clone()));
-    hub.set_metrics(ctx.metrics.clone());
-    ctx.check_capture_dir();
-    // Operator actions and corrections from the outputs are carried out at once on the board
-    // (checked, captured, applied), so that a refused one is answered.
-    hub.set_control(Arc::new(control::DaemonControl {
-        ctx: Arc::downgrade(&ctx),
-    }));
-    // `eboardd run` merged the file's [outputs] into the setup already. A round loaded over
-    // the API is kept next to the captures, and restored from there. Client connections may
-    // not take the boards' descriptors.
-    let round_file = dir.join(crate::output::rounds::ROUND_FILE);
-    let with_round_file = |mut s: OutputSetup| {
-        s.config
-            .round_file
-            .get_or_insert_with(|| round_file.clone());
-        s.config.descriptors_for_boards = descriptors::for_boards(boards);
-        s
-    };
-    let mut setup = opts.outputs.clone().map(with_round_file);
-    if let Some(path) = setup.as_ref().and_then(|s| s.config.round_file.as_ref()) {
-        match crate::output::rounds::restore(&hub, path) {
-            Ok(true) => tracing::info!(file = %path.display(), "round restored"),
-            Ok(false) => {}
-            Err(e) => tracing::warn!("saved round not restored: {e}"),
-        }
-    }
-    let mut outputs = match &setup {
-        Some(setup) => Some(start_outputs(setup, &hub).await?),
-        None => None,
-    };
-    let printer = print_events(&hub, opts.print);
-    ctx.recover();
-    let players = follow_players(Arc::downgrade(&ctx), &hub);
-
-    let mut ports = ports::PortTasks::default();
-    ports.reconcile(&ctx);
-    tracing::info!(
-        "eboardd {} serving {} port(s){}; captures in {}",
-        env!("CARGO_PKG_VERSION"),
-        ports.configured(),
-        if ports.discovering() {
-            " and USB boards"
-        } else {
-            ""
-        },
-        ctx.store.dir.display()
-    );
-    notifier.ready();
-    let status = |ctx: &Ctx| {
-        let (up, all) = ctx.counts();
-        notifier.status(&format!("{up} of {all} board(s) connected"));
-    };
-    status(&ctx);
+    let mut daemon = running::Running::start(opts, hub).await?;
     let watchdog = notify::watchdog_interval();
     let mut wd = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
-    let mut status_tick = tokio::time::interval(Duration::from_secs(10));
-    let mut until = until;
+    let mut check = tokio::time::interval(Duration::from_secs(10));
+    let until = async {
+        match until {
+            Some(rx) => {
+                let _ = rx.await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(until);
     loop {
         tokio::select! {
             req = signals.recv() => match req {
                 signals::Request::Shutdown => break,
-                signals::Request::Reload => {
-                    notifier.reloading();
-                    match opts.config.load() {
-                        Ok(cfg) => {
-                            tracing::info!("configuration reloaded");
-                            if let (Some(reload), Some(current)) = (&opts.reload_outputs, setup.as_mut()) {
-                                match reload.setup(&cfg).map(with_round_file) {
-                                    Ok(new) => {
-                                        outputs = reload_outputs(&hub, current, new, outputs).await;
-                                    }
-                                    Err(e) => tracing::error!(
-                                        "reloaded outputs refused, outputs kept as they were: {e}"
-                                    ),
-                                }
-                            }
-                            ctx.reconfigure(cfg);
-                            ports.reconcile(&ctx);
-                        }
-                        Err(e) => tracing::error!("reload refused, configuration kept: {e}"),
-                    }
-                    notifier.ready();
-                    status(&ctx);
-                }
+                signals::Request::Reload => daemon.reload().await,
             },
-            _ = wd.tick(), if watchdog.is_some() => feed_watchdog(&ctx, &notifier, watchdog),
-            _ = status_tick.tick() => {
-                ctx.check_capture_dir();
-                status(&ctx);
-            }
-            _ = async {
-                match until.as_mut() {
-                    Some(rx) => { let _ = rx.await; }
-                    None => std::future::pending().await,
-                }
-            } => break,
+            _ = wd.tick(), if watchdog.is_some() => daemon.feed_watchdog(watchdog),
+            _ = check.tick() => daemon.check(),
+            _ = &mut until => break,
         }
     }
-    tracing::info!("shutting down");
-    notifier.stopping();
-    ports.stop(Duration::from_secs(5)).await;
-    // Every record is flushed as it is written; make them durable.
-    for b in ctx.all_boards() {
-        let s = b.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = std::fs::File::open(s.capture_path()).and_then(|f| f.sync_all());
-    }
-    drop(ctx);
-    drop(hub);
-    if let Some(o) = outputs {
-        o.shutdown().await;
-    }
-    players.abort();
-    if let Some(p) = printer {
-        let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
-    }
+    daemon.shutdown().await;
     Ok(())
 }
 
@@ -407,7 +263,7 @@ pub fn configure_round(info: &mut crate::output::RoundInfo, cfg: &Config) {
 /// a reload of a file that did not touch them). A new `round` number in the file starts that
 /// round (the round in force keeps its games, as a round loaded over the API does) and is saved
 /// in the round file, so that reload, restart and replay agree.
-fn reload_round(
+pub(super) fn reload_round(
     hub: &Hub,
     old: &crate::output::RoundInfo,
     new: &crate::output::RoundInfo,
@@ -478,66 +334,12 @@ pub fn reconfigure_round(info: &mut crate::output::RoundInfo, old: &Config, new:
     }
 }
 
-/// Brings the running outputs to a reloaded setup: the round's event, site, round number and
-/// time control change where the file changed them ([`reload_round`]); when an address, folder, broker, token or delay changed, the
-/// outputs restart on the same hub (clients reconnect; the event streams resume by `seq`). If
-/// the new setup cannot start (an address in use), the previous one is started again.
-async fn reload_outputs(
-    hub: &Hub,
-    current: &mut OutputSetup,
-    new: OutputSetup,
-    running: Option<crate::output::Outputs>,
-) -> Option<crate::output::Outputs> {
-    reload_round(
-        hub,
-        &current.round,
-        &new.round,
-        new.config.round_file.as_deref(),
-    );
-    if new.config == current.config && running.is_some() {
-        current.round = new.round;
-        return running;
-    }
-    if let Some(o) = running {
-        o.shutdown().await;
-    }
-    match start_outputs(&new, hub).await {
-        Ok(o) => {
-            tracing::info!("outputs restarted with the reloaded configuration");
-            *current = new;
-            Some(o)
-        }
-        Err(e) => {
-            tracing::error!("reloaded outputs cannot start ({e}); the previous ones start again");
-            match start_outputs(current, hub).await {
-                Ok(o) => Some(o),
-                Err(e) => {
-                    tracing::error!("the previous outputs cannot start again either: {e}");
-                    None
-                }
-            }
-        }
-    }
-}
-
-/// Starts the broadcast outputs, all reading the daemon's one hub.
-async fn start_outputs(
-    setup: &OutputSetup,
-    hub: &Hub,
-) -> Result<crate::output::Outputs, DaemonError> {
-    let outputs = crate::output::start(hub.clone(), &setup.config).await?;
-    if let Some(addr) = outputs.http {
-        tracing::info!("serving http://{addr}/");
-    }
-    Ok(outputs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sim::pty::Pty;
     use board_task::{Origin, PortEnd};
-    use tokio::sync::watch;
+    use tokio_util::sync::CancellationToken;
 
     fn ctx(name: &str) -> (Arc<Ctx>, PathBuf) {
         let dir = std::env::temp_dir().join(format!("eboardd-ctx-{name}-{}", std::process::id()));
@@ -552,7 +354,8 @@ mod tests {
     async fn a_silent_generic_device_is_not_a_dgt_board() {
         let (ctx, dir) = ctx("probe");
         let pty = Pty::open().unwrap();
-        let (_stop, rx) = watch::channel(false);
+        let _stop = CancellationToken::new();
+        let rx = _stop.clone();
         let end = board_task::serve_port(
             ctx.clone(),
             pty.path().to_path_buf(),
@@ -588,7 +391,8 @@ mod tests {
     async fn missing_ports_are_retried_when_configured_and_dropped_when_discovered() {
         let (ctx, _dir) = ctx("missing");
         let missing = PathBuf::from("/nonexistent/eboard-1");
-        let (_stop, rx) = watch::channel(false);
+        let _stop = CancellationToken::new();
+        let rx = _stop.clone();
         let end = board_task::serve_port(
             ctx.clone(),
             missing.clone(),
@@ -600,12 +404,13 @@ mod tests {
         )
         .await;
         assert_eq!(end, PortEnd::Gone);
-        let (stop, rx) = watch::channel(false);
+        let stop = CancellationToken::new();
+        let rx = stop.clone();
         let origin = Origin::configured(&missing).unwrap().1;
         let task = tokio::spawn(board_task::serve_port(ctx, missing, origin, rx));
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!task.is_finished());
-        stop.send(true).unwrap();
+        stop.cancel();
         assert_eq!(task.await.unwrap(), PortEnd::Stopped);
     }
 }

@@ -6,19 +6,41 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::board_task::{self, Origin, PortEnd};
 use super::ctx::Ctx;
 use super::discovery;
 
-/// A running task with its own stop switch.
+/// A running task with its own stop switch: the task stops when the switch is dropped (let go
+/// of on purpose, or with the task's entry).
 pub(super) struct Task<T> {
-    /// Set to stop it.
-    pub(super) stop: watch::Sender<bool>,
+    /// Dropped to stop it (cancels the task's token).
+    pub(super) stop: DropGuard,
     /// The task.
     pub(super) handle: JoinHandle<T>,
+}
+
+impl<T: Send + 'static> Task<T> {
+    /// Spawn the task made by `make` from its stop token.
+    fn spawn<F>(make: impl FnOnce(CancellationToken) -> F) -> Task<T>
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+    {
+        let token = CancellationToken::new();
+        let handle = tokio::spawn(make(token.clone()));
+        Task {
+            stop: token.drop_guard(),
+            handle,
+        }
+    }
+
+    /// Stop it; the handle to wait for it.
+    fn stop(self) -> JoinHandle<T> {
+        drop(self.stop);
+        self.handle
+    }
 }
 
 /// The daemon's port tasks: one per configured port, and the USB discovery loop (which has
@@ -35,13 +57,8 @@ impl PortTasks {
     pub(super) fn reconcile(&mut self, ctx: &Arc<Ctx>) {
         let cfg = ctx.config();
         let wanted = &cfg.daemon.ports;
-        self.configured.retain(|p, t| {
-            let keep = wanted.contains(p);
-            if !keep {
-                let _ = t.stop.send(true);
-            }
-            keep
-        });
+        // A port no longer listed is stopped: its entry, stop switch and all, is let go.
+        self.configured.retain(|p, _| wanted.contains(p));
         for p in wanted {
             if self.configured.contains_key(p) {
                 continue;
@@ -57,15 +74,10 @@ impl PortTasks {
         }
         match (cfg.daemon.discovery, self.discovery.is_some()) {
             (true, false) => {
-                let (stop, rx) = watch::channel(false);
-                let handle = tokio::spawn(discover(ctx.clone(), rx));
-                self.discovery = Some(Task { stop, handle });
+                let ctx = ctx.clone();
+                self.discovery = Some(Task::spawn(|stop| discover(ctx, stop)));
             }
-            (false, true) => {
-                if let Some(t) = self.discovery.take() {
-                    let _ = t.stop.send(true);
-                }
-            }
+            (false, true) => self.discovery = None,
             _ => {}
         }
     }
@@ -87,18 +99,14 @@ impl PortTasks {
             configured,
             discovery,
         } = self;
-        for t in configured.values() {
-            let _ = t.stop.send(true);
-        }
-        if let Some(t) = &discovery {
-            let _ = t.stop.send(true);
-        }
+        let ports: Vec<_> = configured.into_values().map(Task::stop).collect();
+        let discovery = discovery.map(Task::stop);
         let all = async move {
-            for t in configured.into_values() {
-                let _ = t.handle.await;
+            for t in ports {
+                let _ = t.await;
             }
             if let Some(t) = discovery {
-                let _ = t.handle.await;
+                let _ = t.await;
             }
         };
         if tokio::time::timeout(within, all).await.is_err() {
@@ -109,14 +117,13 @@ impl PortTasks {
 
 /// Serve the port at `path` in a task of its own.
 pub(super) fn spawn_port(ctx: &Arc<Ctx>, path: PathBuf, origin: Origin) -> Task<PortEnd> {
-    let (stop, rx) = watch::channel(false);
-    let handle = tokio::spawn(board_task::serve_port(ctx.clone(), path, origin, rx));
-    Task { stop, handle }
+    let ctx = ctx.clone();
+    Task::spawn(|stop| board_task::serve_port(ctx, path, origin, stop))
 }
 
 /// Discovery: rescans on hotplug events (or every 2 s without hotplug) and serves every new
 /// DGT board found on USB.
-pub(super) async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+pub(super) async fn discover(ctx: Arc<Ctx>, stop: CancellationToken) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let hotplug = discovery::start_hotplug(tx);
     let period = if hotplug {
@@ -180,11 +187,10 @@ pub(super) async fn discover(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
                 while rx.try_recv().is_ok() {}
             }
             _ = tokio::time::sleep(period) => {}
-            _ = stop.changed() => break,
+            _ = stop.cancelled() => break,
         }
     }
     for (_, (t, _)) in tasks {
-        let _ = t.stop.send(true);
-        let _ = t.handle.await;
+        let _ = t.stop().await;
     }
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::broadcast;
 
-use super::hub::Published;
+use super::change::{Follower, Published};
 
 /// The longest window of a steady stream: one batch per window (with a thousand clients or
 /// more).
@@ -210,7 +210,21 @@ impl Fanout {
     pub fn receivers(&self) -> usize {
         self.shared.tx.receiver_count()
     }
+}
 
+/// The fan-out follows its hub: every message is handed over as it is published, and its
+/// clients count as the hub's subscribers.
+impl Follower for Fanout {
+    fn published(&self, message: &Arc<Published>) {
+        self.hand(message.clone());
+    }
+
+    fn receivers(&self) -> usize {
+        Fanout::receivers(self)
+    }
+}
+
+impl Fanout {
     /// Batches sent from now on: every message handed over after this call is in one of them.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Batch>> {
         self.shared.tx.subscribe()

@@ -5,6 +5,7 @@
 //! `/metrics`.
 
 use super::hub::Hub;
+use super::metrics::RoundGauges;
 use super::model::{BoardState, LinkState, Pairing};
 use crate::round::check::{BoardFacts, Expected, Link, RoundCheck, Scope, check_round};
 
@@ -21,6 +22,17 @@ fn link_of(b: &BoardState) -> Link {
 /// Whether a pairing names a player (a configured board's entry may name none).
 fn names_a_player(p: &Pairing) -> bool {
     p.white.name.is_some() || p.black.name.is_some()
+}
+
+/// The hall as the metrics show it at a scrape: boards by link state, irregularities open, and
+/// the hall check's boards checked and ready.
+pub fn gauges(hub: &Hub) -> RoundGauges {
+    let hall = round_check(hub, None);
+    RoundGauges {
+        hall_checked: hall.boards_checked as i64,
+        hall_ready: hall.boards_ready as i64,
+        ..hub.with_round(RoundGauges::count)
+    }
 }
 
 /// The hall check of the round in force on `hub`, against the standard start or Chess960

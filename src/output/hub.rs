@@ -5,48 +5,33 @@
 //! channel. The live daemon publishes into it directly, after the capture record that caused
 //! an event is written; operator actions asked for by an output go back through [`Control`].
 //!
+//! The hub is the model, the `seq` and the backlog; everything else that must see every change
+//! in order follows it ([`Follower`]): the delayed public hub's line ([`super::delay`]), the
+//! [`Fanout`] of the WebSocket and SSE clients once one has connected, the metrics' event
+//! counters ([`super::metrics::CountEvents`]).
+//!
 //! Publishing never waits: it takes a short lock, serialises the event once and sends it to the
-//! channel, and to the [`Fanout`] of the WebSocket and SSE clients once one has connected. A
-//! subscriber that falls more than the channel's capacity behind gets a `Lagged` error; the
+//! channel and its followers. A subscriber that falls more than the channel's capacity behind gets a `Lagged` error; the
 //! transports (behind the fan-out, in batches) then send it a snapshot and drop it if it lags
 //! again.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use axum::extract::ws::Utf8Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::bluetooth::BluetoothHealth;
-use super::change::{Change, Content, MsgKind, Notice};
+pub use super::change::Published;
+use super::change::{Change, Content, Follower, Notice};
 pub use super::corrections::ControlError;
-use super::delay::DelayLine;
 use super::fanout::Fanout;
 use super::metrics::Metrics;
 use super::model::{BoardStatus, Pairing, RoundInfo, RoundState, board_json, round_json};
 use crate::core::event::{CoreEvent, EventEnvelope};
 use crate::core::observation::{Micros, OperatorAction};
 use crate::round::check::BoardSenses;
-
-/// One numbered message of the event stream, serialised once for every consumer.
-#[derive(Debug, Clone)]
-pub struct Published {
-    /// Its `seq`.
-    pub seq: u64,
-    /// The board it is about.
-    pub board: Arc<str>,
-    /// Its kind (`move_made`, ..., `board_status`).
-    pub kind: MsgKind,
-    /// What it says, typed.
-    pub content: Content,
-    /// Event time.
-    pub t: Micros,
-    /// The JSON line.
-    pub json: Utf8Bytes,
-    /// When it was published (for latency measurements).
-    pub at: std::time::Instant,
-}
 
 /// What a new subscriber gets first.
 #[derive(Debug)]
@@ -211,9 +196,10 @@ struct Inner {
     changed: watch::Sender<u64>,
     control: Mutex<Option<Arc<dyn Control>>>,
     cfg: HubConfig,
-    /// Where every change is mirrored for the delayed public hub (`delay_secs`): the line,
-    /// the delay, the public hub.
-    delay_line: Mutex<Option<(DelayLine, std::time::Duration, Hub)>>,
+    /// Who is told of every change and message, in the hub's order ([`Follower`]).
+    followers: RwLock<Vec<Arc<dyn Follower>>>,
+    /// The delayed public hub that mirrors this one (`delay_secs`), once made.
+    mirror: Mutex<Option<Mirror>>,
     /// While the daemon rebuilds its boards from their captures at start: boards rebuilt, and
     /// boards to rebuild (`None`: ready).
     recovering: Mutex<Option<(usize, usize)>>,
@@ -223,11 +209,23 @@ struct Inner {
     link_problems: Mutex<BTreeMap<String, String>>,
     /// The Bluetooth LE adapters and how many boards each holds (`None`: no BLE port).
     bluetooth: Mutex<Option<BluetoothHealth>>,
-    /// The daemon's metrics, once set, and whether this hub counts its events into them (the
-    /// live hub does; the delayed public hub only lends them to its clients).
-    metrics: OnceLock<(Arc<Metrics>, bool)>,
+    /// The daemon's metrics, once set (the live hub counts its events into them; the delayed
+    /// public hub only lends them to its clients).
+    metrics: OnceLock<Arc<Metrics>>,
     /// The batches of the event-stream transports, started by the first client.
-    fanout: OnceLock<Fanout>,
+    fanout: OnceLock<Arc<Fanout>>,
+}
+
+/// A hub that shows this one late (the broadcast delay), fed by a [`Follower`] of this one
+/// (see [`super::delay`]).
+#[derive(Clone)]
+pub struct Mirror {
+    /// How late it shows this hub.
+    pub delay: std::time::Duration,
+    /// The delayed public hub.
+    pub public: Hub,
+    /// What feeds it: a follower of this hub.
+    pub feed: Arc<dyn Follower>,
 }
 
 /// The hub every output reads from. Cheap to clone; all clones share one state.
@@ -273,7 +271,8 @@ impl Hub {
                 changed,
                 control: Mutex::new(None),
                 cfg,
-                delay_line: Mutex::new(None),
+                followers: RwLock::new(Vec::new()),
+                mirror: Mutex::new(None),
                 recovering: Mutex::new(None),
                 backfill: Mutex::new(None),
                 link_problems: Mutex::new(BTreeMap::new()),
@@ -292,14 +291,8 @@ impl Hub {
             .recovering
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = progress;
-        if let Some((_, _, public)) = self
-            .inner
-            .delay_line
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            public.set_recovering(progress);
+        if let Some(mirror) = self.mirror().as_ref() {
+            mirror.public.set_recovering(progress);
         }
     }
 
@@ -375,15 +368,23 @@ impl Hub {
     /// Count this hub's events into `metrics` (the live daemon's; the first call wins), and
     /// lend them to the delayed public hub's clients. See [`super::metrics`].
     pub fn set_metrics(&self, metrics: Arc<Metrics>) {
-        if let Some((_, _, public)) = self.delay_line().as_ref() {
-            let _ = public.inner.metrics.set((metrics.clone(), false));
+        if let Some(mirror) = self.mirror().as_ref() {
+            mirror.public.lend_metrics(metrics.clone());
         }
-        let _ = self.inner.metrics.set((metrics, true));
+        if self.inner.metrics.set(metrics.clone()).is_ok() {
+            self.follow(Arc::new(super::metrics::CountEvents(metrics)));
+        }
+    }
+
+    /// Lend `metrics` to this hub's clients without counting its events into them (the
+    /// delayed public hub: its events are the live hub's, counted there).
+    pub fn lend_metrics(&self, metrics: Arc<Metrics>) {
+        let _ = self.inner.metrics.set(metrics);
     }
 
     /// The daemon's metrics, if set (on the live hub or the delayed public one).
     pub fn metrics(&self) -> Option<&Arc<Metrics>> {
-        self.inner.metrics.get().map(|(m, _)| m)
+        self.inner.metrics.get()
     }
 
     /// Its limits.
@@ -391,35 +392,34 @@ impl Hub {
         &self.inner.cfg
     }
 
-    /// The public hub showing this one `delay` late (the broadcast delay): made on the first
-    /// call, the same one while the delay stays the same (outputs restarted on a reload keep
-    /// it), a new one when it changes. Every later change of this hub reaches it `delay` late.
-    pub fn delayed(&self, delay: std::time::Duration) -> Hub {
-        let mut line = self.delay_line();
-        if let Some((_, d, public)) = line.as_ref()
-            && *d == delay
-        {
-            return public.clone();
-        }
-        let (public, tx) = super::delay::spawn(self, delay);
-        if let Some((m, _)) = self.inner.metrics.get() {
-            let _ = public.inner.metrics.set((m.clone(), false));
-        }
-        *line = Some((tx, delay, public.clone()));
-        public
+    /// Tell `follower` of every later change and message of this hub.
+    pub fn follow(&self, follower: Arc<dyn Follower>) {
+        self.followers_mut().push(follower);
     }
 
-    /// No broadcast delay any more: the public hub stops being fed.
-    pub fn undelayed(&self) {
-        *self.delay_line() = None;
+    /// Stop telling `follower` (the same `Arc` given to [`Hub::follow`]).
+    pub fn unfollow(&self, follower: &Arc<dyn Follower>) {
+        self.followers_mut().retain(|f| !Arc::ptr_eq(f, follower));
     }
 
-    /// The delay line's slot, locked.
-    fn delay_line(&self) -> MutexGuard<'_, Option<(DelayLine, std::time::Duration, Hub)>> {
+    fn followers_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<dyn Follower>>> {
         self.inner
-            .delay_line
-            .lock()
+            .followers
+            .write()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn followers(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn Follower>>> {
+        self.inner
+            .followers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The slot of the delayed public hub mirroring this one, locked ([`super::delay`] fills
+    /// and empties it; the hub passes on its recovery and metrics to the mirror).
+    pub fn mirror(&self) -> MutexGuard<'_, Option<Mirror>> {
+        self.inner.mirror.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Takes the hub's lock and lets it go: returns once the hub is not wedged in it (the
@@ -456,8 +456,8 @@ impl Hub {
         let Some(made) = self.make(st, change)? else {
             return Ok(false);
         };
-        if let Some((line, _, _)) = self.delay_line().as_ref() {
-            line.send(made);
+        for f in self.followers().iter() {
+            f.changed(&made);
         }
         Ok(true)
     }
@@ -465,33 +465,13 @@ impl Hub {
     /// The body of [`Hub::apply`]: make `change`, and return it as the delayed hub is to make
     /// it (`None`: nothing changed).
     fn make(&self, st: &mut State, change: Change) -> Result<Option<Change>, HubError> {
-        match change {
-            Change::Event { board, event } => {
-                let seq = st.next_seq;
-                let json = EventEnvelope::new(seq, &board, &event).to_json();
-                st.round.apply(seq, &board, &event);
-                if let Some((m, true)) = self.inner.metrics.get() {
-                    m.event(&event.kind);
-                }
-                let message = Content::Event(event.clone());
-                self.push(st, seq, &board, message, event.t, json);
-                Ok(Some(Change::Event { board, event }))
-            }
-            Change::Status { board, status } => {
-                if st.round.board(&board).is_some_and(|b| b.status == status) {
-                    return Ok(None);
-                }
-                st.round.board_mut(&board).status = status.clone();
-                let notice = Notice::BoardStatus {
-                    status: status.clone(),
-                };
-                self.publish_own(st, &board, notice);
-                Ok(Some(Change::Status { board, status }))
-            }
+        let changed = match &change {
+            Change::Event { board, event } => self.make_event(st, board, event),
+            Change::Status { board, status } => self.make_status(st, board, status),
             Change::Preset { board, status } => {
                 st.rev += 1;
-                st.round.board_mut(&board).status = status.clone();
-                Ok(Some(Change::Preset { board, status }))
+                st.round.board_mut(board).status = status.clone();
+                true
             }
             Change::Restore {
                 board,
@@ -500,14 +480,9 @@ impl Hub {
                 status,
             } => {
                 st.rev += 1;
-                st.round.restore(&board, &games, &rounds);
-                st.round.board_mut(&board).status = status.clone();
-                Ok(Some(Change::Restore {
-                    board,
-                    games,
-                    rounds,
-                    status,
-                }))
+                st.round.restore(board, games, rounds);
+                st.round.board_mut(board).status = status.clone();
+                true
             }
             Change::RestoreEarlier {
                 board,
@@ -515,101 +490,132 @@ impl Hub {
                 rounds,
             } => {
                 st.rev += 1;
-                st.round.restore_earlier(&board, &games, &rounds);
-                Ok(Some(Change::RestoreEarlier {
-                    board,
-                    games,
-                    rounds,
-                }))
+                st.round.restore_earlier(board, games, rounds);
+                true
             }
-            Change::Number { board, wanted } => {
-                let had = st.round.board_number(&board);
-                let number = st.round.board_with_number(&board, wanted).number;
-                if had == Some(number as usize) {
-                    return Ok(None);
-                }
-                st.rev += 1;
-                Ok(Some(Change::Number {
-                    board,
-                    wanted: Some(number),
-                }))
-            }
-            Change::Pairing { board, pairing } => {
-                st.round.board_mut(&board);
-                st.round
-                    .info
-                    .pairings
-                    .insert(board.to_string(), pairing.clone());
-                let notice = Notice::Players {
-                    white: Box::new(pairing.white.clone()),
-                    black: Box::new(pairing.black.clone()),
-                    round: None,
-                };
-                self.publish_own(st, &board, notice);
-                Ok(Some(Change::Pairing { board, pairing }))
-            }
-            Change::Ack { board, id } => {
-                let b = st
-                    .round
-                    .board(&board)
-                    .ok_or_else(|| HubError::NoBoard(board.to_string()))?;
-                let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
-                    return Err(HubError::NoIrregularity {
-                        board: board.to_string(),
-                        id,
-                    });
-                };
-                let irr = &mut st.round.board_mut(&board).irregularities[i];
-                irr.acknowledged = true;
-                let notice = Notice::IrregularityAcknowledged {
-                    irregularity: id,
-                    code: irr.code,
-                };
-                self.publish_own(st, &board, notice);
-                Ok(Some(Change::Ack { board, id }))
-            }
+            Change::Number { board, wanted } => return Ok(Self::make_number(st, board, *wanted)),
+            Change::Pairing { board, pairing } => self.make_pairing(st, board, pairing),
+            Change::Ack { board, id } => self.make_ack(st, board, *id)?,
             Change::Result {
                 round,
                 board,
                 result,
             } => {
-                st.round.board_mut(&board);
-                st.round
-                    .info_of_mut(round)
-                    .results
-                    .insert(board.clone(), result);
-                self.publish_own(st, &board, Notice::ResultConfirmed { round, result });
-                Ok(Some(Change::Result {
-                    round,
-                    board,
-                    result,
-                }))
+                st.round.board_mut(board);
+                let results = &mut st.round.info_of_mut(*round).results;
+                results.insert(board.clone(), *result);
+                let notice = Notice::ResultConfirmed {
+                    round: *round,
+                    result: *result,
+                };
+                self.publish_own(st, board, notice);
+                true
             }
             Change::Info(info) => {
                 st.rev += 1;
-                st.round.info = (*info).clone();
+                st.round.info = (**info).clone();
                 for id in st.round.info.boards.clone() {
                     st.round.board_mut(&id);
                 }
-                Ok(Some(Change::Info(info)))
+                true
             }
-            Change::StartRound(info) => {
-                st.rev += 1;
-                let round = info.round;
-                st.round.start_round((*info).clone());
-                let ids: Vec<String> = st.round.boards().iter().map(|b| b.id.clone()).collect();
-                for id in ids {
-                    let p = st.round.pairing(&id);
-                    let notice = Notice::Players {
-                        white: Box::new(p.white),
-                        black: Box::new(p.black),
-                        round: Some(round),
-                    };
-                    self.publish_own(st, &id, notice);
-                }
-                Ok(Some(Change::StartRound(info)))
-            }
+            Change::StartRound(info) => self.make_start_round(st, info),
+        };
+        Ok(changed.then_some(change))
+    }
+
+    /// A core event: numbered, applied to the model, published.
+    fn make_event(&self, st: &mut State, board: &str, event: &Arc<CoreEvent>) -> bool {
+        let seq = st.next_seq;
+        let json = EventEnvelope::new(seq, board, event).to_json();
+        st.round.apply(seq, board, event);
+        let message = Content::Event(event.clone());
+        self.push(st, seq, board, message, event.t, json);
+        true
+    }
+
+    /// A board's health: a `board_status` message when it changed.
+    fn make_status(&self, st: &mut State, board: &str, status: &BoardStatus) -> bool {
+        if st.round.board(board).is_some_and(|b| &b.status == status) {
+            return false;
         }
+        st.round.board_mut(board).status = status.clone();
+        let notice = Notice::BoardStatus {
+            status: status.clone(),
+        };
+        self.publish_own(st, board, notice);
+        true
+    }
+
+    /// A board's number: the change as a mirror is to make it (the number the board got),
+    /// `None` when it had that number already.
+    fn make_number(st: &mut State, board: &str, wanted: Option<u32>) -> Option<Change> {
+        let had = st.round.board_number(board);
+        let number = st.round.board_with_number(board, wanted).number;
+        if had == Some(number as usize) {
+            return None;
+        }
+        st.rev += 1;
+        Some(Change::Number {
+            board: board.to_string(),
+            wanted: Some(number),
+        })
+    }
+
+    /// A board's players: a `players` message.
+    fn make_pairing(&self, st: &mut State, board: &str, pairing: &Pairing) -> bool {
+        st.round.board_mut(board);
+        st.round
+            .info
+            .pairings
+            .insert(board.to_string(), pairing.clone());
+        let notice = Notice::Players {
+            white: Box::new(pairing.white.clone()),
+            black: Box::new(pairing.black.clone()),
+            round: None,
+        };
+        self.publish_own(st, board, notice);
+        true
+    }
+
+    /// An irregularity acknowledged: an `irregularity_acknowledged` message.
+    fn make_ack(&self, st: &mut State, board: &str, id: u64) -> Result<bool, HubError> {
+        let b = st
+            .round
+            .board(board)
+            .ok_or_else(|| HubError::NoBoard(board.to_string()))?;
+        let Some(i) = b.irregularities.iter().position(|i| i.id == id) else {
+            return Err(HubError::NoIrregularity {
+                board: board.to_string(),
+                id,
+            });
+        };
+        let irr = &mut st.round.board_mut(board).irregularities[i];
+        irr.acknowledged = true;
+        let notice = Notice::IrregularityAcknowledged {
+            irregularity: id,
+            code: irr.code,
+        };
+        self.publish_own(st, board, notice);
+        Ok(true)
+    }
+
+    /// A new round: a `players` message for every board.
+    fn make_start_round(&self, st: &mut State, info: &RoundInfo) -> bool {
+        st.rev += 1;
+        let round = info.round;
+        st.round.start_round(info.clone());
+        let ids: Vec<String> = st.round.boards().iter().map(|b| b.id.clone()).collect();
+        for id in ids {
+            let p = st.round.pairing(&id);
+            let notice = Notice::Players {
+                white: Box::new(p.white),
+                black: Box::new(p.black),
+                round: Some(round),
+            };
+            self.publish_own(st, &id, notice);
+        }
+        true
     }
 
     /// Publish a message the broadcaster makes itself (status, acknowledgement, players): the
@@ -656,8 +662,8 @@ impl Hub {
             st.backlog.pop_front();
         }
         st.backlog.push_back(msg.clone());
-        if let Some(fanout) = self.inner.fanout.get() {
-            fanout.hand(msg.clone());
+        for f in self.followers().iter() {
+            f.published(&msg);
         }
         // No receivers is fine: the backlog still has it.
         let _ = self.inner.tx.send(msg);
@@ -866,9 +872,11 @@ impl Hub {
     /// holds what piled up in [`super::fanout::gather_window`], up to
     /// [`super::fanout::MOST_GATHER`] of messages with a thousand clients).
     pub fn fanout(&self) -> &Fanout {
-        self.inner
-            .fanout
-            .get_or_init(|| Fanout::start(self.inner.cfg.channel / 4))
+        self.inner.fanout.get_or_init(|| {
+            let fanout = Arc::new(Fanout::start(self.inner.cfg.channel / 4));
+            self.follow(fanout.clone());
+            fanout
+        })
     }
 
     /// A receiver of live messages only.
@@ -918,7 +926,8 @@ impl Hub {
     /// Number of live subscribers: the event-stream clients (through the fan-out) and every
     /// other receiver of the hub.
     pub fn subscribers(&self) -> usize {
-        self.inner.tx.receiver_count() + self.inner.fanout.get().map_or(0, Fanout::receivers)
+        let followers: usize = self.followers().iter().map(|f| f.receivers()).sum();
+        self.inner.tx.receiver_count() + followers
     }
 
     /// Change the round information (event, round number, date, ...).
@@ -936,6 +945,7 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::change::{MsgKind, NoticeTag};
 
     #[test]
     fn the_round_json_is_rendered_once_per_change_and_follows_every_change() {
@@ -983,7 +993,7 @@ mod tests {
             super::super::model::GameResult::WhiteByForfeit,
         );
         let m = rx.try_recv().expect("a message");
-        assert_eq!(m.kind, MsgKind::ResultConfirmed);
+        assert_eq!(m.kind, MsgKind::Notice(NoticeTag::ResultConfirmed));
         let v: Value = serde_json::from_str(&m.json).unwrap();
         assert_eq!(
             (&v["kind"], &v["board"], &v["round"], &v["result"]),

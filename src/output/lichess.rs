@@ -29,6 +29,7 @@ use super::hub::Hub;
 use super::metrics::Part;
 use super::model::RoundState;
 use super::render;
+use tokio_util::sync::CancellationToken;
 
 /// The most games lichess takes in one broadcast round (lichess-org/api PR #500).
 pub const GAMES_PER_ROUND: u32 = 100;
@@ -586,7 +587,7 @@ impl Pusher {
     }
 
     /// Push until `stop` turns true; one last push of what changed on stop, when allowed.
-    pub async fn run(mut self, hub: Hub, mut stop: tokio::sync::watch::Receiver<bool>) {
+    pub async fn run(mut self, hub: Hub, stop: CancellationToken) {
         let mut changes = hub.changes();
         tracing::info!(
             "pushing to lichess ({}) rounds {}",
@@ -594,31 +595,31 @@ impl Pusher {
             self.cfg.rounds.join(", ")
         );
         loop {
-            if *stop.borrow() {
+            if stop.is_cancelled() {
                 break;
             }
             let pending = self.pending(&hub);
             if pending.is_empty() {
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { break },
-                    _ = stop.changed() => break,
+                    _ = stop.cancelled() => break,
                 }
                 continue;
             }
             tokio::select! {
                 _ = tokio::time::sleep_until(self.next_at) => {}
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
             }
             for i in pending {
                 if !self.send(&hub, i).await {
                     break;
                 }
-                if *stop.borrow() {
+                if stop.is_cancelled() {
                     break;
                 }
                 tokio::select! {
                     _ = tokio::time::sleep_until(self.next_at) => {}
-                    _ = stop.changed() => break,
+                    _ = stop.cancelled() => break,
                 }
             }
         }

@@ -32,6 +32,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use super::hub::Hub;
 use super::model::{BoardState, BoardStatus, RoundState};
 use super::render;
+use tokio_util::sync::CancellationToken;
 
 /// Most feeds on one connection (LiveChess clients subscribe one per board).
 pub const MAX_FEEDS: usize = 256;
@@ -39,14 +40,14 @@ pub const MAX_FEEDS: usize = 256;
 #[derive(Clone)]
 struct App {
     hub: Hub,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
     allowed_origins: Option<Arc<[String]>>,
     views: Arc<Views>,
 }
 
 /// The router of the EBoards API; connections close when `stop` turns true. Pages of any
 /// origin may connect (as to LiveChess).
-pub fn router(hub: Hub, stop: tokio::sync::watch::Receiver<bool>) -> Router {
+pub fn router(hub: Hub, stop: CancellationToken) -> Router {
     router_with(hub, stop, None)
 }
 
@@ -54,7 +55,7 @@ pub fn router(hub: Hub, stop: tokio::sync::watch::Receiver<bool>) -> Router {
 /// connect (`None`: any).
 pub fn router_with(
     hub: Hub,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
     allowed_origins: Option<Vec<String>>,
 ) -> Router {
     Router::new()
@@ -592,12 +593,7 @@ async fn send_all(socket: &mut WebSocket, out: Vec<Message>) -> bool {
     )
 }
 
-async fn client(
-    mut socket: WebSocket,
-    hub: Hub,
-    views: Arc<Views>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
+async fn client(mut socket: WebSocket, hub: Hub, views: Arc<Views>, stop: CancellationToken) {
     let _client = hub
         .metrics()
         .map(|m| m.client(super::metrics::ClientKind::LiveChess));
@@ -648,7 +644,7 @@ async fn client(
                     session.changed((!lagged).then_some(&boards), &mut out);
                 }
             },
-            _ = super::stopped(&mut stop) => break,
+            _ = stop.cancelled() => break,
         }
         if !out.is_empty() && !send_all(&mut socket, out).await {
             break;

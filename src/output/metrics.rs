@@ -3,10 +3,12 @@
 //!
 //! One [`Metrics`] per daemon run, owned by its shared context (`daemon::Ctx`) and attached
 //! to its hub ([`super::Hub::set_metrics`]). What is counted, and where:
-//! - moves, retractions, games and irregularities: in [`super::Hub::publish`], where every
-//!   core event of the live daemon passes (the delayed public hub does not count them again);
-//! - boards by link state and irregularities open: read from the hub's round model at each
-//!   scrape, so they are what `GET /api/v1/boards` says at that moment;
+//! - moves, retractions, games and irregularities: by [`CountEvents`], a follower of the live
+//!   hub, where every core event of the live daemon passes (the delayed public hub does not
+//!   count them again);
+//! - boards by link state, irregularities open and the hall check's boards: read from the
+//!   round model at each scrape ([`RoundGauges`], by [`super::hall::gauges`]), so they are
+//!   what `GET /api/v1/boards` says at that moment;
 //! - link errors: in the port task (`daemon::board_task`): frames the decoder rejected, board
 //!   dumps that repaired lost field updates, boards that reset, chained boards that missed a
 //!   reply;
@@ -22,14 +24,15 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use super::change::{Content, Follower, Published};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::hub::Hub;
-use super::model::LinkState;
+use super::model::{LinkState, RoundState};
 use crate::core::event::EventKind;
 
 /// Content type of `GET /metrics`: the Prometheus text format, version 0.0.4.
@@ -325,7 +328,7 @@ impl Metrics {
         Metrics { registry, ..m }
     }
 
-    /// Count one core event published on the live hub (called by [`Hub::publish`]).
+    /// Count one core event published on the live hub (by [`CountEvents`]).
     pub fn event(&self, kind: &EventKind) {
         match kind {
             EventKind::MoveMade { .. } => self.moves.inc(),
@@ -422,36 +425,52 @@ impl Metrics {
             .collect()
     }
 
-    /// The exposition (Prometheus text format), with the gauges read from `hub`'s round model
-    /// now (boards by link state, irregularities open, the hall check's boards).
-    pub fn encode(&self, hub: &Hub) -> String {
-        let (states, open) = hub.with_round(|r| {
-            let mut states = [0i64; LINK_STATES.len()];
-            let mut open = 0;
-            for b in r.boards() {
-                let link = b.link();
-                if let Some(i) = LINK_STATES.iter().position(|s| *s == link) {
-                    states[i] += 1;
-                }
-                open += b.open_irregularities().filter(|i| !i.resolved).count() as i64;
-            }
-            (states, open)
-        });
-        for (state, n) in LINK_STATES.iter().zip(states) {
+    /// The exposition (Prometheus text format), with the gauges of the round as it stands now
+    /// (`gauges`: read by [`super::hall::gauges`]).
+    pub fn encode(&self, gauges: &RoundGauges) -> String {
+        for (state, n) in LINK_STATES.iter().zip(gauges.boards) {
             self.boards
                 .get_or_create(&StateLabels {
                     state: link_state_name(*state),
                 })
                 .set(n);
         }
-        self.irregularities_open.set(open);
-        let hall = super::hall::round_check(hub, None);
-        self.hall[0].set(hall.boards_checked as i64);
-        self.hall[1].set(hall.boards_ready as i64);
+        self.irregularities_open.set(gauges.irregularities_open);
+        self.hall[0].set(gauges.hall_checked);
+        self.hall[1].set(gauges.hall_ready);
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// What the gauges of a scrape read from the round as it stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoundGauges {
+    /// Boards by link state, in the order of the exposition.
+    pub boards: [i64; LINK_STATES.len()],
+    /// Irregularities raised and not resolved.
+    pub irregularities_open: i64,
+    /// Boards the hall check looked at.
+    pub hall_checked: i64,
+    /// Boards the hall check found ready.
+    pub hall_ready: i64,
+}
+
+impl RoundGauges {
+    /// Count the boards by link state and their open irregularities in `round`.
+    pub fn count(round: &RoundState) -> RoundGauges {
+        let mut gauges = RoundGauges::default();
+        for b in round.boards() {
+            let link = b.link();
+            if let Some(i) = LINK_STATES.iter().position(|s| *s == link) {
+                gauges.boards[i] += 1;
+            }
+            gauges.irregularities_open +=
+                b.open_irregularities().filter(|i| !i.resolved).count() as i64;
+        }
+        gauges
     }
 }
 
@@ -473,10 +492,22 @@ impl Drop for ClientGuard {
     }
 }
 
+/// Counts the events of the hub it follows into the metrics (the live hub's; see
+/// [`super::Hub::set_metrics`]).
+pub struct CountEvents(pub std::sync::Arc<Metrics>);
+
+impl Follower for CountEvents {
+    fn published(&self, message: &std::sync::Arc<Published>) {
+        if let Content::Event(event) = &message.content {
+            self.0.event(&event.kind);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::{HubConfig, RoundInfo};
+    use crate::output::{Hub, HubConfig, RoundInfo};
 
     #[test]
     fn every_fixed_series_is_there_at_zero_and_clients_come_and_go() {
@@ -488,7 +519,7 @@ mod tests {
             HubConfig::default(),
         );
         let m = Metrics::new();
-        let text = m.encode(&hub);
+        let text = m.encode(&crate::output::hall::gauges(&hub));
         for line in [
             "eboardd_boards{state=\"unknown\"} 2",
             "eboardd_boards{state=\"active\"} 0",
@@ -506,12 +537,18 @@ mod tests {
         // Registered, shown once it has a value.
         assert!(!text.contains("lichess_push"), "{text}");
         let g = m.client(ClientKind::Ws);
-        assert!(m.encode(&hub).contains("eboardd_clients{kind=\"ws\"} 1"));
+        assert!(
+            m.encode(&crate::output::hall::gauges(&hub))
+                .contains("eboardd_clients{kind=\"ws\"} 1")
+        );
         drop(g);
-        assert!(m.encode(&hub).contains("eboardd_clients{kind=\"ws\"} 0"));
+        assert!(
+            m.encode(&crate::output::hall::gauges(&hub))
+                .contains("eboardd_clients{kind=\"ws\"} 0")
+        );
         m.lichess_push("ok");
         m.link_errors(LinkError::Repair, 2);
-        let text = m.encode(&hub);
+        let text = m.encode(&crate::output::hall::gauges(&hub));
         assert!(text.contains("eboardd_lichess_push_total{status=\"ok\"} 1"));
         assert!(text.contains("eboardd_link_errors_total{kind=\"repair\"} 2"));
     }
@@ -520,13 +557,16 @@ mod tests {
     fn failing_parts_are_listed_and_counted_until_they_heal() {
         let hub = Hub::new(RoundInfo::default(), HubConfig::default());
         let m = Metrics::new();
-        assert!(m.encode(&hub).contains("eboardd_failing{part=\"port\"} 0"));
+        assert!(
+            m.encode(&crate::output::hall::gauges(&hub))
+                .contains("eboardd_failing{part=\"port\"} 0")
+        );
         m.set_fault(Part::Port, "/dev/a", Some("Permission denied".into()));
         m.set_fault(Part::Port, "/dev/b", Some("Not a typewriter".into()));
         m.set_fault(Part::Mqtt, "127.0.0.1:1", Some("refused".into()));
         let since = m.faults()[0].since_ms;
         m.set_fault(Part::Port, "/dev/a", Some("No such file".into()));
-        let text = m.encode(&hub);
+        let text = m.encode(&crate::output::hall::gauges(&hub));
         assert!(text.contains("eboardd_failing{part=\"port\"} 2"), "{text}");
         assert!(text.contains("eboardd_failing{part=\"mqtt\"} 1"), "{text}");
         let f = m.faults();
@@ -537,7 +577,7 @@ mod tests {
         assert_eq!(f[0].since_ms, since, "still failing since the first reason");
         m.set_fault(Part::Port, "/dev/a", None);
         m.set_fault(Part::Mqtt, "127.0.0.1:1", None);
-        let text = m.encode(&hub);
+        let text = m.encode(&crate::output::hall::gauges(&hub));
         assert!(text.contains("eboardd_failing{part=\"port\"} 1"), "{text}");
         assert!(text.contains("eboardd_failing{part=\"mqtt\"} 0"), "{text}");
         assert_eq!(m.faults().len(), 1);
@@ -548,7 +588,7 @@ mod tests {
         use crate::core::event::CoreEvent;
         use std::sync::Arc;
         let live = Hub::new(RoundInfo::default(), HubConfig::default());
-        let public = live.delayed(std::time::Duration::from_millis(1));
+        let public = crate::output::delay::public(&live, std::time::Duration::from_millis(1));
         let m = Arc::new(Metrics::new());
         live.set_metrics(m.clone());
         let fen = shakmaty::fen::Fen::from_position(
@@ -564,7 +604,7 @@ mod tests {
             EventKind::MoveMade {
                 ply: 1,
                 san: "e4".into(),
-                uci: "e2e4".into(),
+                uci: "e2e4".parse().unwrap(),
                 fen,
                 recovered: false,
             },
@@ -584,7 +624,7 @@ mod tests {
         while public.last_seq() < 2 {
             changes.changed().await.unwrap();
         }
-        let text = m.encode(&live);
+        let text = m.encode(&crate::output::hall::gauges(&live));
         assert!(text.contains("eboardd_moves_total 1\n"), "{text}");
         assert!(text.contains("eboardd_games_total 1\n"), "{text}");
         let guard = public
@@ -592,7 +632,7 @@ mod tests {
             .expect("lent")
             .client(ClientKind::LiveChess);
         assert!(
-            m.encode(&live)
+            m.encode(&crate::output::hall::gauges(&live))
                 .contains("eboardd_clients{kind=\"livechess\"} 1")
         );
         drop(guard);

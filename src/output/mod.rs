@@ -40,7 +40,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use change::{Change, Content, MsgKind, Notice};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+pub use change::{Change, Content, EventTag, MsgKind, Notice, NoticeTag};
 pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Published, Start};
 pub use model::{BoardStatus, LinkState, Pairing, Player, PlayerError, RoundInfo, RoundState};
 pub use mqtt::{MqttBroker, MqttConfig};
@@ -154,28 +158,31 @@ pub struct Outputs {
     pub public: Option<Hub>,
     /// The lichess pusher's report, when pushing.
     pub lichess: Option<Arc<lichess::LichessReport>>,
-    stop: tokio::sync::watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    stop: CancellationToken,
+    tasks: JoinSet<()>,
 }
 
 impl Outputs {
     /// Stop every output (a last relay write, MQTT offline status) and wait for them.
-    pub async fn shutdown(self) {
-        self.stop.send_replace(true);
-        for mut t in self.tasks {
-            if tokio::time::timeout(Duration::from_secs(5), &mut t)
-                .await
-                .is_err()
-            {
-                t.abort();
-            }
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        let all = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(Duration::from_secs(5), all)
+            .await
+            .is_err()
+        {
+            tracing::warn!("some outputs did not stop in time: aborted");
+            self.tasks.shutdown().await;
         }
     }
 }
 
-/// Resolves once `stop` is true (or its sender is gone).
-async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
+/// Outputs let go without [`Outputs::shutdown`] (a start that failed half-way) stop at once:
+/// their listeners are closed, their tasks end (and the set aborts what is left).
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 async fn bind(
@@ -219,35 +226,17 @@ pub fn limits(cfg: &OutputConfig) -> server::Limits {
 /// Start the configured outputs on `hub`. Must run inside a tokio runtime. Listening
 /// addresses are bound before it returns (port 0 picks a free port; see [`Outputs`]).
 pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError> {
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let mut tasks = Vec::new();
     let mut out = Outputs {
         http: None,
         livechess: None,
         mqtt: None,
         public: None,
         lichess: None,
-        stop,
-        tasks: Vec::new(),
+        stop: CancellationToken::new(),
+        tasks: JoinSet::new(),
     };
-    // With a broadcast delay, every public output reads the delayed hub; the live one is only
-    // for requests that present the token.
     let live = hub;
-    let hub = match cfg.delay.filter(|d| !d.is_zero()) {
-        Some(delay) => {
-            let public = live.delayed(delay);
-            tracing::info!(
-                "broadcast delay {} s: public outputs show the round as it stood then",
-                delay.as_secs_f64()
-            );
-            out.public = Some(public.clone());
-            public
-        }
-        None => {
-            live.undelayed();
-            live.clone()
-        }
-    };
+    let hub = out.public_hub(&live, cfg);
     let limiter = server::Limiter::new(limits(cfg));
     if cfg.http.is_some() || cfg.livechess.is_some() {
         let l = limiter.limits();
@@ -261,82 +250,159 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
             l.write_stall
         );
     }
-    let lichess = match &cfg.lichess {
-        Some(l) => {
-            let report = lichess::LichessReport::new(l);
-            let pusher =
-                lichess::Pusher::new(l.clone(), report.clone()).map_err(OutputError::Lichess)?;
-            tasks.push(tokio::spawn(pusher.run(hub.clone(), stop_rx.clone())));
-            Some(report)
-        }
-        None => None,
-    };
-    out.lichess = lichess.clone();
+    if let Some(l) = &cfg.lichess {
+        out.start_lichess(&hub, l)?;
+    }
     if let Some(addr) = cfg.http {
+        out.start_http(addr, &live, cfg, &limiter).await?;
+    }
+    if let Some(addr) = cfg.livechess {
+        out.start_livechess(addr, &hub, cfg, &limiter).await?;
+    }
+    if let Some(dir) = &cfg.relay_dir {
+        out.start_relay(dir, &hub, cfg)?;
+    }
+    if let Some(m) = &cfg.mqtt {
+        out.start_mqtt(&hub, m);
+    }
+    Ok(out)
+}
+
+impl Outputs {
+    /// The hub the public outputs read: with a broadcast delay the delayed public hub (the live
+    /// one is only for requests that present the token), else the live hub itself.
+    fn public_hub(&mut self, live: &Hub, cfg: &OutputConfig) -> Hub {
+        match cfg.delay.filter(|d| !d.is_zero()) {
+            Some(delay) => {
+                let public = delay::public(live, delay);
+                tracing::info!(
+                    "broadcast delay {} s: public outputs show the round as it stood then",
+                    delay.as_secs_f64()
+                );
+                self.public = Some(public.clone());
+                public
+            }
+            None => {
+                delay::stop(live);
+                live.clone()
+            }
+        }
+    }
+
+    /// The lichess pusher.
+    fn start_lichess(
+        &mut self,
+        hub: &Hub,
+        cfg: &lichess::LichessConfig,
+    ) -> Result<(), OutputError> {
+        let report = lichess::LichessReport::new(cfg);
+        let pusher =
+            lichess::Pusher::new(cfg.clone(), report.clone()).map_err(OutputError::Lichess)?;
+        self.tasks.spawn(pusher.run(hub.clone(), self.stop.clone()));
+        self.lichess = Some(report);
+        Ok(())
+    }
+
+    /// The HTTP API, page and event streams on `addr` (the live hub: a request with the token
+    /// reads it, the others the public one).
+    async fn start_http(
+        &mut self,
+        addr: SocketAddr,
+        live: &Hub,
+        cfg: &OutputConfig,
+        limiter: &Arc<server::Limiter>,
+    ) -> Result<(), OutputError> {
         let listener = bind("HTTP", addr).await?;
-        out.http = listener.local_addr().ok();
+        self.http = listener.local_addr().ok();
         let router = http::router_with(http::HttpOptions {
             hub: live.clone(),
-            public: out.public.clone(),
+            public: self.public.clone(),
             token: cfg.token.clone(),
-            stop: stop_rx.clone(),
+            stop: self.stop.clone(),
             allowed_origins: cfg.allowed_origins.clone(),
             body_timeout: limiter.limits().body_timeout,
             round_file: cfg.round_file.clone(),
-            lichess,
+            lichess: self.lichess.clone(),
         });
         server::warn_if_exposed("the HTTP API", &addr);
-        tasks.push(server::serve(
+        let stop = self.stop.clone();
+        self.tasks.spawn(server::serve(
             "HTTP",
             listener,
             router,
             limiter.clone(),
-            stop_rx.clone(),
+            stop,
         ));
-        tracing::info!("HTTP API and page on http://{}", out.http.unwrap_or(addr));
+        tracing::info!("HTTP API and page on http://{}", self.http.unwrap_or(addr));
+        Ok(())
     }
-    if let Some(addr) = cfg.livechess {
+
+    /// The LiveChess-compatible API on `addr`.
+    async fn start_livechess(
+        &mut self,
+        addr: SocketAddr,
+        hub: &Hub,
+        cfg: &OutputConfig,
+        limiter: &Arc<server::Limiter>,
+    ) -> Result<(), OutputError> {
         let listener = bind("LiveChess API", addr).await?;
-        out.livechess = listener.local_addr().ok();
+        self.livechess = listener.local_addr().ok();
         server::warn_if_exposed("the LiveChess API", &addr);
-        tasks.push(server::serve(
+        let router = livechess::router_with(
+            hub.clone(),
+            self.stop.clone(),
+            cfg.livechess_allowed_origins.clone(),
+        );
+        let stop = self.stop.clone();
+        self.tasks.spawn(server::serve(
             "LiveChess",
             listener,
-            livechess::router_with(
-                hub.clone(),
-                stop_rx.clone(),
-                cfg.livechess_allowed_origins.clone(),
-            ),
+            router,
             limiter.clone(),
-            stop_rx.clone(),
+            stop,
         ));
         tracing::info!(
             "LiveChess EBoards API on ws://{}/api/v1.0",
-            out.livechess.unwrap_or(addr)
+            self.livechess.unwrap_or(addr)
         );
+        Ok(())
     }
-    if let Some(dir) = &cfg.relay_dir {
+
+    /// The relay files in `dir`.
+    fn start_relay(
+        &mut self,
+        dir: &std::path::Path,
+        hub: &Hub,
+        cfg: &OutputConfig,
+    ) -> Result<(), OutputError> {
         let writer = relay::RelayWriter::new(dir).map_err(|source| OutputError::RelayDir {
-            dir: dir.clone(),
+            dir: dir.to_path_buf(),
             source,
         })?;
         let debounce = Duration::from_millis(cfg.relay_debounce_ms.unwrap_or(300));
-        tasks.push(tokio::spawn(writer.run(
-            hub.clone(),
-            debounce,
-            stop_rx.clone(),
-        )));
+        self.tasks
+            .spawn(writer.run(hub.clone(), debounce, self.stop.clone()));
         tracing::info!("relay files in {}", dir.display());
+        Ok(())
     }
-    if let Some(m) = &cfg.mqtt {
-        let (stats, task) = mqtt::spawn(hub.clone(), m.clone(), stop_rx.clone());
-        out.mqtt = Some(stats);
-        tasks.push(task);
-        let brokers: Vec<String> = m.brokers.iter().map(ToString::to_string).collect();
-        tracing::info!("MQTT to {} as {}/{}", brokers.join(", "), m.prefix, m.node);
+
+    /// The MQTT publisher.
+    fn start_mqtt(&mut self, hub: &Hub, cfg: &mqtt::MqttConfig) {
+        let (stats, task) = mqtt::spawn(hub.clone(), cfg.clone(), self.stop.clone());
+        self.mqtt = Some(stats);
+        // Aborted with the set: the handle aborts the publisher when the set drops its task.
+        let task = AbortOnDropHandle::new(task);
+        self.tasks.spawn(async move {
+            let _ = task.await;
+        });
+        let brokers: Vec<String> = cfg.brokers.iter().map(ToString::to_string).collect();
+        tracing::info!(
+            "MQTT to {} as {}/{}",
+            brokers.join(", "),
+            cfg.prefix,
+            cfg.node
+        );
     }
-    out.tasks = tasks;
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ use tokio::sync::watch;
 
 use super::hub::{Hub, Published};
 use super::mqtt_schedule::StateSchedule;
+use tokio_util::sync::CancellationToken;
 
 /// Retained states handed to the client per 50 ms tick of the publisher at most (40 a second):
 /// a broker cluster stores each one before it reads on, and the events sent after them wait
@@ -290,7 +291,7 @@ impl Topics {
 pub fn spawn(
     hub: Hub,
     cfg: MqttConfig,
-    stop: watch::Receiver<bool>,
+    stop: CancellationToken,
 ) -> (Arc<MqttStats>, tokio::task::JoinHandle<()>) {
     let stats = Arc::new(MqttStats::default());
     let node = topic_level(&cfg.node);
@@ -385,7 +386,7 @@ struct Connection {
 impl Connection {
     /// Drives the connection until `stop` turns true, then flushes what was queued (the
     /// offline status, the last events).
-    async fn run(mut self, mut stop: watch::Receiver<bool>) {
+    async fn run(mut self, stop: CancellationToken) {
         // Publishes handed to the client but not acknowledged by the broker when the connection
         // broke (in flight, or still in the client's channel). The client keeps them only for a
         // session the broker kept, and ours are clean: they go first on the next connection
@@ -395,7 +396,7 @@ impl Connection {
         let stats = self.brokers.stats.clone();
         loop {
             tokio::select! {
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
                 ev = self.eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                         if !ack.session_present {
@@ -436,7 +437,7 @@ impl Connection {
                         self.eventloop.mqtt_options = (self.options)(self.failover.current());
                         tokio::select! {
                             _ = tokio::time::sleep(wait) => {}
-                            _ = stop.changed() => break,
+                            _ = stop.cancelled() => break,
                         }
                     }
                 }
@@ -481,7 +482,7 @@ impl Publisher {
         self,
         mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>,
         mut connects: watch::Receiver<u64>,
-        mut stop: watch::Receiver<bool>,
+        stop: CancellationToken,
     ) {
         let mut queue: VecDeque<Arc<Published>> = VecDeque::new();
         let mut states = StateSchedule::default();
@@ -491,7 +492,7 @@ impl Publisher {
         let mut tick = tokio::time::interval(Duration::from_millis(50));
         loop {
             tokio::select! {
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
                 r = rx.recv() => match r {
                     Ok(m) => {
                         if queue.len() >= self.cap {

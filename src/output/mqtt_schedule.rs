@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::change::MsgKind;
+use super::change::{EventTag, MsgKind};
 
 /// The shortest time between two states of a board after changes of its game, health or
 /// players.
@@ -34,7 +34,7 @@ pub struct StateSchedule {
 impl StateSchedule {
     /// A message of `kind` about `board` was published at `now`.
     pub fn changed(&mut self, board: &Arc<str>, kind: MsgKind, now: Instant) {
-        let wait = if kind == MsgKind::Clock {
+        let wait = if kind == MsgKind::Event(EventTag::Clock) {
             AFTER_A_CLOCK
         } else {
             AFTER_A_CHANGE
@@ -85,6 +85,7 @@ impl StateSchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::change::NoticeTag;
 
     fn drain(s: &mut StateSchedule, now: Instant) -> Vec<Arc<str>> {
         let mut out = Vec::new();
@@ -100,18 +101,22 @@ mod tests {
         let t0 = Instant::now();
         let b: Arc<str> = Arc::from("board-1");
         let mut s = StateSchedule::default();
-        s.changed(&b, MsgKind::MoveMade, t0);
+        s.changed(&b, MsgKind::Event(EventTag::MoveMade), t0);
         assert_eq!(drain(&mut s, t0), vec![b.clone()]);
         // Three changes within the second: one state, a second after the last one.
         for ms in [100, 300, 900] {
-            s.changed(&b, MsgKind::MoveCompleted, t0 + Duration::from_millis(ms));
+            s.changed(
+                &b,
+                MsgKind::Event(EventTag::MoveCompleted),
+                t0 + Duration::from_millis(ms),
+            );
         }
         assert!(drain(&mut s, t0 + Duration::from_millis(999)).is_empty());
         assert_eq!(drain(&mut s, t0 + AFTER_A_CHANGE), vec![b.clone()]);
         assert!(s.is_empty());
         // Long after: at once again.
         let later = t0 + Duration::from_secs(10);
-        s.changed(&b, MsgKind::BoardStatus, later);
+        s.changed(&b, MsgKind::Notice(NoticeTag::BoardStatus), later);
         assert_eq!(drain(&mut s, later), vec![b]);
     }
 
@@ -120,16 +125,24 @@ mod tests {
         let t0 = Instant::now();
         let b: Arc<str> = Arc::from("board-1");
         let mut s = StateSchedule::default();
-        s.changed(&b, MsgKind::MoveMade, t0);
+        s.changed(&b, MsgKind::Event(EventTag::MoveMade), t0);
         drain(&mut s, t0);
         for sec in 1..=5 {
-            s.changed(&b, MsgKind::Clock, t0 + Duration::from_secs(sec));
+            s.changed(
+                &b,
+                MsgKind::Event(EventTag::Clock),
+                t0 + Duration::from_secs(sec),
+            );
             assert!(drain(&mut s, t0 + Duration::from_secs(sec)).is_empty());
         }
         let moved = t0 + Duration::from_secs(6);
-        s.changed(&b, MsgKind::MoveMade, moved);
+        s.changed(&b, MsgKind::Event(EventTag::MoveMade), moved);
         assert_eq!(drain(&mut s, moved), vec![b.clone()]);
-        s.changed(&b, MsgKind::Clock, moved + Duration::from_secs(1));
+        s.changed(
+            &b,
+            MsgKind::Event(EventTag::Clock),
+            moved + Duration::from_secs(1),
+        );
         assert!(drain(&mut s, moved + AFTER_A_CLOCK - Duration::from_millis(1)).is_empty());
         assert_eq!(drain(&mut s, moved + AFTER_A_CLOCK), vec![b]);
     }
@@ -140,7 +153,7 @@ mod tests {
         let boards: Vec<Arc<str>> = (1..=3).map(|i| Arc::from(format!("b{i}"))).collect();
         let mut s = StateSchedule::default();
         for b in &boards {
-            s.changed(b, MsgKind::MoveMade, t0);
+            s.changed(b, MsgKind::Event(EventTag::MoveMade), t0);
         }
         drain(&mut s, t0);
         let t1 = t0 + Duration::from_millis(10);

@@ -40,15 +40,15 @@ use serde::Deserialize;
 use serde_json::Value;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Outcome, fen::Fen};
-use tokio::sync::watch;
 
-use super::change::MsgKind;
+use super::change::{MsgKind, NoticeTag};
 use super::hub::Hub;
 use super::model::{BoardStatus, LinkState, Pairing};
 use super::mqtt::{Failover, MqttBroker};
 use crate::core::event::{CompletedBy, CoreEvent, EndReason, EventKind};
 use crate::core::game::GameRecord;
 use crate::core::observation::Micros;
+use tokio_util::sync::CancellationToken;
 
 /// Where to read the round from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,26 +229,26 @@ impl Assembler {
 
     fn event(&mut self, hub: &Hub, id: &str, v: &Value) {
         match MsgKind::deserialize(&v["kind"]).ok() {
-            Some(MsgKind::BoardStatus) => {
+            Some(MsgKind::Notice(NoticeTag::BoardStatus)) => {
                 if let Ok(status) = serde_json::from_value::<BoardStatus>(v["status"].clone()) {
                     hub.set_status(id, status);
                 }
             }
-            Some(MsgKind::Players) => {
+            Some(MsgKind::Notice(NoticeTag::Players)) => {
                 let pairing = Pairing {
                     white: serde_json::from_value(v["white"].clone()).unwrap_or_default(),
                     black: serde_json::from_value(v["black"].clone()).unwrap_or_default(),
                 };
                 let _ = hub.set_pairing(id, pairing);
             }
-            Some(MsgKind::ResultConfirmed) => {
+            Some(MsgKind::Notice(NoticeTag::ResultConfirmed)) => {
                 let round = v["round"].as_u64().and_then(|r| u32::try_from(r).ok());
                 let result = serde_json::from_value(v["result"].clone()).ok();
                 if let (Some(round), Some(result)) = (round, result) {
                     hub.set_result(round, id, result);
                 }
             }
-            Some(MsgKind::IrregularityAcknowledged) => {
+            Some(MsgKind::Notice(NoticeTag::IrregularityAcknowledged)) => {
                 let theirs = v["irregularity"].as_u64().unwrap_or(0);
                 if let Some(&ours) = self.irregularities.get(&(id.to_string(), theirs)) {
                     let _ = hub.acknowledge(id, ours);
@@ -338,7 +338,7 @@ enum Place {
 
 /// Where move `uci` at ply `ply` of game `game` (`move_made`; `None`: the `move_completed` of
 /// ply `ply`) stands against board `id`'s game in `hub`.
-fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&str>) -> Place {
+fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&UciMove>) -> Place {
     hub.with_round(|r| {
         let Some(g) = r.board(id).and_then(|b| b.games.last()) else {
             return Place::Beyond;
@@ -363,7 +363,7 @@ fn place(hub: &Hub, id: &str, game: u32, ply: u32, uci: Option<&str>) -> Place {
         let had = ply
             .checked_sub(1)
             .and_then(|i| g.moves.get(i as usize))
-            .is_some_and(|m| m.uci == uci);
+            .is_some_and(|m| UciMove::from_move(m.mv, g.mode) == *uci);
         if had { Place::Had } else { Place::Beyond }
     })
 }
@@ -519,17 +519,11 @@ fn with_moves(
     ended: bool,
 ) -> Vec<CoreEvent> {
     for (i, m) in game.moves.iter().enumerate().skip(from) {
-        events.push(CoreEvent {
+        events.extend(game.move_made(i).map(|kind| CoreEvent {
             t: m.made_at,
             game: game.number,
-            kind: EventKind::MoveMade {
-                ply: i as u32 + 1,
-                san: m.san.clone(),
-                uci: m.uci.clone(),
-                fen: m.fen.clone(),
-                recovered: m.recovered,
-            },
-        });
+            kind,
+        }));
         if let Some(by) = m.completed {
             events.push(completed(game.number, i + 1, m, by));
         }
@@ -615,11 +609,7 @@ pub fn game_from_json(g: &Value) -> Option<GameRecord> {
 /// Read the round from the broker into `hub` until `stop` turns true; reconnects with backoff,
 /// to the next broker of the list (a cluster's nodes) each time a connection breaks or cannot
 /// be made.
-pub fn spawn(
-    hub: Hub,
-    cfg: SourceConfig,
-    mut stop: watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
+pub fn spawn(hub: Hub, cfg: SourceConfig, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     let prefix = super::mqtt::topic_level(&cfg.prefix);
     let client_id = format!("eboardd-round-{}", std::process::id());
     let mut failover = Failover::new(cfg.brokers);
@@ -646,7 +636,7 @@ pub fn spawn(
         let mut connected = false;
         loop {
             let broken = tokio::select! {
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
                 ev = eventloop.poll() => match ev {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
                         failover.connected();
@@ -684,7 +674,7 @@ pub fn spawn(
                 eventloop.mqtt_options = options(failover.current());
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = stop.changed() => break,
+                    _ = stop.cancelled() => break,
                 }
             }
         }
@@ -695,6 +685,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::change::EventTag;
 
     #[test]
     fn topics_of_every_node_are_recognised() {
@@ -760,7 +751,7 @@ mod tests {
         use crate::output::{HubConfig, RoundInfo};
         let node = node_side();
         let moves: Vec<usize> = (0..node.len())
-            .filter(|&i| node[i].0 == MsgKind::MoveMade)
+            .filter(|&i| node[i].0 == MsgKind::Event(EventTag::MoveMade))
             .collect();
         assert!(moves.len() > 20, "{} moves", moves.len());
         let round = Hub::new(RoundInfo::default(), HubConfig::default());
@@ -819,8 +810,10 @@ mod tests {
         while let Ok(m) = stream.try_recv() {
             let v: Value = serde_json::from_str(&m.json).unwrap();
             match m.kind {
-                MsgKind::MoveMade => made.push((v["ply"].as_u64().unwrap(), v["uci"].clone())),
-                MsgKind::MoveCompleted => done.push(v["ply"].as_u64().unwrap()),
+                MsgKind::Event(EventTag::MoveMade) => {
+                    made.push((v["ply"].as_u64().unwrap(), v["uci"].clone()))
+                }
+                MsgKind::Event(EventTag::MoveCompleted) => done.push(v["ply"].as_u64().unwrap()),
                 _ => {}
             }
         }
@@ -834,7 +827,7 @@ mod tests {
         assert_eq!(made, theirs);
         let theirs: Vec<u64> = node
             .iter()
-            .filter(|(k, _, _)| *k == MsgKind::MoveCompleted)
+            .filter(|(k, _, _)| *k == MsgKind::Event(EventTag::MoveCompleted))
             .map(|(_, json, _)| {
                 serde_json::from_slice::<Value>(json).unwrap()["ply"]
                     .as_u64()
@@ -851,7 +844,7 @@ mod tests {
         use shakmaty::Position;
         let node = node_side();
         let moves: Vec<usize> = (0..node.len())
-            .filter(|&i| node[i].0 == MsgKind::MoveMade)
+            .filter(|&i| node[i].0 == MsgKind::Event(EventTag::MoveMade))
             .collect();
         let round = Hub::new(RoundInfo::default(), HubConfig::default());
         let mut a = Assembler::default();
@@ -910,16 +903,21 @@ mod tests {
         assert_eq!(game(&round), want);
         let kinds: Vec<(MsgKind, Value)> = std::iter::from_fn(|| stream.try_recv().ok())
             .map(|m| (m.kind, serde_json::from_str::<Value>(&m.json).unwrap()))
-            .filter(|(k, _)| matches!(k, MsgKind::MoveMade | MsgKind::MoveRetracted))
+            .filter(|(k, _)| {
+                matches!(
+                    k,
+                    MsgKind::Event(EventTag::MoveMade) | MsgKind::Event(EventTag::MoveRetracted)
+                )
+            })
             .collect();
         assert_eq!(kinds.len(), 2, "{kinds:?}");
         assert_eq!(
             (kinds[0].0, kinds[0].1["ply"].as_u64()),
-            (MsgKind::MoveRetracted, Some(6))
+            (MsgKind::Event(EventTag::MoveRetracted), Some(6))
         );
         assert_eq!(
             (kinds[1].0, kinds[1].1["uci"].as_str()),
-            (MsgKind::MoveMade, Some(alt.as_str()))
+            (MsgKind::Event(EventTag::MoveMade), Some(alt.as_str()))
         );
         // Events sent again (QoS 1 after a broken connection), or older than the state read:
         // nothing taken twice.

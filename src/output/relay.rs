@@ -20,6 +20,7 @@ use super::files::{DIR_MODE, open_dir, open_subdir, write_at};
 use super::hub::Hub;
 use super::model::RoundState;
 use super::render;
+use tokio_util::sync::CancellationToken;
 
 /// Content type of the JSON files.
 const JSON: &str = super::files::JSON_TYPE;
@@ -236,12 +237,7 @@ impl RelayWriter {
 
     /// Keep the files current until `stop` turns true: coalesce changes for `debounce`, then
     /// write; a final write on stop.
-    pub async fn run(
-        mut self,
-        hub: Hub,
-        debounce: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
+    pub async fn run(mut self, hub: Hub, debounce: Duration, stop: CancellationToken) {
         let mut changes = hub.changes();
         loop {
             if let Err(e) = self.flush(&hub) {
@@ -249,11 +245,11 @@ impl RelayWriter {
             }
             tokio::select! {
                 r = changes.changed() => if r.is_err() { break },
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
             }
             tokio::select! {
                 _ = tokio::time::sleep(debounce) => {}
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
             }
         }
         if let Err(e) = self.flush(&hub) {
@@ -312,7 +308,7 @@ mod tests {
                 EventKind::MoveMade {
                     ply: 1,
                     san: "e4".into(),
-                    uci: "e2e4".into(),
+                    uci: "e2e4".parse().unwrap(),
                     fen: "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1".into(),
                     recovered: false,
                 },

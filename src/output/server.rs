@@ -14,6 +14,7 @@ use axum::Router;
 use axum::http::{HeaderValue, header};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
 
 /// Descriptors kept free besides boards and client connections, at least: listening sockets,
 /// relay files being written, a capture of the next day opened before the old one is closed,
@@ -286,21 +287,22 @@ pub fn security_headers(router: Router) -> Router {
     ))
 }
 
-/// Serve `router` on `listener` until `stop` turns true, within `limiter`'s caps.
+/// Serve `router` on `listener` until `stop` is cancelled, within `limiter`'s caps: the
+/// server's accept loop, for the caller to run as a task.
 pub fn serve(
     what: &'static str,
     listener: tokio::net::TcpListener,
     router: Router,
     limiter: Arc<Limiter>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let router = security_headers(router);
-    tokio::spawn(async move {
+    async move {
         let mut refused_logged: Option<std::time::Instant> = None;
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
-                _ = super::stopped(&mut stop) => break,
+                _ = stop.cancelled() => break,
             };
             let (tcp, peer) = match accepted {
                 Ok(a) => a,
@@ -329,7 +331,7 @@ pub fn serve(
             let io = hyper_util::rt::TokioIo::new(Guarded::new(tcp, limiter.limits.write_stall));
             let svc = hyper_util::service::TowerToHyperService::new(router.clone());
             let header_timeout = limiter.limits.header_timeout;
-            let mut stop = stop.clone();
+            let stop = stop.clone();
             tokio::spawn(async move {
                 let _permit = permit;
                 let conn = hyper::server::conn::http1::Builder::new()
@@ -342,7 +344,7 @@ pub fn serve(
                 let mut conn = std::pin::pin!(conn);
                 let finished = tokio::select! {
                     _ = conn.as_mut() => true,
-                    _ = super::stopped(&mut stop) => false,
+                    _ = stop.cancelled() => false,
                 };
                 if !finished {
                     conn.as_mut().graceful_shutdown();
@@ -350,7 +352,7 @@ pub fn serve(
                 }
             });
         }
-    })
+    }
 }
 
 #[cfg(test)]

@@ -175,15 +175,7 @@ impl Timeline {
     /// records merged (`stream`: as they are played, else now).
     pub(super) fn lay_out(mut files: Vec<Laid>, layout: Layout, stream: bool) -> Timeline {
         files.retain(|(_, header, _, _)| !header.is_line());
-        let created: Vec<_> = files.iter().map(|(_, h, _, _)| h.created()).collect();
-        let origin = created.iter().flatten().min().copied();
-        let offsets: Vec<Micros> = created
-            .iter()
-            .map(|c| match (layout, origin, c) {
-                (Layout::AsRecorded, Some(o), Some(c)) => (*c - o).num_microseconds().unwrap_or(0),
-                _ => 0,
-            })
-            .collect();
+        let (origin, offsets) = offsets(&files, layout);
         let summaries: Vec<(&str, &Summary)> =
             files.iter().map(|(l, _, s, _)| (l.as_str(), s)).collect();
         let names = names(&summaries, &offsets, layout);
@@ -191,67 +183,8 @@ impl Timeline {
             origin,
             ..Timeline::default()
         };
-        // Devices in the order of their first record in the merge (see `Key`), then those a
-        // header lists without records; one name is one device.
-        let mut firsts: Vec<((Micros, usize, usize), usize, &str)> = Vec::new();
-        for (fi, (_, _, summary, _)) in files.iter().enumerate() {
-            for (id, span) in &summary.spans {
-                let (t, pos) = span.first;
-                firsts.push(((offsets[fi] + t, fi, pos), fi, id));
-            }
-        }
-        firsts.sort();
-        let mut index: BTreeMap<String, usize> = BTreeMap::new();
-        let unrecorded = files.iter().enumerate().flat_map(|(fi, (_, _, s, _))| {
-            names[fi]
-                .keys()
-                .filter(|id| !s.spans.contains_key(*id))
-                .map(move |id| (fi, id.as_str()))
-        });
-        for (fi, id) in firsts.iter().map(|&(_, fi, id)| (fi, id)).chain(unrecorded) {
-            let name = &names[fi][id];
-            if index.contains_key(name) {
-                continue;
-            }
-            let (setup, warning) = Setup::of(&files[fi].1, id, name.clone());
-            plan.warnings.extend(warning);
-            plan.devices.push(setup);
-            index.insert(name.clone(), plan.devices.len() - 1);
-        }
-        // Tags over time: each header's from its capture's start (before its first record),
-        // for its board or every device it has; then the `set_tags` records.
-        let mut changes: Vec<((Micros, usize, usize), &str, &TagUpdate)> = Vec::new();
-        let mut header_tags = Vec::new();
-        for (fi, (_, header, summary, _)) in files.iter().enumerate() {
-            if let Some(update) = header.tags() {
-                header_tags.push((fi, update));
-            }
-            for ((t, pos), id, update) in &summary.set_tags {
-                changes.push((
-                    (offsets[fi] + t, fi, pos + 1),
-                    names[fi][id].as_str(),
-                    update,
-                ));
-            }
-        }
-        for (fi, update) in &header_tags {
-            let key = (offsets[*fi], *fi, 0);
-            match files[*fi].1.board() {
-                Some(board) => {
-                    let name = names[*fi].get(board).map_or(board, String::as_str);
-                    changes.push((key, name, update));
-                }
-                None => changes.extend(names[*fi].values().map(|n| (key, n.as_str(), update))),
-            }
-        }
-        changes.sort_by_key(|(key, _, _)| *key);
-        // Per name: the tags now, and from each time on.
-        let mut tags: BTreeMap<&str, (GameTags, TagsOverTime)> = BTreeMap::new();
-        for ((t, _, _), name, update) in changes {
-            let (now, list) = tags.entry(name).or_default();
-            now.apply(update);
-            list.push((t, now.clone()));
-        }
+        let index = plan.set_up_devices(&files, &names, &offsets);
+        let mut tags = tags_by_name(&files, &names, &offsets);
         plan.tags = plan
             .devices
             .iter()
@@ -279,6 +212,43 @@ impl Timeline {
             plan.steps = Steps::Memory(std::mem::take(&mut plan.steps).into_memory());
         }
         plan
+    }
+
+    /// Sets up one device per name (`names`: each file's device ids to their names), in the
+    /// order of their first record in the merge (see `Key`), then those a header lists without
+    /// records; the index of each name's device.
+    fn set_up_devices(
+        &mut self,
+        files: &[Laid],
+        names: &[BTreeMap<String, String>],
+        offsets: &[Micros],
+    ) -> BTreeMap<String, usize> {
+        let mut firsts: Vec<((Micros, usize, usize), usize, &str)> = Vec::new();
+        for (fi, (_, _, summary, _)) in files.iter().enumerate() {
+            for (id, span) in &summary.spans {
+                let (t, pos) = span.first;
+                firsts.push(((offsets[fi] + t, fi, pos), fi, id));
+            }
+        }
+        firsts.sort();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        let unrecorded = files.iter().enumerate().flat_map(|(fi, (_, _, s, _))| {
+            names[fi]
+                .keys()
+                .filter(|id| !s.spans.contains_key(*id))
+                .map(move |id| (fi, id.as_str()))
+        });
+        for (fi, id) in firsts.iter().map(|&(_, fi, id)| (fi, id)).chain(unrecorded) {
+            let name = &names[fi][id];
+            if index.contains_key(name) {
+                continue;
+            }
+            let (setup, warning) = Setup::of(&files[fi].1, id, name.clone());
+            self.warnings.extend(warning);
+            self.devices.push(setup);
+            index.insert(name.clone(), self.devices.len() - 1);
+        }
+        index
     }
 
     /// Keeps only the records up to replay time `t` (a round in mid-play).
@@ -452,6 +422,63 @@ pub(super) fn labels(files: &[PathBuf]) -> Vec<String> {
             if *n == 1 { l } else { format!("{l}#{n}") }
         })
         .collect()
+}
+
+/// When the layout plays captures as recorded, the earliest capture's start and each
+/// capture's offset from it (all 0 otherwise).
+fn offsets(files: &[Laid], layout: Layout) -> (Option<DateTime<FixedOffset>>, Vec<Micros>) {
+    let created: Vec<_> = files.iter().map(|(_, h, _, _)| h.created()).collect();
+    let origin = created.iter().flatten().min().copied();
+    let offsets = created
+        .iter()
+        .map(|c| match (layout, origin, c) {
+            (Layout::AsRecorded, Some(o), Some(c)) => (*c - o).num_microseconds().unwrap_or(0),
+            _ => 0,
+        })
+        .collect();
+    (origin, offsets)
+}
+
+/// The tags of each device name over time: each header's from its capture's start (before its
+/// first record), for its board or every device it has; then the `set_tags` records. Per
+/// name: the tags now, and from each time on.
+fn tags_by_name<'a>(
+    files: &'a [Laid],
+    names: &'a [BTreeMap<String, String>],
+    offsets: &[Micros],
+) -> BTreeMap<&'a str, (GameTags, TagsOverTime)> {
+    let mut changes: Vec<((Micros, usize, usize), &str, &TagUpdate)> = Vec::new();
+    let mut header_tags = Vec::new();
+    for (fi, (_, header, summary, _)) in files.iter().enumerate() {
+        if let Some(update) = header.tags() {
+            header_tags.push((fi, update));
+        }
+        for ((t, pos), id, update) in &summary.set_tags {
+            changes.push((
+                (offsets[fi] + t, fi, pos + 1),
+                names[fi][id].as_str(),
+                update,
+            ));
+        }
+    }
+    for (fi, update) in &header_tags {
+        let key = (offsets[*fi], *fi, 0);
+        match files[*fi].1.board() {
+            Some(board) => {
+                let name = names[*fi].get(board).map_or(board, String::as_str);
+                changes.push((key, name, update));
+            }
+            None => changes.extend(names[*fi].values().map(|n| (key, n.as_str(), update))),
+        }
+    }
+    changes.sort_by_key(|(key, _, _)| *key);
+    let mut tags: BTreeMap<&str, (GameTags, TagsOverTime)> = BTreeMap::new();
+    for ((t, _, _), name, update) in changes {
+        let (now, list) = tags.entry(name).or_default();
+        now.apply(update);
+        list.push((t, now.clone()));
+    }
+    tags
 }
 
 /// Per capture (label, summary), the replay name of each of its device ids ([`Layout`]).

@@ -107,7 +107,7 @@ mod tests {
         event(EventKind::MoveMade {
             ply: 1,
             san: san.into(),
-            uci: "e2e4".into(),
+            uci: "e2e4".parse().unwrap(),
             fen: String::new(),
             recovered: false,
         })

@@ -535,6 +535,35 @@ impl World {
     }
 }
 
+/// A property of an interface: its name, type and getter, from the world.
+macro_rules! prop {
+    ($b:expr, $w:expr, $name:literal, $ty:ty, $f:expr) => {{
+        let w = $w.clone();
+        let f: fn(&World, Node) -> Result<$ty, MethodErr> = $f;
+        $b.property::<$ty, _>($name)
+            .get(move |_, n: &mut Node| f(&lock(&w), *n));
+    }};
+}
+
+/// The board a node belongs to (`usize::MAX` for the root and the adapter).
+fn dev(n: Node) -> usize {
+    match n {
+        Node::Device(i) | Node::Service(i, _) | Node::Char(i, _) => i,
+        _ => usize::MAX,
+    }
+}
+
+/// The board and characteristic of a characteristic's node, and the characteristic's index.
+fn ch(w: &World, n: Node) -> Result<(&Board, &CharState, usize), MethodErr> {
+    match n {
+        Node::Char(i, c) => {
+            let b = w.board(i)?;
+            Ok((b, &b.chars[c], c))
+        }
+        _ => Err(MethodErr::no_property("characteristic")),
+    }
+}
+
 /// Registers the interfaces; returns (adapter, device, service, characteristic) tokens.
 fn register(
     cr: &mut Crossroads,
@@ -545,253 +574,266 @@ fn register(
     IfaceToken<Node>,
     IfaceToken<Node>,
 ) {
-    macro_rules! prop {
-        ($b:expr, $w:expr, $name:literal, $ty:ty, $f:expr) => {{
-            let w = $w.clone();
-            let f: fn(&World, Node) -> Result<$ty, MethodErr> = $f;
-            $b.property::<$ty, _>($name)
-                .get(move |_, n: &mut Node| f(&lock(&w), *n));
-        }};
-    }
-    fn dev(n: Node) -> usize {
-        match n {
-            Node::Device(i) | Node::Service(i, _) | Node::Char(i, _) => i,
-            _ => usize::MAX,
-        }
-    }
     let adapter = cr.register(ADAPTER_IFACE, |b: &mut IfaceBuilder<Node>| {
-        prop!(b, w, "Address", String, |_, _| Ok(ADAPTER_ADDRESS.into()));
-        prop!(b, w, "AddressType", String, |_, _| Ok("public".into()));
-        prop!(b, w, "Name", String, |_, _| Ok("eboardd-standin".into()));
-        prop!(b, w, "Alias", String, |_, _| Ok("eboardd-standin".into()));
-        prop!(b, w, "Powered", bool, |_, _| Ok(true));
-        prop!(b, w, "Discoverable", bool, |_, _| Ok(false));
-        prop!(b, w, "Pairable", bool, |_, _| Ok(false));
-        prop!(b, w, "Discovering", bool, |w, _| Ok(!w
-            .discovering
-            .is_empty()));
-        prop!(b, w, "UUIDs", Vec<String>, |_, _| Ok(Vec::new()));
-        let w1 = w.clone();
-        b.method("StartDiscovery", (), (), move |ctx, _, ()| {
-            let client = ctx
-                .message()
-                .sender()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            lock(&w1).set_discovering(client, true)
-        });
-        let w2 = w.clone();
-        b.method("StopDiscovery", (), (), move |ctx, _, ()| {
-            let client = ctx
-                .message()
-                .sender()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            lock(&w2).set_discovering(client, false)
-        });
-        let w3 = w.clone();
-        b.method(
-            "SetDiscoveryFilter",
-            ("filter",),
-            (),
-            move |_, _, (filter,): (PropMap,)| {
-                const KNOWN: [&str; 7] = [
-                    "UUIDs",
-                    "RSSI",
-                    "Pathloss",
-                    "Transport",
-                    "DuplicateData",
-                    "Discoverable",
-                    "Pattern",
-                ];
-                match filter.keys().find(|k| !KNOWN.contains(&String::as_str(k))) {
-                    Some(k) => Err(lock(&w3).refuse("InvalidArguments", format!("filter {k}"))),
-                    None => Ok(()),
-                }
-            },
-        );
-        let w4 = w.clone();
-        b.method(
-            "RemoveDevice",
-            ("device",),
-            (),
-            move |_, _, (device,): (dbus::Path<'static>,)| {
-                let mut w = lock(&w4);
-                let Some(i) = w
-                    .boards
-                    .iter()
-                    .position(|b| b.present && b.path() == device)
-                else {
-                    return Err(w.refuse("DoesNotExist", format!("no device {device}")));
-                };
-                // Forgotten, then seen again at once: it is still in range.
-                w.link_down(i);
-                w.ops.push(Op::RemoveDevice(i));
-                w.ops.push(Op::AddDevice(i));
-                Ok(())
-            },
-        );
+        adapter_properties(b, w);
+        adapter_methods(b, w);
     });
     let device = cr.register(DEVICE_IFACE, |b: &mut IfaceBuilder<Node>| {
-        prop!(b, w, "Address", String, |w, n| Ok(w
-            .board(dev(n))?
-            .address
-            .clone()));
-        prop!(b, w, "AddressType", String, |_, _| Ok("random".into()));
-        prop!(b, w, "Name", String, |w, n| Ok(w
-            .board(dev(n))?
-            .name
-            .clone()));
-        prop!(b, w, "Alias", String, |w, n| Ok(w
-            .board(dev(n))?
-            .name
-            .clone()));
-        prop!(b, w, "Connected", bool, |w, n| Ok(w
-            .board(dev(n))?
-            .connected));
-        prop!(b, w, "ServicesResolved", bool, |w, n| Ok(w
-            .board(dev(n))?
-            .resolved));
-        prop!(b, w, "UUIDs", Vec<String>, |w, n| Ok(w
-            .board(dev(n))?
-            .services
-            .iter()
-            .map(|s| s.to_string())
-            .collect()));
-        prop!(b, w, "RSSI", i16, |w, n| w.board(dev(n)).map(|_| -58));
-        prop!(b, w, "Adapter", dbus::Path<'static>, |_, _| Ok(
-            dbus::Path::new(ADAPTER_PATH).expect("a valid path")
-        ));
-        prop!(b, w, "Paired", bool, |_, _| Ok(false));
-        prop!(b, w, "Trusted", bool, |_, _| Ok(false));
-        prop!(b, w, "Blocked", bool, |_, _| Ok(false));
-        prop!(b, w, "LegacyPairing", bool, |_, _| Ok(false));
-        let w1 = w.clone();
-        b.method("Connect", (), (), move |_, n: &mut Node, ()| {
-            let mut w = lock(&w1);
-            w.board(dev(*n))?;
-            w.connect(dev(*n))
-        });
-        let w2 = w.clone();
-        b.method("Disconnect", (), (), move |_, n: &mut Node, ()| {
-            let mut w = lock(&w2);
-            let i = dev(*n);
-            if !w.board(i)?.connected {
-                let why = format!("{} is not connected", w.boards[i].address);
-                return Err(w.refuse("NotConnected", why));
-            }
-            w.link_down(i);
-            Ok(())
-        });
+        device_iface(b, w)
     });
     let service = cr.register(SERVICE_IFACE, |b: &mut IfaceBuilder<Node>| {
-        prop!(b, w, "UUID", String, |w, n| match n {
-            Node::Service(i, s) => Ok(w.board(i)?.services[s].to_string()),
-            _ => Err(MethodErr::no_property("UUID")),
-        });
-        prop!(b, w, "Primary", bool, |_, _| Ok(true));
-        prop!(b, w, "Device", dbus::Path<'static>, |w, n| Ok(w
-            .board(dev(n))?
-            .path()));
-        prop!(b, w, "Includes", Vec<dbus::Path<'static>>, |_, _| Ok(
-            Vec::new()
-        ));
+        service_iface(b, w)
     });
-    fn ch(w: &World, n: Node) -> Result<(&Board, &CharState, usize), MethodErr> {
-        match n {
-            Node::Char(i, c) => {
-                let b = w.board(i)?;
-                Ok((b, &b.chars[c], c))
-            }
-            _ => Err(MethodErr::no_property("characteristic")),
-        }
-    }
     let characteristic = cr.register(CHAR_IFACE, |b: &mut IfaceBuilder<Node>| {
-        prop!(b, w, "UUID", String, |w, n| Ok(ch(w, n)?
-            .1
-            .uuid
-            .to_string()));
-        prop!(b, w, "Service", dbus::Path<'static>, |w, n| {
-            let (b, c, _) = ch(w, n)?;
-            Ok(service_path(&b.address, c.service))
-        });
-        prop!(b, w, "Flags", Vec<String>, |w, n| Ok(ch(w, n)?
-            .1
-            .flags
-            .iter()
-            .map(|f| f.to_string())
-            .collect()));
-        prop!(b, w, "Value", Vec<u8>, |w, n| Ok(ch(w, n)?.1.value.clone()));
-        prop!(b, w, "Notifying", bool, |w, n| Ok(ch(w, n)?.1.notifying));
-        prop!(b, w, "MTU", u16, |w, n| Ok(ch(w, n)?.0.mtu));
-        let w1 = w.clone();
-        b.method(
-            "ReadValue",
-            ("options",),
-            ("value",),
-            move |_, n: &mut Node, (_options,): (PropMap,)| {
-                let mut w = lock(&w1);
-                let (_, c, _) = ch(&w, *n)?;
-                if c.flags.contains(&"read") {
-                    return Ok((c.value.clone(),));
-                }
-                let why = format!("{}: read not permitted", c.uuid);
-                Err(w.refuse("NotPermitted", why))
-            },
-        );
-        let w2 = w.clone();
-        b.method(
-            "WriteValue",
-            ("value", "options"),
-            (),
-            move |_, n: &mut Node, (value, _options): (Vec<u8>, PropMap)| {
-                let mut w = lock(&w2);
-                let (_, _, c) = ch(&w, *n)?;
-                w.write(dev(*n), c, value)
-            },
-        );
-        let w3 = w.clone();
-        b.method("StartNotify", (), (), move |_, n: &mut Node, ()| {
-            let mut w = lock(&w3);
-            let (b, c, k) = ch(&w, *n)?;
-            if !c.flags.contains(&"notify") {
-                let why = format!("{}: no notify", c.uuid);
-                return Err(w.refuse("NotSupported", why));
-            }
-            if !b.connected {
-                return Err(w.refuse("NotConnected", "Not connected".into()));
-            }
-            if c.notifying {
-                return Ok(());
-            }
-            let path = char_path(&b.address, c.service, k);
-            w.boards[dev(*n)].chars[k].notifying = true;
-            w.emit(changed(
-                &path,
-                CHAR_IFACE,
-                vec![("Notifying", Box::new(true))],
-            ));
-            Ok(())
-        });
-        let w4 = w.clone();
-        b.method("StopNotify", (), (), move |_, n: &mut Node, ()| {
-            let mut w = lock(&w4);
-            let (b, c, k) = ch(&w, *n)?;
-            if !c.notifying {
-                let why = format!("{}: No notify session started", c.uuid);
-                return Err(w.refuse("Failed", why));
-            }
-            let path = char_path(&b.address, c.service, k);
-            w.boards[dev(*n)].chars[k].notifying = false;
-            w.emit(changed(
-                &path,
-                CHAR_IFACE,
-                vec![("Notifying", Box::new(false))],
-            ));
-            Ok(())
-        });
+        characteristic_properties(b, w);
+        read_write_methods(b, w);
+        notify_methods(b, w);
     });
     (adapter, device, service, characteristic)
+}
+
+/// `org.bluez.Adapter1`'s properties: one powered adapter, discovering while a client asked.
+fn adapter_properties(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    prop!(b, w, "Address", String, |_, _| Ok(ADAPTER_ADDRESS.into()));
+    prop!(b, w, "AddressType", String, |_, _| Ok("public".into()));
+    prop!(b, w, "Name", String, |_, _| Ok("eboardd-standin".into()));
+    prop!(b, w, "Alias", String, |_, _| Ok("eboardd-standin".into()));
+    prop!(b, w, "Powered", bool, |_, _| Ok(true));
+    prop!(b, w, "Discoverable", bool, |_, _| Ok(false));
+    prop!(b, w, "Pairable", bool, |_, _| Ok(false));
+    prop!(b, w, "Discovering", bool, |w, _| Ok(!w
+        .discovering
+        .is_empty()));
+    prop!(b, w, "UUIDs", Vec<String>, |_, _| Ok(Vec::new()));
+}
+
+/// `org.bluez.Adapter1`'s methods: discovery per client, its filter checked, a device removed
+/// (and seen again at once).
+fn adapter_methods(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    let w1 = w.clone();
+    b.method("StartDiscovery", (), (), move |ctx, _, ()| {
+        let client = ctx
+            .message()
+            .sender()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        lock(&w1).set_discovering(client, true)
+    });
+    let w2 = w.clone();
+    b.method("StopDiscovery", (), (), move |ctx, _, ()| {
+        let client = ctx
+            .message()
+            .sender()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        lock(&w2).set_discovering(client, false)
+    });
+    let w3 = w.clone();
+    b.method(
+        "SetDiscoveryFilter",
+        ("filter",),
+        (),
+        move |_, _, (filter,): (PropMap,)| {
+            const KNOWN: [&str; 7] = [
+                "UUIDs",
+                "RSSI",
+                "Pathloss",
+                "Transport",
+                "DuplicateData",
+                "Discoverable",
+                "Pattern",
+            ];
+            match filter.keys().find(|k| !KNOWN.contains(&String::as_str(k))) {
+                Some(k) => Err(lock(&w3).refuse("InvalidArguments", format!("filter {k}"))),
+                None => Ok(()),
+            }
+        },
+    );
+    let w4 = w.clone();
+    b.method(
+        "RemoveDevice",
+        ("device",),
+        (),
+        move |_, _, (device,): (dbus::Path<'static>,)| {
+            let mut w = lock(&w4);
+            let Some(i) = w
+                .boards
+                .iter()
+                .position(|b| b.present && b.path() == device)
+            else {
+                return Err(w.refuse("DoesNotExist", format!("no device {device}")));
+            };
+            // Forgotten, then seen again at once: it is still in range.
+            w.link_down(i);
+            w.ops.push(Op::RemoveDevice(i));
+            w.ops.push(Op::AddDevice(i));
+            Ok(())
+        },
+    );
+}
+
+/// `org.bluez.Device1`: a board in range, its properties, `Connect` and `Disconnect`.
+fn device_iface(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    prop!(b, w, "Address", String, |w, n| Ok(w
+        .board(dev(n))?
+        .address
+        .clone()));
+    prop!(b, w, "AddressType", String, |_, _| Ok("random".into()));
+    prop!(b, w, "Name", String, |w, n| Ok(w
+        .board(dev(n))?
+        .name
+        .clone()));
+    prop!(b, w, "Alias", String, |w, n| Ok(w
+        .board(dev(n))?
+        .name
+        .clone()));
+    prop!(b, w, "Connected", bool, |w, n| Ok(w
+        .board(dev(n))?
+        .connected));
+    prop!(b, w, "ServicesResolved", bool, |w, n| Ok(w
+        .board(dev(n))?
+        .resolved));
+    prop!(b, w, "UUIDs", Vec<String>, |w, n| Ok(w
+        .board(dev(n))?
+        .services
+        .iter()
+        .map(|s| s.to_string())
+        .collect()));
+    prop!(b, w, "RSSI", i16, |w, n| w.board(dev(n)).map(|_| -58));
+    prop!(b, w, "Adapter", dbus::Path<'static>, |_, _| Ok(
+        dbus::Path::new(ADAPTER_PATH).expect("a valid path")
+    ));
+    prop!(b, w, "Paired", bool, |_, _| Ok(false));
+    prop!(b, w, "Trusted", bool, |_, _| Ok(false));
+    prop!(b, w, "Blocked", bool, |_, _| Ok(false));
+    prop!(b, w, "LegacyPairing", bool, |_, _| Ok(false));
+    let w1 = w.clone();
+    b.method("Connect", (), (), move |_, n: &mut Node, ()| {
+        let mut w = lock(&w1);
+        w.board(dev(*n))?;
+        w.connect(dev(*n))
+    });
+    let w2 = w.clone();
+    b.method("Disconnect", (), (), move |_, n: &mut Node, ()| {
+        let mut w = lock(&w2);
+        let i = dev(*n);
+        if !w.board(i)?.connected {
+            let why = format!("{} is not connected", w.boards[i].address);
+            return Err(w.refuse("NotConnected", why));
+        }
+        w.link_down(i);
+        Ok(())
+    });
+}
+
+/// `org.bluez.GattService1`: a service of a connected board.
+fn service_iface(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    prop!(b, w, "UUID", String, |w, n| match n {
+        Node::Service(i, s) => Ok(w.board(i)?.services[s].to_string()),
+        _ => Err(MethodErr::no_property("UUID")),
+    });
+    prop!(b, w, "Primary", bool, |_, _| Ok(true));
+    prop!(b, w, "Device", dbus::Path<'static>, |w, n| Ok(w
+        .board(dev(n))?
+        .path()));
+    prop!(b, w, "Includes", Vec<dbus::Path<'static>>, |_, _| Ok(
+        Vec::new()
+    ));
+}
+
+/// `org.bluez.GattCharacteristic1`'s properties.
+fn characteristic_properties(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    prop!(b, w, "UUID", String, |w, n| Ok(ch(w, n)?
+        .1
+        .uuid
+        .to_string()));
+    prop!(b, w, "Service", dbus::Path<'static>, |w, n| {
+        let (b, c, _) = ch(w, n)?;
+        Ok(service_path(&b.address, c.service))
+    });
+    prop!(b, w, "Flags", Vec<String>, |w, n| Ok(ch(w, n)?
+        .1
+        .flags
+        .iter()
+        .map(|f| f.to_string())
+        .collect()));
+    prop!(b, w, "Value", Vec<u8>, |w, n| Ok(ch(w, n)?.1.value.clone()));
+    prop!(b, w, "Notifying", bool, |w, n| Ok(ch(w, n)?.1.notifying));
+    prop!(b, w, "MTU", u16, |w, n| Ok(ch(w, n)?.0.mtu));
+}
+
+/// `ReadValue` and `WriteValue` of a characteristic (a write goes to the board).
+fn read_write_methods(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    let w1 = w.clone();
+    b.method(
+        "ReadValue",
+        ("options",),
+        ("value",),
+        move |_, n: &mut Node, (_options,): (PropMap,)| {
+            let mut w = lock(&w1);
+            let (_, c, _) = ch(&w, *n)?;
+            if c.flags.contains(&"read") {
+                return Ok((c.value.clone(),));
+            }
+            let why = format!("{}: read not permitted", c.uuid);
+            Err(w.refuse("NotPermitted", why))
+        },
+    );
+    let w2 = w.clone();
+    b.method(
+        "WriteValue",
+        ("value", "options"),
+        (),
+        move |_, n: &mut Node, (value, _options): (Vec<u8>, PropMap)| {
+            let mut w = lock(&w2);
+            let (_, _, c) = ch(&w, *n)?;
+            w.write(dev(*n), c, value)
+        },
+    );
+}
+
+/// `StartNotify` and `StopNotify` of a characteristic, as BlueZ answers them.
+fn notify_methods(b: &mut IfaceBuilder<Node>, w: &Shared) {
+    let w1 = w.clone();
+    b.method("StartNotify", (), (), move |_, n: &mut Node, ()| {
+        let mut w = lock(&w1);
+        let (b, c, k) = ch(&w, *n)?;
+        if !c.flags.contains(&"notify") {
+            let why = format!("{}: no notify", c.uuid);
+            return Err(w.refuse("NotSupported", why));
+        }
+        if !b.connected {
+            return Err(w.refuse("NotConnected", "Not connected".into()));
+        }
+        if c.notifying {
+            return Ok(());
+        }
+        let path = char_path(&b.address, c.service, k);
+        w.boards[dev(*n)].chars[k].notifying = true;
+        w.emit(changed(
+            &path,
+            CHAR_IFACE,
+            vec![("Notifying", Box::new(true))],
+        ));
+        Ok(())
+    });
+    let w2 = w.clone();
+    b.method("StopNotify", (), (), move |_, n: &mut Node, ()| {
+        let mut w = lock(&w2);
+        let (b, c, k) = ch(&w, *n)?;
+        if !c.notifying {
+            let why = format!("{}: No notify session started", c.uuid);
+            return Err(w.refuse("Failed", why));
+        }
+        let path = char_path(&b.address, c.service, k);
+        w.boards[dev(*n)].chars[k].notifying = false;
+        w.emit(changed(
+            &path,
+            CHAR_IFACE,
+            vec![("Notifying", Box::new(false))],
+        ));
+        Ok(())
+    });
 }
 
 /// The object tree and what changes it.

@@ -29,7 +29,7 @@ pub type Emulate =
 /// The emulator of each family, by the family's name.
 pub static EMULATORS: &[(&str, Emulate)] = &[
     (dgt::NAME, emulate_dgt),
-    (dgt::bus::chain::NAME, emulate_dgt_bus),
+    (dgt::bus::NAME, emulate_dgt_bus),
     (millennium::NAME, emulate_millennium),
     (certabo::NAME, emulate_certabo),
     (chessnut::NAME, emulate_gatt_only),

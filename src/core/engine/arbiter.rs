@@ -13,7 +13,7 @@ use super::super::ledger::{NOISE, SAME_SCAN};
 use super::super::observation::{Micros, SpecialPiece};
 use super::super::vocab::{BLACK_WINS, DRAW, IrregularityCode, WHITE_WINS};
 use super::recovery::{Reconciled, Trigger};
-use super::{BoardEngine, Displaced};
+use super::{BoardEngine, Displaced, PendingPress};
 
 /// How long a king may stand on a centre square, the other king not there yet, before the
 /// board counts as displaced rather than a result signal being made.
@@ -129,35 +129,54 @@ impl BoardEngine {
         // tells nothing about the sides.
         let in_phase = self.moves_since_press == 1;
         let uncompleted = game.uncompleted_last().is_some();
+        let over = game.over();
         self.moves_since_press = 0;
-        let Some(game) = self.active_game() else {
-            return;
-        };
         if uncompleted {
-            let mover = mover_of_ply(game.start(), game.ply());
-            // A first guess at which side White is on (6.5); evidence and configuration win.
-            if in_phase {
-                self.clock.learn_press(press.side, mover);
-                self.in_phase_from = Some(t);
-            }
-            if self.clock.color_of(press.side) == Some(mover) {
-                let clock = self.clock.times_of(&press.reading);
-                self.complete(t, CompletedBy::Clock, clock, out);
-            }
-            return;
-        }
-        if game.over() {
+            self.press_completes(t, &press, in_phase, out);
+        } else if over {
             // Played on or tidied up after a dead position: moves are recorded, presses and
             // pieces are not judged.
-            return;
-        }
-        if self.gap_open.is_some() {
+        } else if self.gap_open.is_some() {
             // The board is ahead of the record by moves the arbiter was told are missing: a
             // press is no move of the record's position (a piece of that position moved, the
             // rest "displaced"), only another chance for the gap to resolve.
             self.reconcile(t, Trigger::Press, out);
-            return;
+        } else {
+            self.judge_press(t, &press, out);
         }
+    }
+
+    /// A press after a move not yet completed: it completes the move when it is the mover's
+    /// (and, in phase, teaches which side of the clock is whose).
+    fn press_completes(
+        &mut self,
+        t: Micros,
+        press: &PendingPress,
+        in_phase: bool,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let Some(game) = self.active_game() else {
+            return;
+        };
+        let mover = mover_of_ply(game.start(), game.ply());
+        // A first guess at which side White is on (6.5); evidence and configuration win.
+        if in_phase {
+            self.clock.learn_press(press.side, mover);
+            self.in_phase_from = Some(t);
+        }
+        if self.clock.color_of(press.side) == Some(mover) {
+            let clock = self.clock.times_of(&press.reading);
+            self.complete(t, CompletedBy::Clock, clock, out);
+        }
+    }
+
+    /// A press with every move completed: what the board shows against the record's position
+    /// says whether it is a press without a move (7.8.1), a pawn left unpromoted (7.5.2), a
+    /// move with knocked pieces, pieces displaced, a gap, or an illegal move (7.5.1).
+    fn judge_press(&mut self, t: Micros, press: &PendingPress, out: &mut Vec<CoreEvent>) {
+        let Some(game) = self.active_game() else {
+            return;
+        };
         let pos = game.position().clone();
         let to_move = pos.turn();
         if self
@@ -177,39 +196,9 @@ impl BoardEngine {
         }
         let knocks = moves_with_knocks(&pos, &board);
         if changed.iter().all(|&sq| board.piece_at(sq).is_none()) {
-            let consequence = self.count_offence(to_move);
-            self.irregularity(
-                t,
-                out,
-                IrregularityCode::ClockPressedWithoutMove,
-                to_move,
-                changed,
-                format!(
-                    "{} pressed the clock without making a move; that counts as an illegal move (7.8.1), and 7.5.3 gives: {consequence}.",
-                    colour(to_move)
-                ),
-            );
+            self.press_without_move(t, to_move, changed, out);
         } else if let Some(m) = unpromoted_pawn(&pos, &board) {
-            let square = m.to();
-            self.make(t, m, out);
-            self.moves_since_press = 0;
-            self.in_phase_from = Some(t);
-            let clock = self.clock.times_of(&press.reading);
-            self.complete(t, CompletedBy::Clock, clock, out);
-            let ply = self.active_game().map_or(0, |g| g.ply());
-            let consequence = self.count_offence(to_move);
-            self.irregularity_at(
-                t,
-                out,
-                ply,
-                IrregularityCode::PawnNotPromoted,
-                to_move,
-                vec![square],
-                format!(
-                    "{} pressed the clock with a pawn on {square} not replaced; it counts as a queen and as an illegal move (7.5.2), and 7.5.3 gives: {consequence}.",
-                    colour(to_move)
-                ),
-            );
+            self.press_with_unpromoted_pawn(t, press, m, to_move, out);
         } else if let [(m, extra)] = knocks.as_slice() {
             // A legal move with knocked pieces still off their squares: the move, and the
             // pieces displaced.
@@ -217,48 +206,104 @@ impl BoardEngine {
             self.make(t, *m, out);
             self.moves_since_press = 0;
             self.in_phase_from = Some(t);
-            self.complete(
-                t,
-                CompletedBy::Clock,
-                self.clock.times_of(&press.reading),
-                out,
-            );
+            let clock = self.clock.times_of(&press.reading);
+            self.complete(t, CompletedBy::Clock, clock, out);
             self.raise_displaced_now(t, extra.clone(), Some(ply), out);
         } else if knocks.len() > 1 {
             // A knocked piece on a legal square and a legal move: which is which the sensors
             // cannot tell. No move is guessed and no illegal move judged: pieces displaced.
             self.raise_displaced_now(t, changed, None, out);
         } else {
-            match self.reconcile(t, Trigger::Press, out) {
-                Reconciled::Recovered => {
-                    let mover = self.active_game().map(|g| mover_of_ply(g.start(), g.ply()));
-                    if mover == Some(to_move) || mover == self.clock.color_of(press.side) {
-                        self.complete(
-                            t,
-                            CompletedBy::Clock,
-                            self.clock.times_of(&press.reading),
-                            out,
-                        );
-                    }
+            let presser_only = presser_only(pos.board(), &board, to_move);
+            self.press_unexplained(t, press, to_move, changed, presser_only, out);
+        }
+    }
+
+    /// The clock pressed with no piece placed: an illegal move (7.8.1).
+    fn press_without_move(
+        &mut self,
+        t: Micros,
+        to_move: Color,
+        changed: Vec<Square>,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let consequence = self.count_offence(to_move);
+        self.irregularity(
+            t,
+            out,
+            IrregularityCode::ClockPressedWithoutMove,
+            to_move,
+            changed,
+            format!(
+                "{} pressed the clock without making a move; that counts as an illegal move (7.8.1), and 7.5.3 gives: {consequence}.",
+                colour(to_move)
+            ),
+        );
+    }
+
+    /// The clock pressed with a pawn on the last rank not replaced: the move stands as a
+    /// queen's, and it is an illegal move (7.5.2).
+    fn press_with_unpromoted_pawn(
+        &mut self,
+        t: Micros,
+        press: &PendingPress,
+        m: Move,
+        to_move: Color,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        let square = m.to();
+        self.make(t, m, out);
+        self.moves_since_press = 0;
+        self.in_phase_from = Some(t);
+        let clock = self.clock.times_of(&press.reading);
+        self.complete(t, CompletedBy::Clock, clock, out);
+        let ply = self.active_game().map_or(0, |g| g.ply());
+        let consequence = self.count_offence(to_move);
+        self.irregularity_at(
+            t,
+            out,
+            ply,
+            IrregularityCode::PawnNotPromoted,
+            to_move,
+            vec![square],
+            format!(
+                "{} pressed the clock with a pawn on {square} not replaced; it counts as a queen and as an illegal move (7.5.2), and 7.5.3 gives: {consequence}.",
+                colour(to_move)
+            ),
+        );
+    }
+
+    /// A press no single legal move explains: moves recovered across a gap (the press
+    /// completes the last), or an illegal move when only the presser's pieces changed.
+    fn press_unexplained(
+        &mut self,
+        t: Micros,
+        press: &PendingPress,
+        to_move: Color,
+        changed: Vec<Square>,
+        presser_only: bool,
+        out: &mut Vec<CoreEvent>,
+    ) {
+        match self.reconcile(t, Trigger::Press, out) {
+            Reconciled::Recovered => {
+                let mover = self.active_game().map(|g| mover_of_ply(g.start(), g.ply()));
+                if mover == Some(to_move) || mover == self.clock.color_of(press.side) {
+                    let clock = self.clock.times_of(&press.reading);
+                    self.complete(t, CompletedBy::Clock, clock, out);
                 }
-                Reconciled::Raised => {}
-                Reconciled::No if self.illegal_open.is_some() || self.gap_open.is_some() => {
-                    // Not judged again before the position is put right.
-                }
-                Reconciled::No if presser_only(pos.board(), &board, to_move) => {
-                    self.illegal_move(
-                        t,
-                        to_move,
-                        changed,
-                        self.clock.times_of(&press.reading),
-                        out,
-                    );
-                }
-                Reconciled::No => {
-                    // Both sides' pieces changed and no legal sequence explains it: no single
-                    // player's illegal move. Knocked pieces are reported as displaced once
-                    // they stood 1 s; a gap once the board stands still or is dumped.
-                }
+            }
+            Reconciled::Raised => {}
+            Reconciled::No if self.illegal_open.is_some() || self.gap_open.is_some() => {
+                // Not judged again before the position is put right.
+            }
+            Reconciled::No if presser_only => {
+                let clock = self.clock.times_of(&press.reading);
+                self.illegal_move(t, to_move, changed, clock, out);
+            }
+            Reconciled::No => {
+                // Both sides' pieces changed and no legal sequence explains it: no single
+                // player's illegal move. Knocked pieces are reported as displaced once
+                // they stood 1 s; a gap once the board stands still or is dumped.
             }
         }
     }

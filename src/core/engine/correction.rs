@@ -317,17 +317,8 @@ impl BoardEngine {
         rec.clock = old.clock;
         rec.recovered = old.recovered;
         let rec = rec.clone();
-        self.emit(
-            t,
-            out,
-            EventKind::MoveMade {
-                ply,
-                san: rec.san.clone(),
-                uci: rec.uci,
-                fen: rec.fen,
-                recovered: rec.recovered,
-            },
-        );
+        let made = g.move_made(ply as usize - 1).expect("just pushed");
+        self.emit(t, out, made);
         if let Some(by) = rec.completed {
             self.emit(
                 t,

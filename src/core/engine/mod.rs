@@ -637,14 +637,7 @@ impl BoardEngine {
         if let Some(last) = game.moves.last_mut() {
             last.recovered = recovered;
         }
-        let record = game.moves.last().expect("just pushed").clone();
-        let kind = EventKind::MoveMade {
-            ply: game.ply(),
-            san: record.san,
-            uci: record.uci,
-            fen: record.fen,
-            recovered,
-        };
+        let kind = game.move_made(game.moves.len() - 1).expect("just pushed");
         let ends = game.result.is_none() && game.ending().is_some();
         self.version += 1;
         self.emit(t, out, kind);

@@ -6,6 +6,8 @@
 use std::io;
 use std::path::Path;
 
+use serde_json::{Map, Value};
+
 use crate::capture::{Capture, DeviceEntry, Header, HeaderFields};
 use crate::core::engine::seed::EngineSeed;
 use crate::core::event::{CoreEvent, EventKind};
@@ -14,7 +16,7 @@ use crate::daemon::captures::resume::{self, ResumePoint};
 use crate::device::Device;
 use crate::output::{Hub, LinkState};
 use crate::pgn::TagUpdate;
-use crate::replay::{Playback, Timeline};
+use crate::replay::{Playback, Replayed, Timeline};
 use crate::session::link::LinkKind;
 
 use super::{BoardMeta, LiveBoard};
@@ -77,94 +79,23 @@ impl LiveBoard {
             Some(p) => p.to_path_buf(),
             None => store.path_for(crate::daemon::captures::today(), id),
         };
-        let driver = meta
-            .driver
-            .and_then(crate::family::driver)
-            .unwrap_or_else(crate::family::default_driver);
-        let header = HeaderFields {
-            board: Some(id.to_string()),
-            tags: Some(meta.tag_update()),
-            devices: vec![DeviceEntry {
-                id: id.to_string(),
-                driver: Some(driver.name().to_string()),
-                serial: meta.serial.clone(),
-                link: Some(link.name().to_string()),
-                address: meta.unit,
-                ..Default::default()
-            }],
-        }
-        .to_map();
+        let header = new_header(id, meta, link);
         let opened = if resume {
             store.open_resuming(&path, header.clone())?
         } else {
             store.open(&path, header.clone())?
         };
         let rebuilt = opened.existing.is_some();
-        let mut cap = opened.existing.unwrap_or_else(|| Capture {
-            header: Header::new(header),
-            records: Vec::new(),
-            warnings: Vec::new(),
-        });
         let point = opened.resumed;
-        if let Some(p) = &point {
-            // The tags in force at the point are the tail's start.
-            cap.header.extra.insert("tags".into(), p.tags.clone());
-        }
+        let cap = to_replay(opened.existing, header, point.as_ref());
         let records = cap.records.len();
-        let mut session = Playback::new(Timeline::from_capture(cap));
-        let seed = |device: &mut Device, point: &ResumePoint| {
-            let engine = point.engine.engine(device.engine.config().clone());
-            engine.map(|engine| device.engine = engine).map_err(|e| {
-                tracing::warn!(
-                    "{id}: its resume point does not read back ({e}): replaying the whole capture"
-                );
-            })
-        };
-        // A board with no record after its point is not in the tail's plan: seeded after.
-        let mut seed_after = None;
-        if let Some(p) = &point {
-            match session.device_mut(id) {
-                Some(device) => {
-                    if seed(device, p).is_err() {
-                        return Ok(None);
-                    }
-                }
-                None => seed_after = Some(p),
-            }
-        }
-        let mut clock_seen = point.as_ref().is_some_and(|p| p.clock_seen);
-        session.run(&mut |board, e| {
-            clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
-            Ok(())
-        })?;
-        for w in session.warnings() {
-            tracing::warn!("{id}: {w}");
-        }
-        let mut replayed = session.into_board(id);
-        if let Some(p) = seed_after
-            && seed(&mut replayed.device, p).is_err()
-        {
+        let Some((replayed, clock_seen)) = replay(id, cap, point.as_ref())? else {
             return Ok(None);
-        }
+        };
         let white_clock = replayed
             .white_clock
             .or_else(|| point.as_ref().and_then(|p| p.white_clock));
-        // A game's round is the tail's when it has a move there, else the point's.
-        let rounds = replayed
-            .device
-            .engine
-            .games()
-            .iter()
-            .zip(replayed.rounds.iter().chain(std::iter::repeat(&None)))
-            .map(|(g, &tail)| {
-                let saved = point.as_ref().and_then(|p| {
-                    let moved = g.moves.last().is_some_and(|m| m.made_at > p.last_t);
-                    let saved = p.rounds.iter().find(|(n, _)| *n == g.number);
-                    saved.filter(|_| !moved).map(|(_, r)| *r)
-                });
-                (g.number, saved.unwrap_or(tail))
-            })
-            .collect();
+        let rounds = rounds_of(&replayed, point.as_ref());
         let board = LiveBoard {
             id: id.to_string(),
             device: replayed.device,
@@ -185,29 +116,34 @@ impl LiveBoard {
             resumed_from: point.as_ref().map(|p| (p.offset, p.engine.first_game())),
             rounds,
         };
-        if let Some(p) = &point {
-            let games = board.device.engine.games();
+        board.log_read_back(point.as_ref(), rebuilt, records);
+        Ok(Some(board))
+    }
+
+    /// Says how the board was read back: from its resume point `point` (with the `records`
+    /// after it), or `rebuilt` from its capture's `records` (nothing said of a new file).
+    fn log_read_back(&self, point: Option<&ResumePoint>, rebuilt: bool, records: usize) {
+        let games = self.device.engine.games();
+        if let Some(p) = point {
             tracing::info!(
                 "{}: went on from its resume point at byte {} of {} ({} records after it, game {} with {} move(s))",
-                board.id,
+                self.id,
                 p.offset,
-                board.capture.path().display(),
+                self.capture.path().display(),
                 records,
                 games.last().map_or(0, |g| g.number),
                 games.last().map_or(0, |g| g.ply())
             );
         } else if rebuilt {
-            let games = board.device.engine.games();
             tracing::info!(
                 "{}: rebuilt from {} ({} records, {} game(s), {} move(s) in the last)",
-                board.id,
-                board.capture.path().display(),
+                self.id,
+                self.capture.path().display(),
                 records,
                 games.len(),
                 games.last().map_or(0, |g| g.ply())
             );
         }
-        Ok(Some(board))
     }
 
     /// Where the rebuild went on from a resume point: the capture's offset and the first game
@@ -302,6 +238,119 @@ impl LiveBoard {
             .retain(|(n, _)| *n != latest && kept.contains(n));
         self.rounds.push((latest, round));
     }
+}
+
+/// The header of a new capture for board `id`: its tags, and one device with the driver, serial
+/// number, link and unit of `meta` (the default driver when it names none).
+fn new_header(id: &str, meta: &BoardMeta, link: LinkKind) -> Map<String, Value> {
+    let driver = meta
+        .driver
+        .and_then(crate::family::driver)
+        .unwrap_or_else(crate::family::default_driver);
+    HeaderFields {
+        board: Some(id.to_string()),
+        tags: Some(meta.tag_update()),
+        devices: vec![DeviceEntry {
+            id: id.to_string(),
+            driver: Some(driver.name().to_string()),
+            serial: meta.serial.clone(),
+            link: Some(link.name().to_string()),
+            address: meta.unit,
+            ..Default::default()
+        }],
+    }
+    .to_map()
+}
+
+/// What there is to replay: the capture read (`existing`, with the tags in force at `point`
+/// as its header's when it goes on from one), or a new file's `header` and no record.
+fn to_replay(
+    existing: Option<Capture>,
+    header: Map<String, Value>,
+    point: Option<&ResumePoint>,
+) -> Capture {
+    let mut cap = existing.unwrap_or_else(|| Capture {
+        header: Header::new(header),
+        records: Vec::new(),
+        warnings: Vec::new(),
+    });
+    if let Some(p) = point {
+        // The tags in force at the point are the tail's start.
+        cap.header.extra.insert("tags".into(), p.tags.clone());
+    }
+    cap
+}
+
+/// Replays `cap` for board `id`, its core seeded from `point` first when the capture goes on
+/// from one: the board as the records leave it, and whether its clock was seen (at the point
+/// or since). `None`: the point's seed does not read back.
+fn replay(
+    id: &str,
+    cap: Capture,
+    point: Option<&ResumePoint>,
+) -> io::Result<Option<(Replayed, bool)>> {
+    let mut session = Playback::new(Timeline::from_capture(cap));
+    // A board with no record after its point is not in the tail's plan: seeded after.
+    let mut seed_after = None;
+    if let Some(p) = point {
+        match session.device_mut(id) {
+            Some(device) => {
+                if !seeded(id, device, p) {
+                    return Ok(None);
+                }
+            }
+            None => seed_after = Some(p),
+        }
+    }
+    let mut clock_seen = point.is_some_and(|p| p.clock_seen);
+    session.run(&mut |board, e| {
+        clock_seen |= board == id && matches!(e.kind, EventKind::Clock { .. });
+        Ok(())
+    })?;
+    for w in session.warnings() {
+        tracing::warn!("{id}: {w}");
+    }
+    let mut replayed = session.into_board(id);
+    if let Some(p) = seed_after
+        && !seeded(id, &mut replayed.device, p)
+    {
+        return Ok(None);
+    }
+    Ok(Some((replayed, clock_seen)))
+}
+
+/// Seeds board `id`'s core from `point`; `false` (said in the log) when the seed does not
+/// read back.
+fn seeded(id: &str, device: &mut Device, point: &ResumePoint) -> bool {
+    let engine = point.engine.engine(device.engine.config().clone());
+    engine
+        .map(|engine| device.engine = engine)
+        .map_err(|e| {
+            tracing::warn!(
+                "{id}: its resume point does not read back ({e}): replaying the whole capture"
+            );
+        })
+        .is_ok()
+}
+
+/// The round of each game the replayed board keeps: a game's round is the tail's when it has
+/// a move there, else the one `point` saved.
+fn rounds_of(replayed: &Replayed, point: Option<&ResumePoint>) -> Vec<(u32, Option<u32>)> {
+    replayed
+        .device
+        .engine
+        .games()
+        .iter()
+        .zip(replayed.rounds.iter().chain(std::iter::repeat(&None)))
+        .map(|(g, &tail)| {
+            let saved = point.and_then(|p| {
+                let moved = g.moves.last().is_some_and(|m| m.made_at > p.last_t);
+                let saved = p.rounds.iter().find(|(n, _)| *n == g.number);
+                saved.filter(|_| !moved).map(|(_, r)| *r)
+            });
+            (g.number, saved.unwrap_or(tail))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ mod driver;
 pub mod ee;
 mod encode;
 
-pub use bus::chain::DgtBus;
+pub use bus::DgtBus;
 pub use bwtime::BwTime;
 pub use command::{ClockCommand, DgtCommand};
 pub use decode::{DgtDecoder, MAX_BUFFERED_FRAME, MAX_EE_FRAME};

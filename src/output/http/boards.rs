@@ -65,7 +65,7 @@ pub(super) async fn metrics(State(app): State<App>) -> Response {
                 (header::CONTENT_TYPE, crate::output::metrics::CONTENT_TYPE),
                 (header::CACHE_CONTROL, "no-cache"),
             ],
-            m.encode(&app.hub),
+            m.encode(&crate::output::hall::gauges(&app.hub)),
         )
             .into_response(),
         None => error(

@@ -28,6 +28,7 @@ use crate::output::fanout::{self, Batch, Transport};
 use crate::output::hub::{Hub, Published, Start};
 use crate::output::metrics::{ClientGuard, ClientKind};
 use crate::output::ws::{self, Ws};
+use tokio_util::sync::CancellationToken;
 
 /// How long one write to a client may take before the client is dropped.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -239,7 +240,7 @@ async fn ws_client(
     hub: Hub,
     since: Option<u64>,
     board: Option<String>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
 ) {
     let mut cursor = Cursor {
         last: 0,
@@ -282,7 +283,7 @@ async fn ws_client(
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                 Some(Ok(_)) => {}
             },
-            _ = crate::output::stopped(&mut stop) => {
+            _ = stop.cancelled() => {
                 close(&mut socket, CloseCode::Away, "server shutting down").await;
                 break;
             }
@@ -297,7 +298,7 @@ struct SseState {
     rx: Receiver<Arc<Batch>>,
     lag: LagPolicy,
     done: bool,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
     /// Counts the client as connected while the stream lives.
     _client: Option<ClientGuard>,
 }
@@ -368,7 +369,7 @@ async fn next_sse(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseSta
             _ = tokio::time::sleep(SSE_KEEPALIVE) => {
                 return Some((Ok(Bytes::from_static(b":\n\n")), st));
             }
-            _ = crate::output::stopped(&mut st.stop) => return None,
+            _ = st.stop.cancelled() => return None,
         };
         match r {
             // Messages were dropped before they reached the fan-out: a snapshot, not the

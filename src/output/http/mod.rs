@@ -39,6 +39,7 @@ use rounds::{
     load_round, round_games_pgn, round_matches, round_results_csv, round_results_res,
     round_results_trf, round_view, rounds,
 };
+use tokio_util::sync::CancellationToken;
 
 pub use super::files::{JSON_TYPE, PGN_TYPE};
 
@@ -49,7 +50,7 @@ struct App {
     /// The delayed public hub (`delay_secs`), for every request without the token.
     public: Option<Hub>,
     token: Option<Arc<str>>,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: CancellationToken,
     allowed_origins: Arc<[String]>,
     body_timeout: Duration,
     round_file: Option<Arc<std::path::Path>>,
@@ -66,7 +67,7 @@ pub struct HttpOptions {
     /// The secret that state-changing requests must carry (without one they are refused).
     pub token: Option<String>,
     /// Event streams end when it turns true.
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    pub stop: CancellationToken,
     /// Origins besides the server's own allowed to open the event-stream WebSocket.
     pub allowed_origins: Vec<String>,
     /// Time a request body has to arrive in full.
@@ -78,7 +79,7 @@ pub struct HttpOptions {
 }
 
 /// The router of the HTTP API with default limits and no foreign origin allowed.
-pub fn router(hub: Hub, token: Option<String>, stop: tokio::sync::watch::Receiver<bool>) -> Router {
+pub fn router(hub: Hub, token: Option<String>, stop: CancellationToken) -> Router {
     router_with(HttpOptions {
         hub,
         public: None,

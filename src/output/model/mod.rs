@@ -3,7 +3,7 @@
 //! LiveChess EBoards API, JSON snapshots, MQTT state — is derived from one place and never
 //! disagrees with the events a client saw.
 //!
-//! Games are rebuilt as [`GameRecord`]s by replaying the SAN of `move_made` events on the start
+//! Games are rebuilt as [`GameRecord`]s by playing the typed move of `move_made` events on the start
 //! position of `game_started`, so PGN export goes through the same writer as `eboardd replay`.
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use shakmaty::{CastlingMode, Chess, Color, Position, Square, fen::Fen, san::SanPlus};
+use shakmaty::{CastlingMode, Chess, Color, Position, Square, fen::Fen, uci::UciMove};
 
 use super::archive::Archive;
 use crate::core::event::{CoreEvent, EventKind};
@@ -331,37 +331,11 @@ impl BoardState {
         self.last_seq = seq;
         self.last_t = self.last_t.max(ev.t);
         match &ev.kind {
-            EventKind::BoardConnected { driver, serial } => {
-                self.connected = Some(true);
-                self.driver = Some(driver.clone());
-                if serial.is_some() {
-                    self.serial = serial.clone();
-                }
-            }
-            EventKind::BoardDisconnected { driver, serial } => {
-                self.connected = Some(false);
-                self.driver = Some(driver.clone());
-                if serial.is_some() {
-                    self.serial = serial.clone();
-                }
-            }
-            EventKind::GameStarted { fen, chess960 } => match start_game(ev, fen, *chess960) {
-                Ok(game) => {
-                    if self.games.last().is_some_and(|g| g.number == game.number) {
-                        self.games.pop();
-                        self.extras.pop();
-                    }
-                    self.games.push(game);
-                    self.extras.push(GameExtra {
-                        claims: Vec::new(),
-                        round: self.round,
-                    });
-                    self.model_error = None;
-                }
-                Err(e) => self.model_error = Some(e),
-            },
-            EventKind::MoveMade { ply, san, .. } => {
-                if let Err(e) = self.make(ev, *ply, san) {
+            EventKind::BoardConnected { driver, serial } => self.linked(true, driver, serial),
+            EventKind::BoardDisconnected { driver, serial } => self.linked(false, driver, serial),
+            EventKind::GameStarted { fen, chess960 } => self.start(ev, fen, *chess960),
+            EventKind::MoveMade { ply, uci, .. } => {
+                if let Err(e) = self.make(ev, *ply, uci) {
                     self.model_error = Some(e);
                 }
             }
@@ -393,46 +367,8 @@ impl BoardState {
                     t: ev.t,
                 });
             }
-            EventKind::Irregularity {
-                ply,
-                code,
-                rule,
-                player,
-                squares,
-                detail,
-            } => {
-                if self.irregularities.len() >= MAX_IRREGULARITIES {
-                    self.irregularities.remove(0);
-                }
-                self.irregularities.push(Irregularity {
-                    id: seq,
-                    game: ev.game,
-                    t: ev.t as f64 / 1e6,
-                    ply: *ply,
-                    code: *code,
-                    rule,
-                    player: *player,
-                    squares: squares.clone(),
-                    detail: detail.clone(),
-                    resolved: false,
-                    acknowledged: false,
-                });
-            }
-            EventKind::IrregularityResolved { code, squares } => {
-                let open = |i: &&mut Irregularity| !i.resolved && i.code == *code;
-                let mut found = self
-                    .irregularities
-                    .iter_mut()
-                    .rev()
-                    .filter(open)
-                    .find(|i| i.squares == *squares || squares.is_empty());
-                if found.is_none() {
-                    found = self.irregularities.iter_mut().rev().find(open);
-                }
-                if let Some(i) = found {
-                    i.resolved = true;
-                }
-            }
+            EventKind::Irregularity { .. } => self.raise(seq, ev),
+            EventKind::IrregularityResolved { code, squares } => self.resolve(*code, squares),
             // Shown in the event stream; the board model keeps no flag state.
             EventKind::FlagShown { .. } => {}
             EventKind::ClaimAvailable { claim } => {
@@ -461,11 +397,90 @@ impl BoardState {
         }
     }
 
+    /// The board's link came up or went down (`connected`), with its driver and serial.
+    fn linked(&mut self, connected: bool, driver: &str, serial: &Option<String>) {
+        self.connected = Some(connected);
+        self.driver = Some(driver.to_string());
+        if serial.is_some() {
+            self.serial = serial.clone();
+        }
+    }
+
+    /// A game started (the same game started again replaces it); a start that cannot be
+    /// set up is kept as the model's error.
+    fn start(&mut self, ev: &CoreEvent, fen: &str, chess960: Option<u16>) {
+        match start_game(ev, fen, chess960) {
+            Ok(game) => {
+                if self.games.last().is_some_and(|g| g.number == game.number) {
+                    self.games.pop();
+                    self.extras.pop();
+                }
+                self.games.push(game);
+                self.extras.push(GameExtra {
+                    claims: Vec::new(),
+                    round: self.round,
+                });
+                self.model_error = None;
+            }
+            Err(e) => self.model_error = Some(e),
+        }
+    }
+
+    /// An irregularity raised (event `seq` is its id); the oldest goes beyond
+    /// [`MAX_IRREGULARITIES`].
+    fn raise(&mut self, seq: u64, ev: &CoreEvent) {
+        let EventKind::Irregularity {
+            ply,
+            code,
+            rule,
+            player,
+            squares,
+            detail,
+        } = &ev.kind
+        else {
+            return;
+        };
+        if self.irregularities.len() >= MAX_IRREGULARITIES {
+            self.irregularities.remove(0);
+        }
+        self.irregularities.push(Irregularity {
+            id: seq,
+            game: ev.game,
+            t: ev.t as f64 / 1e6,
+            ply: *ply,
+            code: *code,
+            rule,
+            player: *player,
+            squares: squares.clone(),
+            detail: detail.clone(),
+            resolved: false,
+            acknowledged: false,
+        });
+    }
+
+    /// The open irregularity of `code` on `squares` (or the last open one of `code`) is
+    /// resolved.
+    fn resolve(&mut self, code: IrregularityCode, squares: &[Square]) {
+        let open = |i: &&mut Irregularity| !i.resolved && i.code == code;
+        let mut found = self
+            .irregularities
+            .iter_mut()
+            .rev()
+            .filter(open)
+            .find(|i| i.squares == squares || squares.is_empty());
+        if found.is_none() {
+            found = self.irregularities.iter_mut().rev().find(open);
+        }
+        if let Some(i) = found {
+            i.resolved = true;
+        }
+    }
+
     fn game_mut(&mut self, number: u32) -> Option<&mut GameRecord> {
         self.games.last_mut().filter(|g| g.number == number)
     }
 
-    fn make(&mut self, ev: &CoreEvent, ply: u32, san: &str) -> Result<(), String> {
+    fn make(&mut self, ev: &CoreEvent, ply: u32, uci: &UciMove) -> Result<(), String> {
         let id = self.id.clone();
         let g = self
             .game_mut(ev.game)
@@ -473,10 +488,9 @@ impl BoardState {
         if g.ply() + 1 != ply {
             return Err(format!("{id}: move_made ply {ply} after ply {}", g.ply()));
         }
-        let parsed = SanPlus::from_str(san).map_err(|e| format!("{id}: SAN {san:?}: {e}"))?;
-        let mv = parsed.san.to_move(g.position()).map_err(|e| {
+        let mv = uci.to_move(g.position()).map_err(|e| {
             format!(
-                "{id}: SAN {san:?} in {}: {e}",
+                "{id}: move {uci} in {}: {e}",
                 crate::core::game::fen_of(g.position())
             )
         })?;

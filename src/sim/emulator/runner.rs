@@ -393,182 +393,263 @@ pub fn spawn<E: EmulatedBoard>(em: E, cfg: RunnerConfig) -> io::Result<Handle> {
     })
 }
 
-async fn run<E: EmulatedBoard>(
-    mut em: E,
+/// What a run keeps between its steps: the emulated board, its pty (none while unplugged), its
+/// script clock, the bytes for the host, what it counted.
+struct Run<E> {
+    em: E,
     cfg: RunnerConfig,
-    pty: Pty,
-    mut control: mpsc::UnboundedReceiver<Control>,
-    status: watch::Sender<Status>,
-) -> io::Result<()> {
-    let mut pty = Some(pty);
-    let mut clock = ScriptClock {
-        running: !cfg.wait_for_host,
-        base_real: Instant::now(),
-        base_script: 0,
-        speed: cfg.speed.max(1e-6),
-    };
-    let mut replug_at: Option<Instant> = None;
-    let mut plugs = 1u32;
-    let mut buf = vec![0u8; 4096];
-    let mut out = Vec::new();
-    let mut dropped = 0u64;
-    let mut modes_set = 0u64;
-    // Link time: the clock's electronics keep real pace whatever the players' speed.
-    let link_base = Instant::now();
-    let link_now = || link_base.elapsed().as_micros() as Micros;
-    loop {
-        out.clear();
-        let wake = if clock.running {
-            em.next_due().map(|t| clock.real_at(t))
+    pty: Option<Pty>,
+    clock: ScriptClock,
+    replug_at: Option<Instant>,
+    plugs: u32,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    dropped: u64,
+    modes_set: u64,
+    /// Link time: the clock's electronics keep real pace whatever the players' speed.
+    link_base: Instant,
+}
+
+impl<E: EmulatedBoard> Run<E> {
+    /// Link time now.
+    fn link_now(&self) -> Micros {
+        self.link_base.elapsed().as_micros() as Micros
+    }
+
+    /// When the players' next step is due (real time), while the script clock runs.
+    fn wake(&self) -> Option<Instant> {
+        if self.clock.running {
+            self.em.next_due().map(|t| self.clock.real_at(t))
         } else {
             None
-        };
-        let ack_at = em
+        }
+    }
+
+    /// When the board's next link-time event is due (real time).
+    fn ack_at(&self) -> Option<Instant> {
+        self.em
             .next_link_due()
-            .map(|t| link_base + Duration::from_micros(t.max(0) as u64));
-        tokio::select! {
-            biased;
-            c = control.recv() => match c {
-                None | Some(Control::Stop) => {
-                    if let Some(link) = &cfg.link {
-                        let _ = std::fs::remove_file(link);
-                    }
-                    // What the host wrote before the stop is taken (and counted) first.
-                    if let Some(p) = &pty {
-                        while let Ok(n) = p.read_now(&mut buf) {
-                            if n == 0 {
-                                break;
-                            }
-                            em.host_input(&buf[..n], &mut out);
+            .map(|t| self.link_base + Duration::from_micros(t.max(0) as u64))
+    }
+
+    /// A control message (`None`: the handle is gone, as a stop); whether the run stops.
+    fn control(&mut self, c: Option<Control>, status: &watch::Sender<Status>) -> bool {
+        match c {
+            None | Some(Control::Stop) => {
+                if let Some(link) = &self.cfg.link {
+                    let _ = std::fs::remove_file(link);
+                }
+                // What the host wrote before the stop is taken (and counted) first.
+                if let Some(p) = &self.pty {
+                    while let Ok(n) = p.read_now(&mut self.buf) {
+                        if n == 0 {
+                            break;
                         }
-                    }
-                    let now = clock.now();
-                    status.send_modify(|s| {
-                        s.unknown_bytes = em.unknown_bytes();
-                        s.unknown_sample = em.unknown_sample().to_vec();
-                        s.boards = em.boards(now);
-                    });
-                    return Ok(());
-                }
-                Some(Control::Unplug { plies, away }) => {
-                    pty = None;
-                    if let Some(link) = &cfg.link {
-                        let _ = std::fs::remove_file(link);
-                    }
-                    em.unplugged();
-                    let target = em.after_plies(clock.now(), plies).max(clock.now());
-                    em.advance(target, &mut out);
-                    out.clear();
-                    clock.pause_at(target);
-                    replug_at = Some(Instant::now() + away);
-                }
-                Some(Control::Hold { plies }) => {
-                    em.host_gone();
-                    let target = em.after_plies(clock.now(), plies).max(clock.now());
-                    em.advance(target, &mut out);
-                    out.clear();
-                    clock.pause_at(target);
-                }
-                Some(Control::Noise(bytes)) => out.extend(bytes),
-                Some(Control::Reset { plies }) => {
-                    // A ply in progress is played out (and reported) first: then exactly
-                    // `plies` whole plies go unreported.
-                    let mut now = clock.now();
-                    if em.plies_started(now) > em.plies_settled(now) {
-                        now = em.after_plies(now, 1).max(now);
-                        em.advance(now, &mut out);
-                    }
-                    em.reset();
-                    let target = em.after_plies(now, plies).max(now);
-                    em.advance(target, &mut out);
-                    clock.pause_at(target);
-                }
-            },
-            r = async {
-                match &pty {
-                    Some(p) => p.read(&mut buf).await,
-                    None => std::future::pending().await,
-                }
-            } => match r {
-                Ok(n) if n > 0 => {
-                    em.link_time(link_now(), &mut out);
-                    // The board is up to date when the command arrives (a bus chain starts a
-                    // board's players at the script time of its first request).
-                    if clock.running {
-                        em.advance(clock.now(), &mut out);
-                    }
-                    let mode_set = em.host_input(&buf[..n], &mut out);
-                    if mode_set {
-                        modes_set += 1;
-                        clock.resume();
+                        self.em.host_input(&self.buf[..n], &mut self.out);
                     }
                 }
-                _ => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {
-                // Link time first: a bus board tells when its EEPROM writes from it.
-                em.link_time(link_now(), &mut out);
-                em.advance(clock.now(), &mut out);
+                let now = self.clock.now();
+                status.send_modify(|s| {
+                    s.unknown_bytes = self.em.unknown_bytes();
+                    s.unknown_sample = self.em.unknown_sample().to_vec();
+                    s.boards = self.em.boards(now);
+                });
+                return true;
             }
-            _ = tokio::time::sleep_until(ack_at.unwrap_or_else(Instant::now)), if ack_at.is_some() => {
-                em.link_time(link_now(), &mut out);
+            Some(Control::Unplug { plies, away }) => {
+                self.pty = None;
+                if let Some(link) = &self.cfg.link {
+                    let _ = std::fs::remove_file(link);
+                }
+                self.em.unplugged();
+                self.play_on_unseen(plies);
+                self.replug_at = Some(Instant::now() + away);
             }
-            _ = tokio::time::sleep_until(replug_at.unwrap_or_else(Instant::now)), if replug_at.is_some() => {
-                replug_at = None;
-                pty = Some(plug(&cfg.link)?);
-                plugs += 1;
-                em.unplugged();
+            Some(Control::Hold { plies }) => {
+                self.em.host_gone();
+                self.play_on_unseen(plies);
+            }
+            Some(Control::Noise(bytes)) => self.out.extend(bytes),
+            Some(Control::Reset { plies }) => {
+                // A ply in progress is played out (and reported) first: then exactly
+                // `plies` whole plies go unreported.
+                let mut now = self.clock.now();
+                if self.em.plies_started(now) > self.em.plies_settled(now) {
+                    now = self.em.after_plies(now, 1).max(now);
+                    self.em.advance(now, &mut self.out);
+                }
+                self.em.reset();
+                let target = self.em.after_plies(now, plies).max(now);
+                self.em.advance(target, &mut self.out);
+                self.clock.pause_at(target);
             }
         }
-        if let (Some(p), false) = (&pty, out.is_empty())
-            && let Written::Partial(n) = p.write_now(&out)?
+        false
+    }
+
+    /// The players play `plies` plies on with no host to see them (what the board says of
+    /// them is not sent), and the script clock holds there.
+    fn play_on_unseen(&mut self, plies: usize) {
+        let target = self
+            .em
+            .after_plies(self.clock.now(), plies)
+            .max(self.clock.now());
+        self.em.advance(target, &mut self.out);
+        self.out.clear();
+        self.clock.pause_at(target);
+    }
+
+    /// `n` bytes from the host, in `buf`.
+    fn host_bytes(&mut self, n: usize) {
+        let link_now = self.link_now();
+        self.em.link_time(link_now, &mut self.out);
+        // The board is up to date when the command arrives (a bus chain starts a board's
+        // players at the script time of its first request).
+        if self.clock.running {
+            self.em.advance(self.clock.now(), &mut self.out);
+        }
+        let mode_set = self.em.host_input(&self.buf[..n], &mut self.out);
+        if mode_set {
+            self.modes_set += 1;
+            self.clock.resume();
+        }
+    }
+
+    /// The players' step is due.
+    fn step(&mut self) {
+        // Link time first: a bus board tells when its EEPROM writes from it.
+        let link_now = self.link_now();
+        self.em.link_time(link_now, &mut self.out);
+        self.em.advance(self.clock.now(), &mut self.out);
+    }
+
+    /// A link-time event is due.
+    fn link_due(&mut self) {
+        let link_now = self.link_now();
+        self.em.link_time(link_now, &mut self.out);
+    }
+
+    /// The unplugged board comes back, on a new pty.
+    fn replug(&mut self) -> io::Result<()> {
+        self.replug_at = None;
+        self.pty = Some(plug(&self.cfg.link)?);
+        self.plugs += 1;
+        self.em.unplugged();
+        Ok(())
+    }
+
+    /// The bytes for the host go out (what the pty does not take is dropped, and counted).
+    fn write_out(&mut self) -> io::Result<()> {
+        if let (Some(p), false) = (&self.pty, self.out.is_empty())
+            && let Written::Partial(n) = p.write_now(&self.out)?
         {
-            dropped += (out.len() - n) as u64;
+            self.dropped += (self.out.len() - n) as u64;
         }
-        let now = clock.now();
+        Ok(())
+    }
+
+    /// The status, when anything in it changed.
+    fn report(&self, status: &watch::Sender<Status>) {
+        let now = self.clock.now();
         status.send_if_modified(|s| {
             let mut changed = false;
             let set = |changed: &mut bool, cond: bool| *changed |= cond;
-            let plugged = pty.is_some();
-            if let Some(p) = &pty
-                && (s.path != p.path() || s.generation != plugs)
+            let plugged = self.pty.is_some();
+            if let Some(p) = &self.pty
+                && (s.path != p.path() || s.generation != self.plugs)
             {
                 s.path = p.path().to_path_buf();
-                s.generation = plugs;
+                s.generation = self.plugs;
                 changed = true;
             }
             set(&mut changed, s.plugged != plugged);
             s.plugged = plugged;
             s.script_time = now;
-            let started = em.plies_started(now);
+            let started = self.em.plies_started(now);
             set(&mut changed, s.plies_started != started);
             s.plies_started = started;
-            set(&mut changed, s.waiting == clock.running);
-            s.waiting = !clock.running;
-            set(&mut changed, s.finished != em.finished());
-            s.finished = em.finished();
-            if s.texts.len() != em.texts().len() {
-                s.texts = em.texts().to_vec();
+            set(&mut changed, s.waiting == self.clock.running);
+            s.waiting = !self.clock.running;
+            set(&mut changed, s.finished != self.em.finished());
+            s.finished = self.em.finished();
+            if s.texts.len() != self.em.texts().len() {
+                s.texts = self.em.texts().to_vec();
                 changed = true;
             }
-            set(&mut changed, s.dropped != dropped);
-            s.dropped = dropped;
-            set(&mut changed, s.clock_commands != em.clock_commands());
-            s.clock_commands = em.clock_commands();
-            set(&mut changed, s.modes_set != modes_set);
-            s.modes_set = modes_set;
-            let boards = em.boards(now);
+            set(&mut changed, s.dropped != self.dropped);
+            s.dropped = self.dropped;
+            set(&mut changed, s.clock_commands != self.em.clock_commands());
+            s.clock_commands = self.em.clock_commands();
+            set(&mut changed, s.modes_set != self.modes_set);
+            s.modes_set = self.modes_set;
+            let boards = self.em.boards(now);
             if s.boards != boards {
                 s.boards = boards;
                 changed = true;
             }
-            if s.unknown_bytes != em.unknown_bytes() {
-                s.unknown_bytes = em.unknown_bytes();
-                s.unknown_sample = em.unknown_sample().to_vec();
+            if s.unknown_bytes != self.em.unknown_bytes() {
+                s.unknown_bytes = self.em.unknown_bytes();
+                s.unknown_sample = self.em.unknown_sample().to_vec();
                 changed = true;
             }
             changed
         });
+    }
+}
+
+/// Runs `em` on `pty` until told to stop: control messages, the host's bytes, the players'
+/// steps, link-time events and a replug, each as it comes; after each, the bytes for the host
+/// go out and the status is brought up to date.
+async fn run<E: EmulatedBoard>(
+    em: E,
+    cfg: RunnerConfig,
+    pty: Pty,
+    mut control: mpsc::UnboundedReceiver<Control>,
+    status: watch::Sender<Status>,
+) -> io::Result<()> {
+    let mut r = Run {
+        clock: ScriptClock {
+            running: !cfg.wait_for_host,
+            base_real: Instant::now(),
+            base_script: 0,
+            speed: cfg.speed.max(1e-6),
+        },
+        em,
+        cfg,
+        pty: Some(pty),
+        replug_at: None,
+        plugs: 1,
+        buf: vec![0u8; 4096],
+        out: Vec::new(),
+        dropped: 0,
+        modes_set: 0,
+        link_base: Instant::now(),
+    };
+    loop {
+        r.out.clear();
+        let wake = r.wake();
+        let ack_at = r.ack_at();
+        let replug_at = r.replug_at;
+        tokio::select! {
+            biased;
+            c = control.recv() => if r.control(c, &status) {
+                return Ok(());
+            },
+            read = async {
+                match &r.pty {
+                    Some(p) => p.read(&mut r.buf).await,
+                    None => std::future::pending().await,
+                }
+            } => match read {
+                Ok(n) if n > 0 => r.host_bytes(n),
+                _ => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => r.step(),
+            _ = tokio::time::sleep_until(ack_at.unwrap_or_else(Instant::now)), if ack_at.is_some() => r.link_due(),
+            _ = tokio::time::sleep_until(replug_at.unwrap_or_else(Instant::now)), if replug_at.is_some() => r.replug()?,
+        }
+        r.write_out()?;
+        r.report(&status);
     }
 }
 

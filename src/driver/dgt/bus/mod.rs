@@ -6,7 +6,8 @@
 //!   `<id> <len_hi7> <len_lo7> <addr_hi7> <addr_lo7> <data…> <checksum>`.
 //! - [`BusDecoder`]: a resynchronising, checksum-checking frame decoder, optionally for one
 //!   address.
-//! - [`chain`]: the session of a chain of boards on one line (discovery, polling, repair).
+//! - [`DgtBus`]: the driver of a chain of boards on one line; [`chain`]: its session
+//!   (discovery, polling, repair).
 //! - [`BusStream`]: the [`crate::driver::Decoder`] of one board of a chain;
 //!   [`BusLineStream`]: the decoder of the whole line, while boards are being discovered.
 //!
@@ -21,9 +22,12 @@ use crate::driver::DriverReply;
 
 pub mod chain;
 mod decode;
+mod driver;
+mod member;
 mod stream;
 
 pub use decode::BusDecoder;
+pub use driver::{DgtBus, NAME};
 pub use stream::{BusLineStream, BusStream};
 
 /// Largest bus address: 14 bits, sent as two 7-bit bytes.
