@@ -18,6 +18,7 @@
 //! Nothing here knows a board family: the driver's profile says what to look for and where.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -227,7 +228,9 @@ fn claim_key(address: &str) -> PathBuf {
     PathBuf::from(format!("ble:{address}"))
 }
 
-/// Serves one BLE port until told to stop.
+/// Serves one BLE port until told to stop: searches for a board the port names, serves a
+/// session on it while it stays connected, and searches again (after
+/// `daemon.ble_reconnect_secs` when a board was lost, after a second otherwise).
 pub async fn serve_ble(
     ctx: Arc<Ctx>,
     path: PathBuf,
@@ -253,55 +256,31 @@ pub async fn serve_ble(
     let spec = format!("{}:{}", driver.name(), path.display());
     let room = &ctx.ble;
     let mut failing: Option<String> = None;
-    loop {
-        if stop.is_cancelled() {
-            return PortEnd::Stopped;
-        }
+    while !stop.is_cancelled() {
         room.searching(&spec, true);
         room.publish(&ctx);
         let found = tokio::select! {
-            f = find_and_connect(&ctx, &target, profile) => f,
-            _ = stop.cancelled() => {
-                room.searching(&spec, false);
-                room.publish(&ctx);
-                return PortEnd::Stopped;
-            }
+            f = find_and_connect(&ctx, &target, profile) => Some(f),
+            _ = stop.cancelled() => None,
         };
         room.searching(&spec, false);
         let mut wait = Duration::from_secs(1);
         match found {
-            Ok(link) => {
+            None => {
+                room.publish(&ctx);
+                break;
+            }
+            Some(Ok(link)) => {
                 room.error(None);
                 room.publish(&ctx);
                 failing = None;
-                let Link {
-                    adapter,
-                    address,
-                    device,
-                    wire,
-                } = link;
-                let name = PathBuf::from(format!("ble:{address}"));
-                tracing::info!("{spec}: board {address} connected through {adapter}");
-                let end = serve_session(&ctx, &name, origin, wire, &stop).await;
-                if !matches!(end, SessionEnd::Lost(_))
-                    || device.is_connected().await.unwrap_or(false)
-                {
-                    let _ = device.disconnect().await;
-                }
-                room.give_back(&adapter);
-                ctx.release_port(&claim_key(&address));
-                room.publish(&ctx);
-                match end {
-                    SessionEnd::Stopped => return PortEnd::Stopped,
-                    SessionEnd::NotABoard => return PortEnd::NotABoard,
-                    SessionEnd::Lost(why) => {
-                        tracing::warn!("{spec}: board {address} lost: {why}");
-                        wait = Duration::from_secs(ctx.config().daemon.ble_reconnect_secs);
-                    }
+                match serve_link(&ctx, &spec, origin, link, &stop).await {
+                    ControlFlow::Continue(after) => wait = after,
+                    ControlFlow::Break(end) => return end,
                 }
             }
-            Err(NoBoard::NotFound) => {}
-            Err(NoBoard::Failed(why)) => {
+            Some(Err(NoBoard::NotFound)) => {}
+            Some(Err(NoBoard::Failed(why))) => {
                 if failing.as_deref() != Some(&why) {
                     tracing::warn!("{spec}: {why}; trying again");
                     failing = Some(why.clone());
@@ -312,7 +291,43 @@ pub async fn serve_ble(
         }
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = stop.cancelled() => return PortEnd::Stopped,
+            _ = stop.cancelled() => break,
+        }
+    }
+    PortEnd::Stopped
+}
+
+/// Serves a session on a connected board, then disconnects it (unless it went away by
+/// itself) and gives back its adapter's room and its claim. Goes on (with the wait before the
+/// next search) when the board was lost; breaks with the task's end otherwise.
+async fn serve_link(
+    ctx: &Arc<Ctx>,
+    spec: &str,
+    origin: Origin,
+    link: Link,
+    stop: &CancellationToken,
+) -> ControlFlow<PortEnd, Duration> {
+    let Link {
+        adapter,
+        address,
+        device,
+        wire,
+    } = link;
+    let name = PathBuf::from(format!("ble:{address}"));
+    tracing::info!("{spec}: board {address} connected through {adapter}");
+    let end = serve_session(ctx, &name, origin, wire, stop).await;
+    if !matches!(end, SessionEnd::Lost(_)) || device.is_connected().await.unwrap_or(false) {
+        let _ = device.disconnect().await;
+    }
+    ctx.ble.give_back(&adapter);
+    ctx.release_port(&claim_key(&address));
+    ctx.ble.publish(ctx);
+    match end {
+        SessionEnd::Stopped => ControlFlow::Break(PortEnd::Stopped),
+        SessionEnd::NotABoard => ControlFlow::Break(PortEnd::NotABoard),
+        SessionEnd::Lost(why) => {
+            tracing::warn!("{spec}: board {address} lost: {why}");
+            ControlFlow::Continue(Duration::from_secs(ctx.config().daemon.ble_reconnect_secs))
         }
     }
 }
@@ -401,13 +416,32 @@ async fn find_and_connect(
 }
 
 /// Connects `device` (dropping an orphaned link first), waits for its services and subscribes
-/// to the profile's notify characteristics.
+/// to the profile's notify characteristics; a board connected but not subscribed is
+/// disconnected again.
 async fn connect(
     device: Device,
     profile: &'static GattProfile,
     adapter: &str,
 ) -> Result<Link, NoBoard> {
     let address = device.address().to_string();
+    connect_resolved(&device, &address).await?;
+    match subscribe(&device, &address, profile).await {
+        Ok(wire) => Ok(Link {
+            adapter: adapter.to_string(),
+            address,
+            device,
+            wire,
+        }),
+        Err(e) => {
+            let _ = device.disconnect().await;
+            Err(e)
+        }
+    }
+}
+
+/// Connects `device`, dropping an orphaned link to it first, and waits until BlueZ has
+/// resolved its services (each within [`CONNECT_TIMEOUT`]).
+async fn connect_resolved(device: &Device, address: &str) -> Result<(), NoBoard> {
     if device.is_connected().await.unwrap_or(false) {
         tracing::info!("{address}: an orphaned link to it is dropped first");
         let _ = device.disconnect().await;
@@ -433,6 +467,16 @@ async fn connect(
         let _ = device.disconnect().await;
         return Err(timed("resolving its services"));
     }
+    Ok(())
+}
+
+/// The wire to a connected board: the profile's write characteristic, and its notifications
+/// and its disconnection heard on one channel (one forwarding task each).
+async fn subscribe(
+    device: &Device,
+    address: &str,
+    profile: &'static GattProfile,
+) -> Result<GattWire, NoBoard> {
     let mut chars = Vec::new();
     for s in device.services().await.map_err(ble)? {
         for c in s.characteristics().await.map_err(ble)? {
@@ -449,34 +493,19 @@ async fn connect(
             .map(|(_, c)| c.clone())
             .ok_or_else(|| NoBoard::Failed(format!("{address}: no characteristic {u}")))
     };
-    let write = match find(profile.write) {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = device.disconnect().await;
-            return Err(e);
-        }
-    };
+    let write = find(profile.write)?;
     let (tx, heard) = mpsc::channel(1024);
     let mut tasks = Vec::new();
     let mut mtu = write.mtu().await.ok().map(att_mtu);
     for &n in profile.notify {
-        let c = match find(n) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = device.disconnect().await;
-                return Err(e);
-            }
-        };
+        let c = find(n)?;
         if mtu.is_none() {
             mtu = c.mtu().await.ok().map(att_mtu);
         }
-        let stream = match c.notify().await {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = device.disconnect().await;
-                return Err(NoBoard::Failed(format!("{address}: subscribe to {n}: {e}")));
-            }
-        };
+        let stream = c
+            .notify()
+            .await
+            .map_err(|e| NoBoard::Failed(format!("{address}: subscribe to {n}: {e}")))?;
         let tx = tx.clone();
         tasks.push(tokio::spawn(async move {
             let mut stream = Box::pin(stream);
@@ -496,16 +525,11 @@ async fn connect(
             }
         }
     }));
-    Ok(Link {
-        adapter: adapter.to_string(),
-        address: address.clone(),
-        device,
-        wire: GattWire {
-            heard,
-            write,
-            write_char: profile.write,
-            mtu,
-            tasks,
-        },
+    Ok(GattWire {
+        heard,
+        write,
+        write_char: profile.write,
+        mtu,
+        tasks,
     })
 }

@@ -109,7 +109,8 @@ impl Origin {
 /// Period of the core's settle decisions and of the session's own timers.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Serves one port until told to stop (or, for discovered ports, until it goes away).
+/// Serves one port until told to stop (or, for discovered ports, until it goes away): opens it,
+/// serves a session on it while it stays open, and reopens it with backoff ([`Reopen`]).
 pub async fn serve_port(
     ctx: Arc<Ctx>,
     path: PathBuf,
@@ -119,104 +120,162 @@ pub async fn serve_port(
     if origin.driver().transport().gatt().is_some() {
         return super::ble::serve_ble(ctx, path, origin, stop).await;
     }
-    let mut backoff = Duration::from_millis(250);
-    let mut failing_since: Option<String> = None;
-    // A configured port (or a board's own USB id) that does not open is in health until it
-    // does, or until its task ends.
-    let reported = matches!(
-        origin,
-        Origin::Configured { .. } | Origin::Discovered { generic: false, .. }
-    );
-    let fault = PortFault {
-        ctx: &ctx,
-        name: path.display().to_string(),
+    let Some(line) = origin.driver().transport().line() else {
+        tracing::error!(
+            "{}: the {} driver is not served on a serial port",
+            path.display(),
+            origin.driver().name()
+        );
+        return PortEnd::NotABoard;
     };
-    loop {
-        if stop.is_cancelled() {
-            return PortEnd::Stopped;
-        }
-        let Some(line) = origin.driver().transport().line() else {
-            tracing::error!(
-                "{}: the {} driver is not served on a serial port",
-                path.display(),
-                origin.driver().name()
-            );
-            return PortEnd::NotABoard;
-        };
-        let opened = super::serial::open(&path, line);
-        match opened {
+    let mut reopen = Reopen::new(&ctx, &path, origin);
+    while !stop.is_cancelled() {
+        match super::serial::open(&path, line) {
             Ok(port) => {
-                let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                if !ctx.claim_port(&canonical) {
-                    tracing::debug!("{}: already served under another name", path.display());
-                    drop(port);
-                } else {
-                    failing_since = None;
-                    fault.set(None);
-                    backoff = backoff.min(Duration::from_secs(5));
-                    let started = Instant::now();
-                    let end = Port::new(&ctx, &path, origin)
-                        .serve(SerialWire::new(port), &stop)
-                        .await;
-                    ctx.release_port(&canonical);
-                    match end {
-                        SessionEnd::Stopped => return PortEnd::Stopped,
-                        SessionEnd::NotABoard => {
-                            tracing::info!(
-                                "{}: not a {} board; left alone",
-                                path.display(),
-                                origin.driver().name()
-                            );
-                            return PortEnd::NotABoard;
-                        }
-                        SessionEnd::Lost(why) => {
-                            tracing::warn!("{}: link lost: {why}", path.display());
-                            if started.elapsed() > Duration::from_secs(30) {
-                                backoff = Duration::from_millis(250);
-                            }
-                        }
-                    }
+                if let Some(end) = serve_opened(&ctx, &path, origin, port, &stop, &mut reopen).await
+                {
+                    return end;
                 }
             }
             Err(e) => {
                 if matches!(origin, Origin::Discovered { .. }) && !path.exists() {
                     return PortEnd::Gone;
                 }
-                let failure = super::serial::diagnose(&path, &e);
-                if failing_since.as_deref() != Some(&failure.reason) {
-                    if failure.lasting {
-                        tracing::warn!(
-                            "{}: cannot open: {}; tried again every {} s",
-                            path.display(),
-                            failure.reason,
-                            SLOW_RETRY.as_secs()
-                        );
-                    } else {
-                        tracing::info!(
-                            "{}: cannot open ({}); retrying",
-                            path.display(),
-                            failure.reason
-                        );
-                    }
-                    failing_since = Some(failure.reason.clone());
-                }
-                if reported {
-                    fault.set(Some(failure.reason));
-                }
-                if failure.lasting {
-                    backoff = SLOW_RETRY;
-                } else if backoff >= SLOW_RETRY {
-                    backoff = Duration::from_millis(250);
-                }
+                reopen.failed(&e);
             }
         }
+        if !reopen.wait(&stop).await {
+            break;
+        }
+    }
+    PortEnd::Stopped
+}
+
+/// Serves a session on a port just opened, unless another task serves the same device under
+/// another name. `None` while the port task goes on (the link was lost, or the port was
+/// someone else's), the task's end otherwise.
+async fn serve_opened(
+    ctx: &Arc<Ctx>,
+    path: &Path,
+    origin: Origin,
+    port: tokio_serial::SerialStream,
+    stop: &CancellationToken,
+    reopen: &mut Reopen<'_>,
+) -> Option<PortEnd> {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !ctx.claim_port(&canonical) {
+        tracing::debug!("{}: already served under another name", path.display());
+        return None;
+    }
+    reopen.opened();
+    let started = Instant::now();
+    let end = Port::new(ctx, path, origin)
+        .serve(SerialWire::new(port), stop)
+        .await;
+    ctx.release_port(&canonical);
+    match end {
+        SessionEnd::Stopped => Some(PortEnd::Stopped),
+        SessionEnd::NotABoard => {
+            tracing::info!(
+                "{}: not a {} board; left alone",
+                path.display(),
+                origin.driver().name()
+            );
+            Some(PortEnd::NotABoard)
+        }
+        SessionEnd::Lost(why) => {
+            tracing::warn!("{}: link lost: {why}", path.display());
+            reopen.lost(started.elapsed());
+            None
+        }
+    }
+}
+
+/// When a serial port task tries its port again: backoff doubling from 250 ms to 5 s, a slow
+/// retry ([`SLOW_RETRY`]) for what waiting cannot heal, a failure logged once per reason, and
+/// the port's entry in health while it does not open.
+struct Reopen<'a> {
+    path: &'a Path,
+    backoff: Duration,
+    failing_since: Option<String>,
+    /// A configured port (or a board's own USB id) that does not open is in health until it
+    /// does, or until its task ends.
+    reported: bool,
+    fault: PortFault<'a>,
+}
+
+impl<'a> Reopen<'a> {
+    fn new(ctx: &'a Ctx, path: &'a Path, origin: Origin) -> Self {
+        Reopen {
+            path,
+            backoff: Duration::from_millis(250),
+            failing_since: None,
+            reported: matches!(
+                origin,
+                Origin::Configured { .. } | Origin::Discovered { generic: false, .. }
+            ),
+            fault: PortFault {
+                ctx,
+                name: path.display().to_string(),
+            },
+        }
+    }
+
+    /// The port opened: its failure is over.
+    fn opened(&mut self) {
+        self.failing_since = None;
+        self.fault.set(None);
+        self.backoff = self.backoff.min(Duration::from_secs(5));
+    }
+
+    /// The link was lost after `served`: a link that lived a while is reopened quickly.
+    fn lost(&mut self, served: Duration) {
+        if served > Duration::from_secs(30) {
+            self.backoff = Duration::from_millis(250);
+        }
+    }
+
+    /// The port did not open: logged once per reason, in health, and the next try is slow when
+    /// waiting cannot heal the reason.
+    fn failed(&mut self, e: &io::Error) {
+        let failure = super::serial::diagnose(self.path, e);
+        if self.failing_since.as_deref() != Some(&failure.reason) {
+            if failure.lasting {
+                tracing::warn!(
+                    "{}: cannot open: {}; tried again every {} s",
+                    self.path.display(),
+                    failure.reason,
+                    SLOW_RETRY.as_secs()
+                );
+            } else {
+                tracing::info!(
+                    "{}: cannot open ({}); retrying",
+                    self.path.display(),
+                    failure.reason
+                );
+            }
+            self.failing_since = Some(failure.reason.clone());
+        }
+        if self.reported {
+            self.fault.set(Some(failure.reason));
+        }
+        if failure.lasting {
+            self.backoff = SLOW_RETRY;
+        } else if self.backoff >= SLOW_RETRY {
+            self.backoff = Duration::from_millis(250);
+        }
+    }
+
+    /// Waits out the backoff (`false`: told to stop meanwhile), and lengthens the next.
+    async fn wait(&mut self, stop: &CancellationToken) -> bool {
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stop.cancelled() => return PortEnd::Stopped,
+            _ = tokio::time::sleep(self.backoff) => {}
+            _ = stop.cancelled() => return false,
         }
-        if backoff < SLOW_RETRY {
-            backoff = (backoff * 2).min(Duration::from_secs(5));
+        if self.backoff < SLOW_RETRY {
+            self.backoff = (self.backoff * 2).min(Duration::from_secs(5));
         }
+        true
     }
 }
 
