@@ -202,75 +202,11 @@ impl OutputArgs {
 
     /// The output configuration these options describe.
     pub fn output_config(&self) -> Result<OutputConfig, ArgError> {
-        let token = match (&self.token, &self.token_file) {
-            (Some(_), Some(_)) => {
-                return Err(ArgError::from("give --token or --token-file, not both"));
-            }
-            (Some(t), None) => Some(t.clone()),
-            (None, Some(f)) => Some(
-                std::fs::read_to_string(f)
-                    .map_err(|e| format!("token file {}: {e}", f.display()))?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
-        if token.as_ref().is_some_and(|t| t.len() < 8) {
-            return Err(ArgError::from(
-                "the access token must have at least 8 characters",
-            ));
-        }
-        let mqtt = match &self.mqtt[..] {
-            [] => None,
-            urls => {
-                let mut m = MqttConfig::from_urls(urls)?;
-                if let Some(n) = &self.mqtt_node {
-                    m.node = n.clone();
-                }
-                m.prefix = self.mqtt_prefix.clone().unwrap_or_else(|| "eboardd".into());
-                Some(m)
-            }
-        };
-        for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
-            if !crate::output::ws::valid_origin(o) {
-                return Err(ArgError::from(format!(
-                    "{o:?} is not a web origin like https://broadcast.example.org"
-                )));
-            }
-        }
-        if self
-            .delay_secs
-            .is_some_and(|d| d > crate::config::MAX_DELAY_SECS)
-        {
-            return Err(ArgError::Invalid(format!(
-                "--delay-secs must be at most {} (3 hours)",
-                crate::config::MAX_DELAY_SECS
-            )));
-        }
-        if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
-            return Err(ArgError::from("connection caps must be at least 1"));
-        }
-        let lichess = match (&self.lichess_round[..], &self.lichess_token_file) {
-            ([], None) => None,
-            ([], Some(_)) => {
-                return Err(ArgError::from(
-                    "lichess: a token file but no broadcast round: give --lichess-round ID",
-                ));
-            }
-            (_, None) => {
-                return Err(ArgError::from(
-                    "lichess: give --lichess-token-file FILE (an API token with the study:write scope) with --lichess-round",
-                ));
-            }
-            (rounds, Some(file)) => Some(
-                crate::output::lichess::LichessConfig::new(
-                    rounds.to_vec(),
-                    file,
-                    self.lichess_url.as_deref(),
-                )
-                .map_err(|e| ArgError::Invalid(e.to_string()))?,
-            ),
-        };
+        // The first error first, in the order the options are checked.
+        let token = self.token()?;
+        let mqtt = self.mqtt()?;
+        self.check_limits()?;
+        let lichess = self.lichess()?;
         Ok(OutputConfig {
             allowed_origins: self.allow_origin.clone(),
             livechess_allowed_origins: (!self.livechess_allow_origin.is_empty())
@@ -297,6 +233,95 @@ impl OutputArgs {
             lichess,
             // The daemon sets its boards' share; the servers of captures have none.
             descriptors_for_boards: 0,
+        })
+    }
+
+    /// The access token, given on the command line or read from its file (at least 8
+    /// characters).
+    fn token(&self) -> Result<Option<String>, ArgError> {
+        let token = match (&self.token, &self.token_file) {
+            (Some(_), Some(_)) => {
+                return Err(ArgError::from("give --token or --token-file, not both"));
+            }
+            (Some(t), None) => Some(t.clone()),
+            (None, Some(f)) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("token file {}: {e}", f.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        if token.as_ref().is_some_and(|t| t.len() < 8) {
+            return Err(ArgError::from(
+                "the access token must have at least 8 characters",
+            ));
+        }
+        Ok(token)
+    }
+
+    /// The origins are web origins, the delay at most [`crate::config::MAX_DELAY_SECS`], the
+    /// connection caps at least 1.
+    fn check_limits(&self) -> Result<(), ArgError> {
+        for o in self.allow_origin.iter().chain(&self.livechess_allow_origin) {
+            if !crate::output::ws::valid_origin(o) {
+                return Err(ArgError::from(format!(
+                    "{o:?} is not a web origin like https://broadcast.example.org"
+                )));
+            }
+        }
+        if self
+            .delay_secs
+            .is_some_and(|d| d > crate::config::MAX_DELAY_SECS)
+        {
+            return Err(ArgError::Invalid(format!(
+                "--delay-secs must be at most {} (3 hours)",
+                crate::config::MAX_DELAY_SECS
+            )));
+        }
+        if self.max_connections == Some(0) || self.max_connections_per_address == Some(0) {
+            return Err(ArgError::from("connection caps must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The MQTT brokers (`--mqtt`, none: no MQTT), with the node and the topic prefix.
+    fn mqtt(&self) -> Result<Option<MqttConfig>, ArgError> {
+        Ok(match &self.mqtt[..] {
+            [] => None,
+            urls => {
+                let mut m = MqttConfig::from_urls(urls)?;
+                if let Some(n) = &self.mqtt_node {
+                    m.node = n.clone();
+                }
+                m.prefix = self.mqtt_prefix.clone().unwrap_or_else(|| "eboardd".into());
+                Some(m)
+            }
+        })
+    }
+
+    /// The lichess broadcast rounds and their token file: both or neither.
+    fn lichess(&self) -> Result<Option<crate::output::lichess::LichessConfig>, ArgError> {
+        Ok(match (&self.lichess_round[..], &self.lichess_token_file) {
+            ([], None) => None,
+            ([], Some(_)) => {
+                return Err(ArgError::from(
+                    "lichess: a token file but no broadcast round: give --lichess-round ID",
+                ));
+            }
+            (_, None) => {
+                return Err(ArgError::from(
+                    "lichess: give --lichess-token-file FILE (an API token with the study:write scope) with --lichess-round",
+                ));
+            }
+            (rounds, Some(file)) => Some(
+                crate::output::lichess::LichessConfig::new(
+                    rounds.to_vec(),
+                    file,
+                    self.lichess_url.as_deref(),
+                )
+                .map_err(|e| ArgError::Invalid(e.to_string()))?,
+            ),
         })
     }
 

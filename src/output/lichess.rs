@@ -327,6 +327,21 @@ impl Outcome {
             Outcome::Failed(None, _) => "unreachable",
         }
     }
+
+    /// What health shows of the push (`None`: taken, or lichess only asked to wait).
+    fn fault(&self) -> Option<String> {
+        match self {
+            Outcome::Taken(_) | Outcome::TooMany(_) => None,
+            Outcome::Unauthorized => Some(
+                "401: lichess refused the token (check [outputs.lichess] token_file: a \
+                 token with the study:write scope)"
+                    .to_string(),
+            ),
+            Outcome::Refused(s, said) => Some(format!("{s}: {said}")),
+            Outcome::Failed(Some(s), said) => Some(format!("{s}: {said}")),
+            Outcome::Failed(None, said) => Some(format!("no answer: {said}")),
+        }
+    }
 }
 
 /// lichess's answer to a push.
@@ -469,61 +484,64 @@ impl Pusher {
         let outcome = push(&self.client, &self.cfg, &id, body.clone()).await;
         if let Some(m) = hub.metrics() {
             m.lichess_push(outcome.label());
-            let failing = match &outcome {
-                Outcome::Taken(_) | Outcome::TooMany(_) => None,
-                Outcome::Unauthorized => Some(
-                    "401: lichess refused the token (check [outputs.lichess] token_file: a \
-                     token with the study:write scope)"
-                        .to_string(),
-                ),
-                Outcome::Refused(s, said) => Some(format!("{s}: {said}")),
-                Outcome::Failed(Some(s), said) => Some(format!("{s}: {said}")),
-                Outcome::Failed(None, said) => Some(format!("no answer: {said}")),
-            };
-            m.set_fault(Part::Lichess, &id, failing);
+            m.set_fault(Part::Lichess, &id, outcome.fault());
         }
         let now = Instant::now();
         self.next_at = now + MIN_INTERVAL;
         match outcome {
             Outcome::Taken(games) => {
-                self.taken[i] = Some(body);
-                self.backoff = BACKOFF_START;
-                for g in games.iter().filter(|g| g.error.is_some()) {
-                    tracing::warn!(
-                        "lichess round {id} refused the game of board {}: {}",
-                        g.board.map_or("?".into(), |b| b.to_string()),
-                        g.error.as_deref().unwrap_or("")
-                    );
-                }
-                self.report.update(|r| {
-                    r.state = PushState::Ok;
-                    r.message = None;
-                    r.retry_in_secs = None;
-                    let round = &mut r.rounds[i];
-                    round.pushes += 1;
-                    round.accepted += 1;
-                    round.last_accepted_ms = Some(now_ms());
-                    round.games = games;
-                });
+                self.taken(i, body, games);
                 true
             }
+            not_taken => {
+                self.not_taken(i, not_taken, now);
+                false
+            }
+        }
+    }
+
+    /// Lichess took round `i`'s PGN (`body`): the backoff starts again, and the games it
+    /// refused are logged.
+    fn taken(&mut self, i: usize, body: String, games: Vec<GameAnswer>) {
+        let id = &self.cfg.rounds[i];
+        self.taken[i] = Some(body);
+        self.backoff = BACKOFF_START;
+        for g in games.iter().filter(|g| g.error.is_some()) {
+            tracing::warn!(
+                "lichess round {id} refused the game of board {}: {}",
+                g.board.map_or("?".into(), |b| b.to_string()),
+                g.error.as_deref().unwrap_or("")
+            );
+        }
+        self.report.update(|r| {
+            r.state = PushState::Ok;
+            r.message = None;
+            r.retry_in_secs = None;
+            let round = &mut r.rounds[i];
+            round.pushes += 1;
+            round.accepted += 1;
+            round.last_accepted_ms = Some(now_ms());
+            round.games = games;
+        });
+    }
+
+    /// Lichess did not take round `i`'s PGN (`outcome`, at `now`): when to try again (what
+    /// lichess asks, a slow retry for what waiting will not mend, a doubling backoff
+    /// otherwise), logged once per reason and reported.
+    fn not_taken(&mut self, i: usize, outcome: Outcome, now: Instant) {
+        let id = self.cfg.rounds[i].clone();
+        let (state, message, wait) = match outcome {
+            Outcome::Taken(_) => return,
             Outcome::TooMany(wait) => {
                 let wait = wait.max(MIN_INTERVAL);
-                self.next_at = now + wait;
                 tracing::warn!(
                     "lichess asks to wait (429): next push in {}s",
                     wait.as_secs()
                 );
-                self.report.update(|r| {
-                    r.state = PushState::RateLimited;
-                    r.message = Some("429 Too Many Requests".into());
-                    r.retry_in_secs = Some(wait.as_secs());
-                    r.rounds[i].pushes += 1;
-                });
-                false
+                let message = "429 Too Many Requests".to_string();
+                (PushState::RateLimited, message, wait)
             }
             Outcome::Unauthorized => {
-                self.next_at = now + REFUSED_RETRY;
                 if self.report.snapshot().state != PushState::TokenRefused {
                     tracing::error!(
                         "lichess refused the token (401): check [outputs.lichess] token_file (a \
@@ -532,16 +550,10 @@ impl Pusher {
                         REFUSED_RETRY.as_secs() / 60
                     );
                 }
-                self.report.update(|r| {
-                    r.state = PushState::TokenRefused;
-                    r.message = Some("401: lichess refused the token".into());
-                    r.retry_in_secs = Some(REFUSED_RETRY.as_secs());
-                    r.rounds[i].pushes += 1;
-                });
-                false
+                let message = "401: lichess refused the token".to_string();
+                (PushState::TokenRefused, message, REFUSED_RETRY)
             }
             Outcome::Refused(status, said) => {
-                self.next_at = now + REFUSED_RETRY;
                 let what = format!("{status}: {said}");
                 let hint = if status == 404 {
                     " (is the round id right? [outputs.lichess] round)"
@@ -555,18 +567,11 @@ impl Pusher {
                         REFUSED_RETRY.as_secs() / 60
                     );
                 }
-                self.report.update(|r| {
-                    r.state = PushState::Refused;
-                    r.message = Some(what);
-                    r.retry_in_secs = Some(REFUSED_RETRY.as_secs());
-                    r.rounds[i].pushes += 1;
-                });
-                false
+                (PushState::Refused, what, REFUSED_RETRY)
             }
             Outcome::Failed(status, said) => {
                 let wait = self.backoff;
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
-                self.next_at = now + wait;
                 let what = match status {
                     Some(s) => format!("{s}: {said}"),
                     None => format!("no answer: {said}"),
@@ -575,15 +580,16 @@ impl Pusher {
                     "lichess push to round {id} failed ({what}); again in {}s",
                     wait.as_secs()
                 );
-                self.report.update(|r| {
-                    r.state = PushState::Retrying;
-                    r.message = Some(what);
-                    r.retry_in_secs = Some(wait.as_secs());
-                    r.rounds[i].pushes += 1;
-                });
-                false
+                (PushState::Retrying, what, wait)
             }
-        }
+        };
+        self.next_at = now + wait;
+        self.report.update(|r| {
+            r.state = state;
+            r.message = Some(message);
+            r.retry_in_secs = Some(wait.as_secs());
+            r.rounds[i].pushes += 1;
+        });
     }
 
     /// Push until `stop` turns true; one last push of what changed on stop, when allowed.

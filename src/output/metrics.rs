@@ -233,99 +233,115 @@ impl Metrics {
             faults: Mutex::default(),
             registry: Registry::default(),
         };
+        m.register(&mut registry);
+        m.zero_label_sets();
+        Metrics { registry, ..m }
+    }
+
+    /// Registers every metric with its help text.
+    fn register(&self, registry: &mut Registry) {
         registry.register(
             "boards",
             "Boards the daemon knows, by link state (as GET /api/v1/boards gives it)",
-            m.boards.clone(),
+            self.boards.clone(),
         );
         registry.register(
             "moves",
             "Moves added to a game score (move_made events)",
-            m.moves.clone(),
+            self.moves.clone(),
         );
         registry.register(
             "moves_retracted",
             "Moves taken back from a game score before the clock was pressed (move_retracted \
              events)",
-            m.moves_retracted.clone(),
+            self.moves_retracted.clone(),
         );
         registry.register(
             "games",
             "Games started (game_started events)",
-            m.games.clone(),
+            self.games.clone(),
         );
         registry.register(
             "irregularities",
             "Irregularities raised (irregularity events)",
-            m.irregularities.clone(),
+            self.irregularities.clone(),
         );
         registry.register(
             "irregularities_open",
             "Irregularities raised and not yet resolved, among those GET /api/v1/boards lists",
-            m.irregularities_open.clone(),
+            self.irregularities_open.clone(),
         );
         registry.register(
             "hall_boards_checked",
             "Boards the hall check looks at (GET /api/v1/round/check: the loaded round's, else \
              the connected ones)",
-            m.hall[0].clone(),
+            self.hall[0].clone(),
         );
         registry.register(
             "hall_boards_ready",
             "Boards the hall check finds ready for the round (GET /api/v1/round/check)",
-            m.hall[1].clone(),
+            self.hall[1].clone(),
         );
         registry.register(
             "link_errors",
             "Link errors of the boards' ports, by kind: bad frames, repairs from a board dump, \
              board resets, missed replies",
-            m.link_errors.clone(),
+            self.link_errors.clone(),
         );
         registry.register(
             "clients",
             "Clients connected, by kind: event stream over WebSocket or SSE, LiveChess API",
-            m.clients.clone(),
+            self.clients.clone(),
         );
         registry.register(
             "capture_bytes",
             "Bytes written to capture files",
-            m.capture_bytes.clone(),
+            self.capture_bytes.clone(),
         );
         registry.register(
             "lichess_push",
             "Pushes of games to lichess, by outcome",
-            m.lichess_push.clone(),
+            self.lichess_push.clone(),
         );
         registry.register(
             "failing",
             "Parts failing now, by kind: configured ports that cannot open, the capture \
              directory, the MQTT broker, lichess (GET /api/v1/health lists them with the reason)",
-            m.failing.clone(),
+            self.failing.clone(),
         );
         registry.register(
             "mqtt_connected",
             "The MQTT broker the publisher is connected to, by broker (the configured ones, e.g. \
              the nodes of a cluster): 1 for the one connected, 0 for the others",
-            m.mqtt_connected.clone(),
+            self.mqtt_connected.clone(),
         );
+    }
+
+    /// Every label value of a fixed set present at zero.
+    fn zero_label_sets(&self) {
         for part in Part::ALL {
-            drop(m.failing.get_or_create(&PartLabels { part: part.name() }));
+            drop(
+                self.failing
+                    .get_or_create(&PartLabels { part: part.name() }),
+            );
         }
         for state in LINK_STATES {
-            drop(m.boards.get_or_create(&StateLabels {
+            drop(self.boards.get_or_create(&StateLabels {
                 state: link_state_name(state),
             }));
         }
         for kind in LinkError::ALL {
             drop(
-                m.link_errors
+                self.link_errors
                     .get_or_create(&KindLabels { kind: kind.name() }),
             );
         }
         for kind in ClientKind::ALL {
-            drop(m.clients.get_or_create(&KindLabels { kind: kind.name() }));
+            drop(
+                self.clients
+                    .get_or_create(&KindLabels { kind: kind.name() }),
+            );
         }
-        Metrics { registry, ..m }
     }
 
     /// Count one core event published on the live hub (by [`CountEvents`]).

@@ -255,59 +255,63 @@ impl Assembler {
                 }
             }
             _ => match CoreEvent::from_wire(v) {
-                Ok(ev) => {
-                    if let Some(theirs) = v["seq"].as_u64()
-                        && self.seqs.get(id).is_some_and(|&had| theirs <= had)
-                    {
-                        // Taken already (sent again after a broken connection: QoS 1 is at
-                        // least once), or in a state read since.
-                        return;
-                    }
-                    if self.gapped.contains(id) && of_the_game(&ev.kind) {
-                        // Held: the board's next state brings the game, in order.
-                        return;
-                    }
-                    let placed = match &ev.kind {
-                        EventKind::MoveMade { ply, uci, .. } => {
-                            Some((*ply, place(hub, id, ev.game, *ply, Some(uci))))
-                        }
-                        EventKind::MoveCompleted { ply, .. } => {
-                            Some((*ply, place(hub, id, ev.game, *ply, None)))
-                        }
-                        _ => None,
-                    };
-                    if let Some((ply, placed)) = placed {
-                        match placed {
-                            Place::Next => {}
-                            Place::Had => return,
-                            Place::Beyond => {
-                                // A move lost on the way (a broker node's loss): the board's
-                                // next state brings what is missing, then the stream goes on.
-                                tracing::info!(
-                                    board = id,
-                                    game = ev.game,
-                                    ply,
-                                    "a move did not come through: the board catches up from its next state"
-                                );
-                                self.gapped.insert(id.to_string());
-                                self.synced.remove(id);
-                                return;
-                            }
-                        }
-                    }
-                    if let Some(theirs) = v["seq"].as_u64() {
-                        let seen = self.seqs.entry(id.to_string()).or_default();
-                        *seen = (*seen).max(theirs);
-                    }
-                    let seq = hub.publish(id, &ev);
-                    if matches!(ev.kind, EventKind::Irregularity { .. })
-                        && let Some(theirs) = v["seq"].as_u64()
-                    {
-                        self.irregularities.insert((id.to_string(), theirs), seq);
-                    }
-                }
+                Ok(ev) => self.core_event(hub, id, v, ev),
                 Err(e) => tracing::debug!(board = id, "MQTT event not understood: {e}"),
             },
+        }
+    }
+
+    /// A board's core event from another daemon (`v`, its envelope): published in order, once;
+    /// one that comes after a lost move waits for the board's next state.
+    fn core_event(&mut self, hub: &Hub, id: &str, v: &Value, ev: CoreEvent) {
+        if let Some(theirs) = v["seq"].as_u64()
+            && self.seqs.get(id).is_some_and(|&had| theirs <= had)
+        {
+            // Taken already (sent again after a broken connection: QoS 1 is at
+            // least once), or in a state read since.
+            return;
+        }
+        if self.gapped.contains(id) && of_the_game(&ev.kind) {
+            // Held: the board's next state brings the game, in order.
+            return;
+        }
+        let placed = match &ev.kind {
+            EventKind::MoveMade { ply, uci, .. } => {
+                Some((*ply, place(hub, id, ev.game, *ply, Some(uci))))
+            }
+            EventKind::MoveCompleted { ply, .. } => {
+                Some((*ply, place(hub, id, ev.game, *ply, None)))
+            }
+            _ => None,
+        };
+        if let Some((ply, placed)) = placed {
+            match placed {
+                Place::Next => {}
+                Place::Had => return,
+                Place::Beyond => {
+                    // A move lost on the way (a broker node's loss): the board's
+                    // next state brings what is missing, then the stream goes on.
+                    tracing::info!(
+                        board = id,
+                        game = ev.game,
+                        ply,
+                        "a move did not come through: the board catches up from its next state"
+                    );
+                    self.gapped.insert(id.to_string());
+                    self.synced.remove(id);
+                    return;
+                }
+            }
+        }
+        if let Some(theirs) = v["seq"].as_u64() {
+            let seen = self.seqs.entry(id.to_string()).or_default();
+            *seen = (*seen).max(theirs);
+        }
+        let seq = hub.publish(id, &ev);
+        if matches!(ev.kind, EventKind::Irregularity { .. })
+            && let Some(theirs) = v["seq"].as_u64()
+        {
+            self.irregularities.insert((id.to_string(), theirs), seq);
         }
     }
 }

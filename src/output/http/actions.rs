@@ -11,7 +11,7 @@ use serde_json::json;
 use super::auth::authorised;
 use super::boards::check_board;
 use super::body::{MAX_BODY, parse_body, read_body};
-use super::{App, JSON_TYPE, error};
+use super::{App, JSON_TYPE, Reject, error, reject};
 use crate::core::observation::OperatorAction;
 #[cfg(feature = "test-support")]
 use crate::output::hub::Hub;
@@ -118,14 +118,85 @@ struct ResultBody {
     round: Option<u32>,
 }
 
+impl ResultBody {
+    /// The result the arbiter sets (`None`: the one the game ended with is confirmed).
+    fn wanted(&self) -> Result<Option<GameResult>, Reject> {
+        match (&self.result, self.confirm) {
+            (Some(s), None) => match s.parse::<GameResult>() {
+                Ok(r) => Ok(Some(r)),
+                Err(e) => Err(reject(StatusCode::BAD_REQUEST, e.to_string())),
+            },
+            (None, Some(true)) => Ok(None),
+            _ => Err(reject(
+                StatusCode::BAD_REQUEST,
+                "give either {\"result\": \"1-0\"} (or 0-1, 1/2-1/2, +, -, --) or \
+                 {\"confirm\": true}",
+            )),
+        }
+    }
+}
+
 /// What a board has in a round, for the arbiter's result.
 struct BoardInRound {
     /// Its game of the round is running.
     running: bool,
     /// The result its game of the round ended with.
     proposed: Option<GameResult>,
-    /// It has a game or players in the round.
-    present: bool,
+}
+
+impl BoardInRound {
+    /// Board `id` in round `round`: refused when it has neither a game nor players there.
+    fn of(hub: &Hub, id: &str, round: u32) -> Result<Self, Reject> {
+        let on = hub.with_round(|r| {
+            let b = r.board(id)?;
+            let game = render::game_for(r, b, round);
+            let present = game.is_some() || r.info_of(round).pairings.contains_key(id);
+            present.then(|| BoardInRound {
+                running: game.as_ref().is_some_and(|g| !g.ended()),
+                proposed: game
+                    .as_ref()
+                    .and_then(|g| GameResult::played(crate::pgn::result_of(g))),
+            })
+        });
+        on.ok_or_else(|| {
+            reject(
+                StatusCode::CONFLICT,
+                format!("board {id:?} has no game and no players in round {round}"),
+            )
+        })
+    }
+
+    /// The result to record: the one `wanted` (a running game ends with it when it is a
+    /// played result), or the one the game ended with.
+    fn result(
+        &self,
+        hub: &Hub,
+        id: &str,
+        round: u32,
+        wanted: Option<GameResult>,
+    ) -> Result<GameResult, Reject> {
+        match (wanted, self.proposed) {
+            (Some(r), _) => {
+                if self.running && r.is_played() {
+                    let action = OperatorAction::SetResult {
+                        result: r.as_str().to_string(),
+                    };
+                    if let Err(e) = hub.operator(id, action) {
+                        return Err(reject(StatusCode::SERVICE_UNAVAILABLE, e.to_string()));
+                    }
+                }
+                Ok(r)
+            }
+            (None, Some(r)) => Ok(r),
+            (None, None) => Err(reject(
+                StatusCode::CONFLICT,
+                format!(
+                    "board {id:?} has no result to confirm in round {round}: its game has not \
+                     ended (set one with {{\"result\": \"1-0\"}})"
+                ),
+            )),
+        }
+    }
 }
 
 /// The arbiter's result of a board: `{"result": "1-0"}` sets it (a running game of the round
@@ -139,61 +210,12 @@ pub(super) async fn set_result(post: BoardPost) -> Response {
         if !rounds.contains(&round) {
             return error(StatusCode::NOT_FOUND, format!("no round {round}"));
         }
-        let wanted = match (&b.result, b.confirm) {
-            (Some(s), None) => match s.parse::<GameResult>() {
-                Ok(r) => Some(r),
-                Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
-            },
-            (None, Some(true)) => None,
-            _ => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "give either {\"result\": \"1-0\"} (or 0-1, 1/2-1/2, +, -, --) or \
-                     {\"confirm\": true}",
-                );
-            }
-        };
-        let on = app.hub.with_round(|r| {
-            let b = r.board(id)?;
-            let game = render::game_for(r, b, round);
-            Some(BoardInRound {
-                running: game.as_ref().is_some_and(|g| !g.ended()),
-                proposed: game
-                    .as_ref()
-                    .and_then(|g| GameResult::played(crate::pgn::result_of(g))),
-                present: game.is_some() || r.info_of(round).pairings.contains_key(id),
-            })
+        let result = b.wanted().and_then(|wanted| {
+            BoardInRound::of(&app.hub, id, round)?.result(&app.hub, id, round, wanted)
         });
-        let Some(on) = on.filter(|o| o.present) else {
-            return error(
-                StatusCode::CONFLICT,
-                format!("board {id:?} has no game and no players in round {round}"),
-            );
-        };
-        let result = match wanted {
-            Some(r) => {
-                if on.running && r.is_played() {
-                    let action = OperatorAction::SetResult {
-                        result: r.as_str().to_string(),
-                    };
-                    if let Err(e) = app.hub.operator(id, action) {
-                        return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
-                    }
-                }
-                r
-            }
-            None => match on.proposed {
-                Some(r) => r,
-                None => {
-                    return error(
-                        StatusCode::CONFLICT,
-                        format!(
-                            "board {id:?} has no result to confirm in round {round}: its game \
-                             has not ended (set one with {{\"result\": \"1-0\"}})"
-                        ),
-                    );
-                }
-            },
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => return *e,
         };
         app.hub.set_result(round, id, result);
         if let Some(path) = &app.round_file
