@@ -204,7 +204,6 @@ pub fn check_claim(
         return Err(ClaimError::BadPly { ply, made });
     }
     let before = game.position_after(ply).clone();
-    let keys = &game.position_keys()[..=ply as usize];
     // The position claimed about: now, or after the intended move.
     let (pos, intended, extra) = match intended.filter(|s| !s.trim().is_empty()) {
         None => (before.clone(), None, None),
@@ -220,13 +219,32 @@ pub fn check_claim(
             (after, Some((IntendedMove { san, uci }, m)), Some(label))
         }
     };
-    let key = position_key(&pos);
+    let threefold = threefold(game, ply, &pos, extra);
+    let halfmoves = pos.halfmoves();
+    let last_irreversible = last_irreversible(game, ply, &before, intended.as_ref());
+    Ok(ClaimCheck {
+        ply,
+        intended: intended.map(|(im, _)| im),
+        threefold,
+        fifty_moves: FiftyMoves {
+            halfmoves,
+            claimable: halfmoves >= 100,
+            last_irreversible,
+        },
+    })
+}
+
+/// The threefold repetition claim about `pos` (the position after `ply`, or after the
+/// intended move, labelled `extra`): where it stood before, and where only its rights differ.
+fn threefold(game: &GameRecord, ply: u32, pos: &Chess, extra: Option<String>) -> Threefold {
+    let key = position_key(pos);
     let after_ply = |p: u32| -> Option<String> {
         (p > 0).then(|| {
             let rec = &game.moves[(p - 1) as usize];
             numbered(game.position_after(p - 1), &rec.san)
         })
     };
+    let keys = &game.position_keys()[..=ply as usize];
     let mut occurrences = Vec::new();
     let mut not_equal = Vec::new();
     for (p, &k) in keys.iter().enumerate() {
@@ -243,22 +261,31 @@ pub fn check_claim(
         }
     }
     if extra.is_some() {
-        occurrences.push(occurrence(&pos, ply + 1, extra));
+        occurrences.push(occurrence(pos, ply + 1, extra));
     }
-    let threefold = Threefold {
+    Threefold {
         correct: occurrences.len() >= 3,
-        fen: fen_without_clocks(&pos),
+        fen: fen_without_clocks(pos),
         side_to_move: color_name(pos.turn()),
-        castling: castling_of(&pos),
-        en_passant: ep_of(&pos),
+        castling: castling_of(pos),
+        en_passant: ep_of(pos),
         occurrences,
         not_equal,
-    };
-    let halfmoves = pos.halfmoves();
-    let last_irreversible = match &intended {
+    }
+}
+
+/// The last capture or pawn move up to `ply` (`before`: the position after it), or the
+/// intended move when it is one.
+fn last_irreversible(
+    game: &GameRecord,
+    ply: u32,
+    before: &Chess,
+    intended: Option<&(IntendedMove, Move)>,
+) -> Option<PlySan> {
+    match intended {
         Some((im, m)) if is_irreversible(m) => Some(PlySan {
             ply: ply + 1,
-            san: numbered(&before, &im.san),
+            san: numbered(before, &im.san),
         }),
         _ => (1..=ply).rev().find_map(|p| {
             let rec = &game.moves[(p - 1) as usize];
@@ -267,17 +294,7 @@ pub fn check_claim(
                 san: numbered(game.position_after(p - 1), &rec.san),
             })
         }),
-    };
-    Ok(ClaimCheck {
-        ply,
-        intended: intended.map(|(im, _)| im),
-        threefold,
-        fifty_moves: FiftyMoves {
-            halfmoves,
-            claimable: halfmoves >= 100,
-            last_irreversible,
-        },
-    })
+    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 use shakmaty::{Chess, Color, Move, Position, Role, Square};
 
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent, EndReason, EventKind};
-use super::super::game::mover_of_ply;
+use super::super::game::{GameRecord, mover_of_ply};
 use super::super::irregular::{
     can_move, capturable, diff, half_kings_signal, is_move_in_progress, kings_signal, knocked_off,
     move_squares, moves_with_knocks, presser_only, single_relocation, unpromoted_pawn,
 };
-use super::super::ledger::{NOISE, SAME_SCAN};
+use super::super::ledger::{Ledger, NOISE, SAME_SCAN, Touch};
 use super::super::observation::{Micros, SpecialPiece};
 use super::super::vocab::{BLACK_WINS, DRAW, IrregularityCode, WHITE_WINS};
 use super::recovery::{Reconciled, Trigger};
@@ -38,6 +38,138 @@ fn names(squares: &[Square]) -> Vec<String> {
 
 fn colour(c: Color) -> &'static str {
     c.fold_wb("White", "Black")
+}
+
+/// An irregularity found in a turn: its code, the player it is charged to, its squares and
+/// what happened.
+type Finding = (IrregularityCode, Color, Vec<Square>, String);
+
+/// A piece of the mover's touched (`touches`: lifted and put back, not part of the move) that
+/// could move, and another piece moved (4.3a).
+fn touched_own(pos: &Chess, touches: &[Touch]) -> Option<Finding> {
+    let mover = pos.turn();
+    let x = touches
+        .iter()
+        .find(|x| x.piece.color == mover && can_move(pos, x.square))?;
+    Some((
+        IrregularityCode::TouchedPieceNotMoved,
+        mover,
+        vec![x.square],
+        format!(
+            "{} touched the {} on {} which could move, and moved another piece.",
+            colour(mover),
+            x.piece.role.upper_char(),
+            x.square
+        ),
+    ))
+}
+
+/// An opponent's piece touched (`touches`) that could be captured and was not (4.3b), or one
+/// that could not, lifted and put back while the mover's clock ran (a hint: the sensors cannot
+/// tell whose hand). A piece an illegal move took that cannot be taken legally is no
+/// obligation.
+fn touched_opponent(pos: &Chess, m: Move, touches: &[Touch]) -> Option<Finding> {
+    let mover = pos.turn();
+    let x = touches.iter().find(|x| x.piece.color != mover)?;
+    let captured = match m {
+        Move::EnPassant { from, to } => Some(Square::from_coords(to.file(), from.rank())),
+        Move::Normal {
+            capture: Some(_),
+            to,
+            ..
+        } => Some(to),
+        _ => None,
+    };
+    if capturable(pos, x.square) {
+        (captured != Some(x.square)).then(|| {
+            (
+                IrregularityCode::TouchedOpponentNotCaptured,
+                mover,
+                vec![x.square],
+                format!(
+                    "{} touched the opponent's piece on {} which could be captured, and did not capture it.",
+                    colour(mover),
+                    x.square
+                ),
+            )
+        })
+    } else if x.illegal {
+        None
+    } else {
+        Some((
+            IrregularityCode::AdjustedOutOfTurn,
+            !mover,
+            vec![x.square],
+            format!(
+                "A {} piece on {} was lifted and put back while {}'s clock was running (a hint: the sensors cannot tell whose hand).",
+                colour(!mover).to_lowercase(),
+                x.square,
+                colour(mover)
+            ),
+        ))
+    }
+}
+
+/// What a board that differs from its game's record reads like, against the record's position
+/// (and the one before an uncompleted last move).
+struct Displacement {
+    /// Several pieces lifted at once that no move explains: knocked over, or the board lifted.
+    /// Never touches.
+    knocked: bool,
+    /// A move being made, or an illegal move being put right.
+    in_progress: bool,
+    /// The first king of a result signal on the centre: no displaced piece yet, the other
+    /// king may follow seconds later.
+    half_kings: bool,
+    /// One piece moved to another field where no move takes it (from, to).
+    relocated: Option<(Square, Square)>,
+    /// More pieces gone than hands hold, and nothing else changed: a jolt or a power glitch.
+    jolted: bool,
+}
+
+impl Displacement {
+    /// Reads `board` against `game`'s record; `illegal_open`: an illegal move is being put
+    /// right.
+    fn read(
+        game: &GameRecord,
+        board: &shakmaty::Board,
+        ledger: &Ledger,
+        illegal_open: bool,
+    ) -> Self {
+        let mut references = vec![game.position()];
+        if game.uncompleted_last().is_some() {
+            references.push(game.position_before_last());
+        }
+        let knocked = !illegal_open
+            && references
+                .iter()
+                .all(|pos| knocked_off(pos, board, |a, b| ledger.lifted_together(a, b)));
+        let in_progress = !knocked
+            && (illegal_open || references.iter().any(|pos| is_move_in_progress(pos, board)));
+        let half_kings = references
+            .iter()
+            .any(|pos| half_kings_signal(pos.board(), board));
+        let relocated = references
+            .iter()
+            .find_map(|pos| single_relocation(pos.board(), board, pos.turn()))
+            .filter(|_| !half_kings);
+        let vanished = |pos: &&Chess| {
+            let d = diff(pos.board(), board);
+            d.iter()
+                .all(|&sq| board.piece_at(sq).is_none())
+                .then_some(d.len())
+        };
+        let jolted = references
+            .iter()
+            .all(|pos| vanished(pos).is_some_and(|n| n > MORE_THAN_HANDS_HOLD));
+        Displacement {
+            knocked,
+            in_progress,
+            half_kings,
+            relocated,
+            jolted,
+        }
+    }
 }
 
 impl BoardEngine {
@@ -379,25 +511,6 @@ impl BoardEngine {
         };
         let pos = game.position_after(ply - 1).clone();
         let (m, made_at) = (record.mv, record.made_at);
-        let mover = pos.turn();
-        let mut found: Vec<(IrregularityCode, Color, Vec<Square>, String)> = Vec::new();
-        if let Move::Castle { king, rook } = m {
-            let k = self.ledger.first_lift(ply, king).map(|x| x.lifted_at);
-            let r = self.ledger.first_lift(ply, rook).map(|x| x.lifted_at);
-            if let (Some(k), Some(r)) = (k, r)
-                && r + SAME_SCAN < k
-            {
-                found.push((
-                    IrregularityCode::CastlingRookTouchedFirst,
-                    mover,
-                    vec![rook, king],
-                    format!(
-                        "{} touched the rook on {rook} before the king and then castled.",
-                        colour(mover)
-                    ),
-                ));
-            }
-        }
         let part_of_move = move_squares(&m);
         let touches: Vec<_> = self
             .ledger
@@ -405,64 +518,34 @@ impl BoardEngine {
             .filter(|x| x.is_touch() && x.lifted_at < made_at && !part_of_move.contains(&x.square))
             .copied()
             .collect();
-        if let Some(x) = touches
-            .iter()
-            .find(|x| x.piece.color == mover && can_move(&pos, x.square))
-        {
-            found.push((
-                IrregularityCode::TouchedPieceNotMoved,
-                mover,
-                vec![x.square],
-                format!(
-                    "{} touched the {} on {} which could move, and moved another piece.",
-                    colour(mover),
-                    x.piece.role.upper_char(),
-                    x.square
-                ),
-            ));
-        }
-        let captured = match m {
-            Move::EnPassant { from, to } => Some(Square::from_coords(to.file(), from.rank())),
-            Move::Normal {
-                capture: Some(_),
-                to,
-                ..
-            } => Some(to),
-            _ => None,
-        };
-        if let Some(x) = touches.iter().find(|x| x.piece.color != mover) {
-            if x.illegal && !capturable(&pos, x.square) {
-                // A piece an illegal move took that cannot be taken legally: no obligation.
-            } else if capturable(&pos, x.square) {
-                if captured != Some(x.square) {
-                    found.push((
-                        IrregularityCode::TouchedOpponentNotCaptured,
-                        mover,
-                        vec![x.square],
-                        format!(
-                            "{} touched the opponent's piece on {} which could be captured, and did not capture it.",
-                            colour(mover),
-                            x.square
-                        ),
-                    ));
-                }
-            } else {
-                found.push((
-                    IrregularityCode::AdjustedOutOfTurn,
-                    !mover,
-                    vec![x.square],
-                    format!(
-                        "A {} piece on {} was lifted and put back while {}'s clock was running (a hint: the sensors cannot tell whose hand).",
-                        colour(!mover).to_lowercase(),
-                        x.square,
-                        colour(mover)
-                    ),
-                ));
-            }
-        }
-        for (code, player, squares, detail) in found {
+        let found = [
+            self.castling_order(ply, m, pos.turn()),
+            touched_own(&pos, &touches),
+            touched_opponent(&pos, m, &touches),
+        ];
+        for (code, player, squares, detail) in found.into_iter().flatten() {
             self.irregularity_at(t, out, ply, code, player, squares, detail);
         }
+    }
+
+    /// Castling begun with the rook (4.4b): its first lift well before the king's.
+    fn castling_order(&self, ply: u32, m: Move, mover: Color) -> Option<Finding> {
+        let Move::Castle { king, rook } = m else {
+            return None;
+        };
+        let k = self.ledger.first_lift(ply, king)?.lifted_at;
+        let r = self.ledger.first_lift(ply, rook)?.lifted_at;
+        (r + SAME_SCAN < k).then(|| {
+            (
+                IrregularityCode::CastlingRookTouchedFirst,
+                mover,
+                vec![rook, king],
+                format!(
+                    "{} touched the rook on {rook} before the king and then castled.",
+                    colour(mover)
+                ),
+            )
+        })
     }
 
     /// Whether the piece of `m` stood on its square long enough to count as released.
@@ -663,55 +746,14 @@ impl BoardEngine {
             self.relocation = None;
             return;
         }
-        let mut references = vec![game.position()];
-        if game.uncompleted_last().is_some() {
-            references.push(game.position_before_last());
-        }
-        // Several pieces lifted at once that no move explains: knocked over, or the board
-        // lifted. Never touches.
-        let knocked = self.illegal_open.is_none()
-            && references
-                .iter()
-                .all(|pos| knocked_off(pos, board, |a, b| self.ledger.lifted_together(a, b)));
-        let in_progress = !knocked
-            && (self.illegal_open.is_some()
-                || references.iter().any(|pos| is_move_in_progress(pos, board)));
-        // The first king of a result signal on the centre is no displaced piece yet: the other
-        // king may follow seconds later.
-        let half_kings = references
-            .iter()
-            .any(|pos| half_kings_signal(pos.board(), board));
-        let relocated = references
-            .iter()
-            .find_map(|pos| single_relocation(pos.board(), board, pos.turn()))
-            .filter(|_| !half_kings);
-        let vanished = |pos: &&Chess| {
-            let d = diff(pos.board(), board);
-            d.iter()
-                .all(|&sq| board.piece_at(sq).is_none())
-                .then_some(d.len())
-        };
-        let jolted = references
-            .iter()
-            .all(|pos| vanished(pos).is_some_and(|n| n > MORE_THAN_HANDS_HOLD));
-        let wait = if half_kings {
-            KINGS_SIGNAL_WAIT
-        } else if jolted {
-            JOLT_WAIT
-        } else if knocked {
-            // A knocked group or a lifted board is no hand at work: reported once it outlasts
-            // sensor noise.
-            NOISE
-        } else {
-            self.cfg.displaced_after
-        };
-        // A polled board's changes of one answer arrive together: pieces lifted in one answer
-        // were not seen going in one scan, so no shorter wait than the displaced window.
-        let wait = if self.polled {
-            wait.max(self.cfg.displaced_after)
-        } else {
-            wait
-        };
+        let reading = Displacement::read(game, board, &self.ledger, self.illegal_open.is_some());
+        let wait = self.displaced_wait(&reading);
+        let Displacement {
+            knocked,
+            in_progress,
+            relocated,
+            ..
+        } = reading;
         if in_progress {
             if self.displaced.as_ref().is_some_and(|d| d.raised.is_none()) {
                 self.displaced = None;
@@ -741,6 +783,29 @@ impl BoardEngine {
                 Some(d) if d.raised.is_none() => d.wait = d.wait.max(wait),
                 Some(_) => {}
             }
+        }
+    }
+
+    /// How long a board reading like `reading` may stay so before its pieces are reported
+    /// displaced.
+    fn displaced_wait(&self, reading: &Displacement) -> Micros {
+        let wait = if reading.half_kings {
+            KINGS_SIGNAL_WAIT
+        } else if reading.jolted {
+            JOLT_WAIT
+        } else if reading.knocked {
+            // A knocked group or a lifted board is no hand at work: reported once it outlasts
+            // sensor noise.
+            NOISE
+        } else {
+            self.cfg.displaced_after
+        };
+        // A polled board's changes of one answer arrive together: pieces lifted in one answer
+        // were not seen going in one scan, so no shorter wait than the displaced window.
+        if self.polled {
+            wait.max(self.cfg.displaced_after)
+        } else {
+            wait
         }
     }
 

@@ -84,6 +84,100 @@ fn result_str(r: &str) -> Option<Outcome> {
     r.parse::<shakmaty::KnownOutcome>().ok().map(Outcome::Known)
 }
 
+/// A new game from a FEN (read with Chess960 castling, as before).
+fn plan_new_game(f: &str) -> Result<Plan, CorrectionError> {
+    let bad = |reason: String| CorrectionError::BadFen {
+        fen: f.to_string(),
+        reason,
+    };
+    let fen: Fen = f.trim().parse().map_err(|e| bad(format!("{e}")))?;
+    let position: Chess = fen
+        .into_position(CastlingMode::Chess960)
+        .map_err(|e| bad(format!("{e}")))?;
+    Ok(Plan::NewGameAt(Box::new(StartPosition {
+        position,
+        mode: CastlingMode::Chess960,
+        chess960: None,
+    })))
+}
+
+/// The arbiter's result of `game`: `*` takes a result back (not one the board's position
+/// gives), any other ends a running game or replaces the result of an ended one.
+fn plan_result(game: &GameRecord, result: &str) -> Result<Plan, CorrectionError> {
+    if result == "*" {
+        if let Some((_, reason)) = game.ending() {
+            return Err(CorrectionError::EndedOnBoard(reason_name(reason)));
+        }
+        return Ok(Plan::Result(None));
+    }
+    let r = result_str(result).ok_or_else(|| CorrectionError::BadResult(result.to_string()))?;
+    if game.result.is_none() {
+        Ok(Plan::EndNow(r))
+    } else {
+        Ok(Plan::Result(Some(r)))
+    }
+}
+
+/// How the arbiter wrote a move.
+enum Notation<'a> {
+    /// In UCI (`e2e4`).
+    Uci(&'a str),
+    /// In SAN (`e4`).
+    San(&'a str),
+}
+
+/// The move of `ply` replaced by `text`: every later move must still be legal after it.
+fn plan_replace(game: &GameRecord, ply: u32, text: Notation) -> Result<Plan, CorrectionError> {
+    if ply == 0 || ply > game.ply() {
+        return Err(CorrectionError::PlyOutOfRange {
+            ply,
+            min: 1,
+            max: game.ply(),
+        });
+    }
+    let (text, is_uci) = match text {
+        Notation::Uci(u) => (u, true),
+        Notation::San(s) => (s, false),
+    };
+    let mut pos = game.position_after(ply - 1).clone();
+    let first = parse_move(&pos, text, is_uci).ok_or_else(|| CorrectionError::IllegalMove {
+        mv: text.to_string(),
+        ply,
+        fen: fen_of(&pos),
+    })?;
+    pos.play_unchecked(first);
+    let mut moves = vec![first];
+    for (i, rec) in game.moves.iter().enumerate().skip(ply as usize) {
+        let later = i as u32 + 1;
+        let m =
+            parse_move(&pos, &rec.uci, true).ok_or_else(|| CorrectionError::LaterMoveIllegal {
+                ply: later,
+                san: rec.san.clone(),
+                keep: later - 1,
+            })?;
+        pos.play_unchecked(m);
+        moves.push(m);
+    }
+    Ok(Plan::Replace(ply, moves))
+}
+
+/// The board's position set by hand: not one where the game is over.
+fn plan_position(fen: &str) -> Result<Plan, CorrectionError> {
+    let (position, mode) = parse_fen(fen)?;
+    let probe = GameRecord::new(0, position.clone(), mode, None, 0);
+    if let Some((_, reason)) = probe.ending() {
+        return Err(CorrectionError::PositionOver {
+            fen: fen_of(&position),
+            why: reason_name(reason),
+        });
+    }
+    Ok(Plan::Position(Box::new(StartPosition {
+        position,
+        mode,
+        chess960: None,
+    })))
+}
+
 impl BoardEngine {
     /// Whether `action` can be carried out now; the reason when not. Nothing changes.
     pub fn check_operator(&self, action: &OperatorAction) -> Result<(), CorrectionError> {
@@ -92,44 +186,14 @@ impl BoardEngine {
 
     /// Check `action` and work out what it does.
     pub(super) fn plan(&self, action: &OperatorAction) -> Result<Plan, CorrectionError> {
-        let game = self.games.last();
+        let game = || self.games.last().ok_or(CorrectionError::NoGame);
         match action {
             OperatorAction::SetClockSide { .. } => Ok(Plan::Plain),
             OperatorAction::NewGame { fen: None } => Ok(Plan::Plain),
-            OperatorAction::NewGame { fen: Some(f) } => {
-                // As before: a new game's FEN is read with Chess960 castling.
-                let bad = |reason: String| CorrectionError::BadFen {
-                    fen: f.clone(),
-                    reason,
-                };
-                let fen: Fen = f.trim().parse().map_err(|e| bad(format!("{e}")))?;
-                let position: Chess = fen
-                    .into_position(CastlingMode::Chess960)
-                    .map_err(|e| bad(format!("{e}")))?;
-                Ok(Plan::NewGameAt(Box::new(StartPosition {
-                    position,
-                    mode: CastlingMode::Chess960,
-                    chess960: None,
-                })))
-            }
-            OperatorAction::SetResult { result } => {
-                let game = game.ok_or(CorrectionError::NoGame)?;
-                if result == "*" {
-                    if let Some((_, reason)) = game.ending() {
-                        return Err(CorrectionError::EndedOnBoard(reason_name(reason)));
-                    }
-                    return Ok(Plan::Result(None));
-                }
-                let r =
-                    result_str(result).ok_or_else(|| CorrectionError::BadResult(result.clone()))?;
-                if game.result.is_none() {
-                    Ok(Plan::EndNow(r))
-                } else {
-                    Ok(Plan::Result(Some(r)))
-                }
-            }
+            OperatorAction::NewGame { fen: Some(f) } => plan_new_game(f),
+            OperatorAction::SetResult { result } => plan_result(game()?, result),
             OperatorAction::TakeBack { ply } => {
-                let game = game.ok_or(CorrectionError::NoGame)?;
+                let game = game()?;
                 if *ply > game.ply() {
                     return Err(CorrectionError::PlyOutOfRange {
                         ply: *ply,
@@ -140,57 +204,14 @@ impl BoardEngine {
                 Ok(Plan::TakeBack(*ply))
             }
             OperatorAction::ReplaceMove { ply, uci, san } => {
-                let game = game.ok_or(CorrectionError::NoGame)?;
-                if *ply == 0 || *ply > game.ply() {
-                    return Err(CorrectionError::PlyOutOfRange {
-                        ply: *ply,
-                        min: 1,
-                        max: game.ply(),
-                    });
-                }
-                let (text, is_uci) = match (uci, san) {
-                    (Some(u), None) => (u, true),
-                    (None, Some(s)) => (s, false),
+                let text = match (uci, san) {
+                    (Some(u), None) => Notation::Uci(u),
+                    (None, Some(s)) => Notation::San(s),
                     _ => return Err(CorrectionError::MoveNotation),
                 };
-                let mut pos = game.position_after(ply - 1).clone();
-                let first =
-                    parse_move(&pos, text, is_uci).ok_or_else(|| CorrectionError::IllegalMove {
-                        mv: text.clone(),
-                        ply: *ply,
-                        fen: fen_of(&pos),
-                    })?;
-                pos.play_unchecked(first);
-                let mut moves = vec![first];
-                for (i, rec) in game.moves.iter().enumerate().skip(*ply as usize) {
-                    let later = i as u32 + 1;
-                    let m = parse_move(&pos, &rec.uci, true).ok_or_else(|| {
-                        CorrectionError::LaterMoveIllegal {
-                            ply: later,
-                            san: rec.san.clone(),
-                            keep: later - 1,
-                        }
-                    })?;
-                    pos.play_unchecked(m);
-                    moves.push(m);
-                }
-                Ok(Plan::Replace(*ply, moves))
+                plan_replace(game()?, *ply, text)
             }
-            OperatorAction::SetPosition { fen } => {
-                let (position, mode) = parse_fen(fen)?;
-                let probe = GameRecord::new(0, position.clone(), mode, None, 0);
-                if let Some((_, reason)) = probe.ending() {
-                    return Err(CorrectionError::PositionOver {
-                        fen: fen_of(&position),
-                        why: reason_name(reason),
-                    });
-                }
-                Ok(Plan::Position(Box::new(StartPosition {
-                    position,
-                    mode,
-                    chess960: None,
-                })))
-            }
+            OperatorAction::SetPosition { fen } => plan_position(fen),
         }
     }
 

@@ -150,85 +150,95 @@ impl Sandbox {
 
     fn entry(&mut self, entry: &MemoryEntry) {
         match entry {
-            MemoryEntry::Board(fields) => {
-                self.flush();
-                self.open = None;
-                self.t += ANCHOR_STEP;
-                self.known = true;
-                if fields.iter().all(|r| *r == SquareReading::Empty) {
-                    self.batch = Some(fields.clone());
-                } else {
-                    self.feed(&Observation::BoardDump(fields.clone()));
-                }
-            }
+            MemoryEntry::Board(fields) => self.board(fields),
             MemoryEntry::Field {
                 index,
                 reading,
                 quick,
             } => {
-                if !self.known {
-                    return;
-                }
-                if *index > 63 {
-                    // Not a field: what the board read is not known any more.
-                    self.forget();
-                    return;
-                }
-                let i = usize::from(*index);
-                if let Some(batch) = self.batch.as_mut()
-                    && *reading != SquareReading::Empty
-                    && batch[i] == SquareReading::Empty
-                {
-                    batch[i] = *reading;
-                    return;
-                }
-                self.flush();
-                if let Some((_, fed_first)) = self.open
-                    && fed_first
-                    && !quick
-                {
-                    // Past the scan that may still belong to the press.
-                    self.open = None;
-                }
-                self.t += if *quick { QUICK_STEP } else { SLOW_STEP };
-                self.feed(&Observation::Field {
-                    index: *index,
-                    reading: *reading,
-                });
-                if let Some((p, _)) = self.open {
-                    self.open = Some((p, true));
-                    let mark = self.presses[p];
-                    if self.game_now() == Some((mark.game, mark.ply + 1)) {
-                        self.presses[p].next_made = true;
-                        self.open = None;
-                    }
+                if self.known {
+                    self.field(*index, *reading, *quick);
                 }
             }
             MemoryEntry::Press { side, millis } => {
-                if !self.known {
-                    return;
+                if self.known {
+                    self.press(*side, *millis);
                 }
-                self.flush();
-                self.open = None;
-                let Some((game, ply)) = self.game_now() else {
-                    return;
-                };
-                let other = self.latest[side_index(side.other())]
-                    .filter(|&(g, _)| g == game)
-                    .map(|(_, m)| m);
-                self.latest[side_index(*side)] = Some((game, *millis));
-                self.presses.push(PressMark {
-                    game,
-                    ply,
-                    next_made: false,
-                    side: *side,
-                    millis: *millis,
-                    other,
-                });
-                self.open = Some((self.presses.len() - 1, false));
             }
             MemoryEntry::Unknown => self.forget(),
         }
+    }
+
+    /// A whole board in the memory: the anchor every later entry is read from. An empty one
+    /// (the board's power-up) is filled by the placements that follow it.
+    fn board(&mut self, fields: &FieldArray) {
+        self.flush();
+        self.open = None;
+        self.t += ANCHOR_STEP;
+        self.known = true;
+        if fields.iter().all(|r| *r == SquareReading::Empty) {
+            self.batch = Some(Box::new(*fields));
+        } else {
+            self.feed(&Observation::BoardDump(Box::new(*fields)));
+        }
+    }
+
+    /// A field's change in the memory, `quick`ly after the last one or not.
+    fn field(&mut self, index: u8, reading: SquareReading, quick: bool) {
+        if index > 63 {
+            // Not a field: what the board read is not known any more.
+            self.forget();
+            return;
+        }
+        let i = usize::from(index);
+        if let Some(batch) = self.batch.as_mut()
+            && reading != SquareReading::Empty
+            && batch[i] == SquareReading::Empty
+        {
+            batch[i] = reading;
+            return;
+        }
+        self.flush();
+        if let Some((_, fed_first)) = self.open
+            && fed_first
+            && !quick
+        {
+            // Past the scan that may still belong to the press.
+            self.open = None;
+        }
+        self.t += if quick { QUICK_STEP } else { SLOW_STEP };
+        self.feed(&Observation::Field { index, reading });
+        if let Some((p, _)) = self.open {
+            self.open = Some((p, true));
+            let mark = self.presses[p];
+            if self.game_now() == Some((mark.game, mark.ply + 1)) {
+                self.presses[p].next_made = true;
+                self.open = None;
+            }
+        }
+    }
+
+    /// A clock press in the memory: marked where the game stands, with the other side's
+    /// latest time in the same game.
+    fn press(&mut self, side: ClockSide, millis: u32) {
+        self.flush();
+        self.open = None;
+        let Some((game, ply)) = self.game_now() else {
+            return;
+        };
+        let other = self.latest[side_index(side.other())]
+            .filter(|&(g, _)| g == game)
+            .map(|(_, m)| m);
+        self.latest[side_index(side)] = Some((game, millis));
+        self.presses.push(PressMark {
+            game,
+            ply,
+            next_made: false,
+            side,
+            millis,
+            other,
+        });
+        self.open = Some((self.presses.len() - 1, false));
     }
 }
 

@@ -2,7 +2,7 @@
 //! jumped (lost field messages) may be several plies ahead. The moves are recovered when exactly
 //! one legal sequence leads there; otherwise one `moves_missing` irregularity tells the arbiter.
 
-use shakmaty::{Color, Move, Position, san::San};
+use shakmaty::{Board, Chess, Color, Move, Position, Square, san::San};
 
 use super::super::event::{ClockTimes, CompletedBy, CoreEvent};
 use super::super::game::mover_of_ply;
@@ -48,6 +48,27 @@ pub(super) enum Reconciled {
     Raised,
 }
 
+/// Whether `board` may be `pos` some plies on (the record at `ply`), with `changed` the
+/// squares that differ: both sides' pieces changed, both kings on the board, at most one piece
+/// lost a ply, and not the set-up of a game not begun.
+fn could_be_gap(pos: &Chess, board: &Board, changed: &[Square], ply: u32) -> bool {
+    // Both sides' pieces changed: a gap is possible. One side's only: a move, a knock.
+    let both = [Color::White, Color::Black].into_iter().all(|c| {
+        changed
+            .iter()
+            .any(|&sq| pos.board().color_at(sq) == Some(c) || board.color_at(sq) == Some(c))
+    });
+    // A gap of a few plies keeps both kings and loses at most one piece a ply.
+    let (now, then) = (board.occupied().count(), pos.board().occupied().count());
+    let plausible = board.kings().count() == 2
+        && board.king_of(Color::White).is_some()
+        && board.king_of(Color::Black).is_some()
+        && now <= then
+        && then - now <= gap::MAX_PLIES as usize;
+    let setting_up = ply == 0 && super::super::start::on_start_ranks(board);
+    both && plausible && !setting_up
+}
+
 impl BoardEngine {
     /// Compare the board with the record and recover or report missing moves.
     pub(super) fn reconcile(
@@ -74,21 +95,7 @@ impl BoardEngine {
             return Reconciled::No;
         }
         let changed = diff(pos.board(), &board);
-        // Both sides' pieces changed: a gap is possible. One side's only: a move, a knock.
-        let both = [Color::White, Color::Black].into_iter().all(|c| {
-            changed
-                .iter()
-                .any(|&sq| pos.board().color_at(sq) == Some(c) || board.color_at(sq) == Some(c))
-        });
-        // A gap of a few plies keeps both kings and loses at most one piece a ply.
-        let (now, then) = (board.occupied().count(), pos.board().occupied().count());
-        let plausible = board.kings().count() == 2
-            && board.king_of(Color::White).is_some()
-            && board.king_of(Color::Black).is_some()
-            && now <= then
-            && then - now <= gap::MAX_PLIES as usize;
-        let setting_up = game.ply() == 0 && super::super::start::on_start_ranks(&board);
-        if !both || !plausible || setting_up {
+        if !could_be_gap(&pos, &board, &changed, game.ply()) {
             return Reconciled::No;
         }
         // A dump that shows pieces in hand for a legal move (a capture's two pieces lifted while
