@@ -102,41 +102,10 @@ impl Playback {
         for (i, s) in all.iter().enumerate() {
             per_device[s.device].push(i);
         }
-        // Per board: its device, White's clock side, (step, event) and (step, warning) in order;
-        // the events of the end of input are keyed after every step, in board order.
-        type Played = (
-            Device,
-            Option<ClockSide>,
-            Vec<(usize, CoreEvent)>,
-            Vec<(usize, String)>,
-        );
         let devices: Vec<usize> = (0..n).collect();
         let results: Vec<Played> = crate::parallel::map_in_order(&devices, workers, |&d| {
-            let mut device = plan.devices[d].device();
-            let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
-            let mut buf = Vec::new();
-            for &i in &per_device[d] {
-                let step = &all[i];
-                match apply_record(&mut device, step.t, &step.kind, &mut buf) {
-                    Applied::Ignored { value, error } => {
-                        warnings.push((i, format!("ignored operator action {value}: {error}")))
-                    }
-                    Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
-                        white = Some(*w);
-                    }
-                    Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
-                }
-                if keep {
-                    events.extend(buf.drain(..).map(|e| (i, e)));
-                } else {
-                    buf.clear();
-                }
-            }
-            device.engine.finish(end_t, &mut buf);
-            if keep {
-                events.extend(buf.drain(..).map(|e| (steps + d, e)));
-            }
-            (device, white, events, warnings)
+            let device = plan.devices[d].device();
+            play_board(device, &per_device[d], &all, (end_t, steps + d), keep)
         });
         let mut session = Playback {
             warnings: plan.warnings.clone(),
@@ -335,4 +304,50 @@ impl Playback {
             },
         }
     }
+}
+
+/// One board's part of a parallel replay: its device, White's clock side, (step, event) and
+/// (step, warning) in order.
+type Played = (
+    Device,
+    Option<ClockSide>,
+    Vec<(usize, CoreEvent)>,
+    Vec<(usize, String)>,
+);
+
+/// Plays one board's records (`mine`: their indices in `all`) on `device`, then its pending
+/// decisions at the end of input (`end`: its time, and the key its events sort under: after
+/// every step, in board order). `keep`: the events are kept.
+fn play_board(
+    mut device: Device,
+    mine: &[usize],
+    all: &[Step],
+    end: (Micros, usize),
+    keep: bool,
+) -> Played {
+    let (mut white, mut events, mut warnings) = (None, Vec::new(), Vec::new());
+    let mut buf = Vec::new();
+    for &i in mine {
+        let step = &all[i];
+        match apply_record(&mut device, step.t, &step.kind, &mut buf) {
+            Applied::Ignored { value, error } => {
+                warnings.push((i, format!("ignored operator action {value}: {error}")))
+            }
+            Applied::Operator(OperatorAction::SetClockSide { white: w }) => {
+                white = Some(*w);
+            }
+            Applied::Fed | Applied::Operator(_) | Applied::Tags(_) => {}
+        }
+        if keep {
+            events.extend(buf.drain(..).map(|e| (i, e)));
+        } else {
+            buf.clear();
+        }
+    }
+    let (end_t, end_key) = end;
+    device.engine.finish(end_t, &mut buf);
+    if keep {
+        events.extend(buf.drain(..).map(|e| (end_key, e)));
+    }
+    (device, white, events, warnings)
 }

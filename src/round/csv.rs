@@ -107,6 +107,35 @@ fn records(text: &str, sep: char) -> Result<Vec<(usize, Vec<String>)>, PairingEr
     Ok(out)
 }
 
+/// Where each known column is in the header (at line `hline`): every name known, none twice,
+/// and board, white and black present.
+fn columns(hline: usize, header: &[String]) -> Result<HashMap<&'static str, usize>, PairingError> {
+    let mut index: HashMap<&'static str, usize> = HashMap::new();
+    for (i, h) in header.iter().enumerate() {
+        let name = h.trim().to_ascii_lowercase().replace([' ', '-'], "_");
+        let Some(&known) = COLUMNS.iter().find(|c| **c == name) else {
+            return Err(PairingError::new(
+                hline,
+                crate::pgn::clean_tag(h),
+                format!("unknown column; the columns are {}", COLUMNS.join(", ")),
+            ));
+        };
+        if index.insert(known, i).is_some() {
+            return Err(PairingError::new(hline, known, "column given twice"));
+        }
+    }
+    for required in ["board", "white", "black"] {
+        if !index.contains_key(required) {
+            return Err(PairingError::new(
+                hline,
+                required,
+                "missing column (the header must name board, white and black)",
+            ));
+        }
+    }
+    Ok(index)
+}
+
 /// The pairings of a CSV file (the same for every round number: the file is the round).
 pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
     let first = text.lines().next().unwrap_or("");
@@ -119,29 +148,7 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
     let Some((hline, header)) = rows.first() else {
         return Err(PairingError::new(0, "header", "the file is empty"));
     };
-    let mut index: HashMap<&'static str, usize> = HashMap::new();
-    for (i, h) in header.iter().enumerate() {
-        let name = h.trim().to_ascii_lowercase().replace([' ', '-'], "_");
-        let Some(&known) = COLUMNS.iter().find(|c| **c == name) else {
-            return Err(PairingError::new(
-                *hline,
-                crate::pgn::clean_tag(h),
-                format!("unknown column; the columns are {}", COLUMNS.join(", ")),
-            ));
-        };
-        if index.insert(known, i).is_some() {
-            return Err(PairingError::new(*hline, known, "column given twice"));
-        }
-    }
-    for required in ["board", "white", "black"] {
-        if !index.contains_key(required) {
-            return Err(PairingError::new(
-                *hline,
-                required,
-                "missing column (the header must name board, white and black)",
-            ));
-        }
-    }
+    let index = columns(*hline, header)?;
     let mut boards: Vec<(u32, Pairing)> = Vec::new();
     let mut seen: HashMap<u32, usize> = HashMap::new();
     for (line, row) in rows.iter().skip(1) {

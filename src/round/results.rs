@@ -334,20 +334,7 @@ pub fn fill_round(
             continue;
         }
         let mut chars = chars_of(content, utf8);
-        let start: u32 = field(&chars, 4, 8).trim().parse().unwrap_or(0);
-        let mut half = parse_points(&field(&chars, 80, 84));
-        let old_rank: u32 = field(&chars, 85, 89).trim().parse().unwrap_or(u32::MAX);
-        if let Some(&(opp, colour, code)) = wanted.get(&start) {
-            let old = chars.get(base + 7).copied().unwrap_or(' ');
-            half += half_points(code) - half_points(old);
-            let opp = if opp == 0 {
-                "0000".to_string()
-            } else {
-                format!("{opp:>4}")
-            };
-            put(&mut chars, base, &format!("{opp} {colour} {code}"));
-            put(&mut chars, 80, &points_text(half));
-        }
+        let (start, half, old_rank) = fill_player(&mut chars, base, wanted);
         players.push((lines.len(), start, half, old_rank));
         lines.push((Some(chars), content, end));
     }
@@ -360,14 +347,10 @@ pub fn fill_round(
     if let Some(&rank) = missing.first() {
         return Err(WriteError::NoPlayer(rank));
     }
-    let mut new_ranks: HashMap<usize, usize> = HashMap::new();
-    if ranks == Ranks::Recompute {
-        let mut order: Vec<&(usize, u32, i64, u32)> = players.iter().collect();
-        order.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)).then(a.1.cmp(&b.1)));
-        for (i, p) in order.iter().enumerate() {
-            new_ranks.insert(p.0, i + 1);
-        }
-    }
+    let new_ranks = match ranks {
+        Ranks::Recompute => recomputed_ranks(&players),
+        Ranks::Keep => HashMap::new(),
+    };
     let mut out = bom.to_vec();
     for (i, (chars, content, end)) in lines.into_iter().enumerate() {
         match chars {
@@ -391,6 +374,42 @@ pub fn fill_round(
         out.extend_from_slice(end);
     }
     Ok(out)
+}
+
+/// A player line's round column (at `base`) written as `wanted` says, its points moved by the
+/// new code's score less the old one's: its start rank, points (in half points) and old rank.
+fn fill_player(
+    chars: &mut Vec<char>,
+    base: usize,
+    wanted: &HashMap<u32, (u32, char, char)>,
+) -> (u32, i64, u32) {
+    let start: u32 = field(chars, 4, 8).trim().parse().unwrap_or(0);
+    let mut half = parse_points(&field(chars, 80, 84));
+    let old_rank: u32 = field(chars, 85, 89).trim().parse().unwrap_or(u32::MAX);
+    if let Some(&(opp, colour, code)) = wanted.get(&start) {
+        let old = chars.get(base + 7).copied().unwrap_or(' ');
+        half += half_points(code) - half_points(old);
+        let opp = if opp == 0 {
+            "0000".to_string()
+        } else {
+            format!("{opp:>4}")
+        };
+        put(chars, base, &format!("{opp} {colour} {code}"));
+        put(chars, 80, &points_text(half));
+    }
+    (start, half, old_rank)
+}
+
+/// The new rank of each player line (line index, start rank, half points, old rank): by
+/// points, then the rank before, then the start rank.
+fn recomputed_ranks(players: &[(usize, u32, i64, u32)]) -> HashMap<usize, usize> {
+    let mut order: Vec<&(usize, u32, i64, u32)> = players.iter().collect();
+    order.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)).then(a.1.cmp(&b.1)));
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.0, i + 1))
+        .collect()
 }
 
 /// Vega's results file of round `round`: `pairs round`, then `white black code` a board, in

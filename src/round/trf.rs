@@ -247,105 +247,12 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
     if round == 0 {
         return Err(PairingError::new(0, "round", "rounds are numbered from 1"));
     }
-    let mut event = None;
-    let mut site = None;
-    let mut players: Vec<Entry> = Vec::new();
-    let mut by_rank: HashMap<u32, usize> = HashMap::new();
-    let (mut old_teams, mut new_teams) = (Vec::new(), Vec::new());
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.starts_with("013") {
-            old_teams.push(team_record(n, line, old_teams.len() as u32 + 1)?);
-        } else if line.starts_with("310") {
-            new_teams.push(team_record(n, line, 0)?);
-        } else if line.starts_with("012") {
-            event = header(line);
-        } else if line.starts_with("022") {
-            site = header(line);
-        } else if line.starts_with("001") {
-            let e = entry(n, line)?;
-            if let Some(&first) = by_rank.get(&e.rank) {
-                return Err(PairingError::new(
-                    n,
-                    "start rank",
-                    format!(
-                        "start rank {} is given twice (also on line {})",
-                        e.rank, players[first].line
-                    ),
-                ));
-            }
-            by_rank.insert(e.rank, players.len());
-            players.push(e);
-        }
-    }
-    if players.is_empty() {
-        return Err(PairingError::new(
-            0,
-            "001",
-            "no player lines (001): not a TRF file",
-        ));
-    }
-    let teams = if new_teams.is_empty() {
-        old_teams
-    } else {
-        new_teams
-    };
-    let team_of = teams_by_rank(&teams, &by_rank)?;
-    for p in &mut players {
+    let mut file = TrfFile::read(text)?;
+    let team_of = teams_by_rank(&file.teams, &file.by_rank)?;
+    for p in &mut file.players {
         p.player.team = team_of.get(&p.rank).map(|t| t.1.clone());
     }
-    let r = round as usize;
-    // (top score, sum of scores, best start rank, (White's, Black's start rank), players)
-    type Ranked = (u32, u32, u32, (u32, u32), Pairing);
-    let mut pairs: Vec<Ranked> = Vec::new();
-    for p in &players {
-        let Some(&(opp, colour, _)) = p.rounds.get(r - 1) else {
-            continue;
-        };
-        if opp == 0 {
-            continue;
-        }
-        let field = format!("round {round} opponent");
-        let Some(&oi) = by_rank.get(&opp) else {
-            return Err(PairingError::new(
-                p.line,
-                field,
-                format!("no player has start rank {opp}"),
-            ));
-        };
-        let o = &players[oi];
-        let back = o.rounds.get(r - 1).copied().unwrap_or((0, ' ', ' '));
-        let white_here = colour == 'w';
-        if back.0 != p.rank || (back.1 == 'w') == white_here {
-            return Err(PairingError::new(
-                o.line,
-                format!("round {round} opponent"),
-                format!(
-                    "start rank {} plays {} with {} on line {}, but this line does not \
-                     pair them with the other colour",
-                    p.rank,
-                    opp,
-                    if white_here { "White" } else { "Black" },
-                    p.line
-                ),
-            ));
-        }
-        if !white_here {
-            continue; // the pair is taken once, from White's line
-        }
-        let before = |e: &Entry| -> u32 { e.rounds.iter().take(r - 1).map(|x| score(x.2)).sum() };
-        let (sw, sb) = (before(p), before(o));
-        pairs.push((
-            sw.max(sb),
-            sw + sb,
-            p.rank.min(o.rank),
-            (p.rank, o.rank),
-            Pairing {
-                white: p.player.clone(),
-                black: o.player.clone(),
-            },
-        ));
-    }
+    let mut pairs = file.pairs(round)?;
     if pairs.len() > super::MAX_BOARDS {
         return Err(PairingError::new(
             0,
@@ -369,8 +276,8 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
     });
     Ok(LoadedRound {
         round,
-        event,
-        site,
+        event: file.event,
+        site: file.site,
         ranks: pairs
             .iter()
             .enumerate()
@@ -382,6 +289,135 @@ pub fn parse(text: &str, round: u32) -> Result<LoadedRound, PairingError> {
             .map(|(i, (_, _, _, _, p))| (i as u32 + 1, p))
             .collect(),
     })
+}
+
+/// A pair of a round, for the board order: (top score, sum of scores, best start rank,
+/// (White's, Black's start rank), players).
+type Ranked = (u32, u32, u32, (u32, u32), Pairing);
+
+/// The lines of a TRF eboardd reads: the tournament's name and place, the players and the
+/// teams.
+struct TrfFile {
+    event: Option<String>,
+    site: Option<String>,
+    players: Vec<Entry>,
+    /// Index in `players` by start rank.
+    by_rank: HashMap<u32, usize>,
+    /// The teams: of the new records (310) when there are any, else of the old (013).
+    teams: Vec<Team>,
+}
+
+impl TrfFile {
+    /// Reads every line; a start rank given twice, or no player at all, is refused.
+    fn read(text: &str) -> Result<Self, PairingError> {
+        let mut event = None;
+        let mut site = None;
+        let mut players: Vec<Entry> = Vec::new();
+        let mut by_rank: HashMap<u32, usize> = HashMap::new();
+        let (mut old_teams, mut new_teams) = (Vec::new(), Vec::new());
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            if line.starts_with("013") {
+                old_teams.push(team_record(n, line, old_teams.len() as u32 + 1)?);
+            } else if line.starts_with("310") {
+                new_teams.push(team_record(n, line, 0)?);
+            } else if line.starts_with("012") {
+                event = header(line);
+            } else if line.starts_with("022") {
+                site = header(line);
+            } else if line.starts_with("001") {
+                let e = entry(n, line)?;
+                if let Some(&first) = by_rank.get(&e.rank) {
+                    return Err(PairingError::new(
+                        n,
+                        "start rank",
+                        format!(
+                            "start rank {} is given twice (also on line {})",
+                            e.rank, players[first].line
+                        ),
+                    ));
+                }
+                by_rank.insert(e.rank, players.len());
+                players.push(e);
+            }
+        }
+        if players.is_empty() {
+            return Err(PairingError::new(
+                0,
+                "001",
+                "no player lines (001): not a TRF file",
+            ));
+        }
+        let teams = if new_teams.is_empty() {
+            old_teams
+        } else {
+            new_teams
+        };
+        Ok(TrfFile {
+            event,
+            site,
+            players,
+            by_rank,
+            teams,
+        })
+    }
+
+    /// The pairs of round `round`, each once (from White's line), with their scores before
+    /// it; both lines of a pair must name each other with the other colour.
+    fn pairs(&self, round: u32) -> Result<Vec<Ranked>, PairingError> {
+        let r = round as usize;
+        let mut pairs: Vec<Ranked> = Vec::new();
+        for p in &self.players {
+            let Some(&(opp, colour, _)) = p.rounds.get(r - 1) else {
+                continue;
+            };
+            if opp == 0 {
+                continue;
+            }
+            let field = format!("round {round} opponent");
+            let Some(&oi) = self.by_rank.get(&opp) else {
+                return Err(PairingError::new(
+                    p.line,
+                    field,
+                    format!("no player has start rank {opp}"),
+                ));
+            };
+            let o = &self.players[oi];
+            let back = o.rounds.get(r - 1).copied().unwrap_or((0, ' ', ' '));
+            let white_here = colour == 'w';
+            if back.0 != p.rank || (back.1 == 'w') == white_here {
+                return Err(PairingError::new(
+                    o.line,
+                    format!("round {round} opponent"),
+                    format!(
+                        "start rank {} plays {} with {} on line {}, but this line does not \
+                         pair them with the other colour",
+                        p.rank,
+                        opp,
+                        if white_here { "White" } else { "Black" },
+                        p.line
+                    ),
+                ));
+            }
+            if !white_here {
+                continue; // the pair is taken once, from White's line
+            }
+            let before =
+                |e: &Entry| -> u32 { e.rounds.iter().take(r - 1).map(|x| score(x.2)).sum() };
+            let (sw, sb) = (before(p), before(o));
+            pairs.push((
+                sw.max(sb),
+                sw + sb,
+                p.rank.min(o.rank),
+                (p.rank, o.rank),
+                Pairing {
+                    white: p.player.clone(),
+                    black: o.player.clone(),
+                },
+            ));
+        }
+        Ok(pairs)
+    }
 }
 
 #[cfg(test)]

@@ -257,15 +257,7 @@ impl CertaboStream {
             return;
         }
         let turned_now = self.first_calibration(first_ever, learned.is_ok(), &settled);
-        let mut real = [SquareReading::Empty; SQUARES];
-        let mut objects = 0u64;
-        for (i, r) in real.iter_mut().enumerate() {
-            match self.table.reading(self.filter.accepted(i)) {
-                Reading::Piece(p) => *r = SquareReading::Piece(p),
-                Reading::Unknown(_) => objects |= 1 << i,
-                Reading::Empty => {}
-            }
-        }
+        let (real, objects) = self.readings();
         if turned_now && self.positions.last().is_some() {
             // The board lay turned round after all (its first move said so): what was reported
             // as the start position is the start position turned round; the move comes next.
@@ -309,25 +301,7 @@ impl CertaboStream {
             for i in (0..SQUARES).filter(|i| bit(objects, *i)) {
                 second[i] = first[i];
             }
-            // In the order the lines first read them (a change a noisy line put off comes
-            // before the next move's first changes), each line's placements first.
-            let mut order: Vec<u64> = (0..SQUARES)
-                .filter(|&i| second[i] != first[i])
-                .map(|i| self.filter.read_at(i))
-                .collect();
-            order.sort_unstable();
-            order.dedup();
-            let mut step = first;
-            for at in order {
-                for filled in [true, false] {
-                    for i in (0..SQUARES).filter(|&i| self.filter.read_at(i) == at) {
-                        if (second[i] != SquareReading::Empty) == filled {
-                            step[i] = second[i];
-                        }
-                    }
-                    self.positions.report(&step, out);
-                }
-            }
+            self.report_in_read_order(first, &second, out);
         }
         // Last: the objects as they are now.
         let mut fields = real;
@@ -335,17 +309,7 @@ impl CertaboStream {
             fields[i] = object;
         }
         self.positions.report(&fields, out);
-        // A position that stood still after a change: once more as a whole board.
-        if changed_now {
-            self.quiet = 0;
-            self.unsettled = true;
-        } else {
-            self.quiet = self.quiet.saturating_add(1);
-            if self.unsettled && self.quiet >= DUMP_AFTER_QUIET_LINES {
-                self.unsettled = false;
-                self.positions.dump(&fields, out);
-            }
-        }
+        self.dump_when_settled(changed_now, &fields, out);
         self.objects = if object == SquareReading::Empty {
             0
         } else {
@@ -353,6 +317,69 @@ impl CertaboStream {
         };
         self.object_side = side.or(self.object_side);
         self.last_real = Some(Box::new(real));
+    }
+
+    /// The board as read now: the pieces the table knows, and the fields (a bit each) where
+    /// an object it does not know stands.
+    fn readings(&self) -> ([SquareReading; SQUARES], u64) {
+        let mut real = [SquareReading::Empty; SQUARES];
+        let mut objects = 0u64;
+        for (i, r) in real.iter_mut().enumerate() {
+            match self.table.reading(self.filter.accepted(i)) {
+                Reading::Piece(p) => *r = SquareReading::Piece(p),
+                Reading::Unknown(_) => objects |= 1 << i,
+                Reading::Empty => {}
+            }
+        }
+        (real, objects)
+    }
+
+    /// Reports the way from `first` to `second` in the order the lines first read its changes
+    /// (a change a noisy line put off comes before the next move's first changes), each
+    /// line's placements first.
+    fn report_in_read_order(
+        &mut self,
+        first: [SquareReading; SQUARES],
+        second: &[SquareReading; SQUARES],
+        out: &mut Vec<Message>,
+    ) {
+        let mut order: Vec<u64> = (0..SQUARES)
+            .filter(|&i| second[i] != first[i])
+            .map(|i| self.filter.read_at(i))
+            .collect();
+        order.sort_unstable();
+        order.dedup();
+        let mut step = first;
+        for at in order {
+            for filled in [true, false] {
+                for i in (0..SQUARES).filter(|&i| self.filter.read_at(i) == at) {
+                    if (second[i] != SquareReading::Empty) == filled {
+                        step[i] = second[i];
+                    }
+                }
+                self.positions.report(&step, out);
+            }
+        }
+    }
+
+    /// A position that stood still for [`DUMP_AFTER_QUIET_LINES`] lines after a change is
+    /// reported once more as a whole board.
+    fn dump_when_settled(
+        &mut self,
+        changed_now: bool,
+        fields: &[SquareReading; SQUARES],
+        out: &mut Vec<Message>,
+    ) {
+        if changed_now {
+            self.quiet = 0;
+            self.unsettled = true;
+        } else {
+            self.quiet = self.quiet.saturating_add(1);
+            if self.unsettled && self.quiet >= DUMP_AFTER_QUIET_LINES {
+                self.unsettled = false;
+                self.positions.dump(fields, out);
+            }
+        }
     }
 }
 
