@@ -945,76 +945,85 @@ pub struct BlueZ {
     bus: PrivateBus,
 }
 
+/// Connects to the private bus and owns `org.bluez` on it (at once, or an error), subscribed
+/// to the bus's `NameOwnerChanged` signals.
+fn own_bluez_name(bus: &PrivateBus) -> Result<Channel, String> {
+    let dbus_err = |e: dbus::Error| format!("the private bus: {e}");
+    let mut ch = Channel::open_private(bus.address()).map_err(dbus_err)?;
+    ch.register().map_err(dbus_err)?;
+    let call = |member: &str| {
+        Message::new_method_call(
+            "org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus",
+            member,
+        )
+        .expect("a valid call")
+    };
+    // DBUS_NAME_FLAG_DO_NOT_QUEUE: owned at once, or an error.
+    let reply = ch
+        .send_with_reply_and_block(
+            call("RequestName").append2("org.bluez", 4u32),
+            Duration::from_secs(5),
+        )
+        .map_err(dbus_err)?;
+    if reply.read1::<u32>().ok() != Some(1) {
+        return Err("org.bluez is owned on the private bus already".into());
+    }
+    ch.send_with_reply_and_block(
+        call("AddMatch")
+            .append1("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'"),
+        Duration::from_secs(5),
+    )
+    .map_err(dbus_err)?;
+    Ok(ch)
+}
+
+impl Board {
+    /// A board the stand-in serves, out of range until the service starts.
+    fn new(spec: BoardSpec) -> Board {
+        let mut chars = Vec::new();
+        for (s, svc) in spec.board.services().iter().enumerate() {
+            for c in svc.chars {
+                chars.push(CharState {
+                    uuid: c.uuid,
+                    flags: c.flags,
+                    service: s,
+                    value: Vec::new(),
+                    notifying: false,
+                });
+            }
+        }
+        Board {
+            name: spec.board.name().to_string(),
+            services: spec.board.services().iter().map(|s| s.uuid).collect(),
+            chars,
+            em: spec.board,
+            address: spec.address.to_ascii_uppercase(),
+            mtu: spec.mtu,
+            present: false,
+            connected: false,
+            resolved: false,
+            script: 0,
+            since: None,
+            drop_at: None,
+            connections: 0,
+            notifications: 0,
+            cut: 0,
+        }
+    }
+}
+
 impl BlueZ {
     /// Starts a private bus in `dir` and serves `boards` on it as `org.bluez`, their scripts at
     /// `speed` × real time; returns once the name is owned and every board is in range.
     pub fn start(dir: &Path, boards: Vec<BoardSpec>, speed: f64) -> Result<BlueZ, String> {
         let bus = PrivateBus::start(dir)?;
-        let dbus_err = |e: dbus::Error| format!("the private bus: {e}");
-        let mut ch = Channel::open_private(bus.address()).map_err(dbus_err)?;
-        ch.register().map_err(dbus_err)?;
-        let call = |member: &str| {
-            Message::new_method_call(
-                "org.freedesktop.DBus",
-                "/org/freedesktop/DBus",
-                "org.freedesktop.DBus",
-                member,
-            )
-            .expect("a valid call")
-        };
-        // DBUS_NAME_FLAG_DO_NOT_QUEUE: owned at once, or an error.
-        let reply = ch
-            .send_with_reply_and_block(
-                call("RequestName").append2("org.bluez", 4u32),
-                Duration::from_secs(5),
-            )
-            .map_err(dbus_err)?;
-        if reply.read1::<u32>().ok() != Some(1) {
-            return Err("org.bluez is owned on the private bus already".into());
-        }
-        ch.send_with_reply_and_block(
-            call("AddMatch")
-                .append1("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'"),
-            Duration::from_secs(5),
-        )
-        .map_err(dbus_err)?;
+        let ch = own_bluez_name(&bus)?;
 
         let out = Outbox::default();
         let world: Shared = Arc::new(Mutex::new(World {
-            boards: boards
-                .into_iter()
-                .map(|spec| {
-                    let mut chars = Vec::new();
-                    for (s, svc) in spec.board.services().iter().enumerate() {
-                        for c in svc.chars {
-                            chars.push(CharState {
-                                uuid: c.uuid,
-                                flags: c.flags,
-                                service: s,
-                                value: Vec::new(),
-                                notifying: false,
-                            });
-                        }
-                    }
-                    Board {
-                        name: spec.board.name().to_string(),
-                        services: spec.board.services().iter().map(|s| s.uuid).collect(),
-                        chars,
-                        em: spec.board,
-                        address: spec.address.to_ascii_uppercase(),
-                        mtu: spec.mtu,
-                        present: false,
-                        connected: false,
-                        resolved: false,
-                        script: 0,
-                        since: None,
-                        drop_at: None,
-                        connections: 0,
-                        notifications: 0,
-                        cut: 0,
-                    }
-                })
-                .collect(),
+            boards: boards.into_iter().map(Board::new).collect(),
             speed: speed.max(1e-6),
             out: out.clone(),
             ops: Vec::new(),

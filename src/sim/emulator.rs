@@ -148,40 +148,12 @@ impl Script {
         let mut board: FieldArray = [SquareReading::Empty; 64];
         let mut offset: Micros = 0;
         let mut decoder = DgtDecoder::new();
-        let mut msgs = Vec::new();
         for (i, game) in games.iter().enumerate() {
             let mut c = cfg.clone();
             c.seed = cfg.seed.wrapping_add(i as u64 * 0x9E37_79B9);
             // The emulated clock sends its own once-a-second messages.
             c.clock_ticks = Some(false);
-            let syn = if c.signal_result {
-                simulate_on_time(game, &mut c)
-            } else {
-                simulate(
-                    &game.start,
-                    &game.moves,
-                    &game.clocks,
-                    game.time_control(),
-                    &c,
-                )
-            };
-            let mut start_fields = None;
-            let mut game_steps = Vec::new();
-            for r in &syn.records {
-                let RecordKind::Rx(bytes) = &r.kind else {
-                    continue;
-                };
-                msgs.clear();
-                decoder.decode(bytes, &mut msgs);
-                for m in msgs.drain(..) {
-                    match m {
-                        DgtMessage::BoardDump(f) if start_fields.is_none() => {
-                            start_fields = Some(*f);
-                        }
-                        m => game_steps.push((r.t, m)),
-                    }
-                }
-            }
+            let (syn, start_fields, game_steps) = game_messages(game, &mut c, &mut decoder);
             let start_fields = start_fields.unwrap_or_else(|| fields_of(game));
             match initial {
                 None => {
@@ -218,13 +190,7 @@ impl Script {
             }
             // The players tell the result on the board, as the source game ended.
             if c.signal_result {
-                let mut t = last + 2_000_000;
-                for (index, reading) in result_signal(game, c.reversed_board) {
-                    t += 150_000;
-                    board[usize::from(index)] = reading;
-                    steps.push((t, DgtMessage::FieldUpdate { index, reading }));
-                    last = t;
-                }
+                last = signal_result(game, &c, &mut board, last, &mut steps);
             }
             for p in &syn.plies {
                 plies.push(PlyMark {
@@ -323,6 +289,68 @@ pub fn run_down(mut r: ClockReading, dt: Micros) -> ClockReading {
         face.flag = true;
     }
     r
+}
+
+/// One game simulated with `cfg` and decoded as the board sends it: the simulation, its first
+/// board dump (the start position) and the messages after it.
+fn game_messages(
+    game: &ScriptGame,
+    cfg: &mut SimConfig,
+    decoder: &mut DgtDecoder,
+) -> (
+    super::Synthesis,
+    Option<FieldArray>,
+    Vec<(Micros, DgtMessage)>,
+) {
+    let syn = if cfg.signal_result {
+        simulate_on_time(game, cfg)
+    } else {
+        simulate(
+            &game.start,
+            &game.moves,
+            &game.clocks,
+            game.time_control(),
+            cfg,
+        )
+    };
+    let mut start_fields = None;
+    let mut game_steps = Vec::new();
+    let mut msgs = Vec::new();
+    for r in &syn.records {
+        let RecordKind::Rx(bytes) = &r.kind else {
+            continue;
+        };
+        decoder.decode(bytes, &mut msgs);
+        for m in msgs.drain(..) {
+            match m {
+                DgtMessage::BoardDump(f) if start_fields.is_none() => {
+                    start_fields = Some(*f);
+                }
+                m => game_steps.push((r.t, m)),
+            }
+        }
+    }
+    (syn, start_fields, game_steps)
+}
+
+/// The result of `game` told on the board from two seconds after `last` (its kings put on the
+/// centre as [`result_signal`] gives them), on `board` and in `steps`: the time of the last.
+fn signal_result(
+    game: &ScriptGame,
+    cfg: &SimConfig,
+    board: &mut FieldArray,
+    last: Micros,
+    steps: &mut Vec<(Micros, DgtMessage)>,
+) -> Micros {
+    let mut last = last;
+    let mut t = last + 2_000_000;
+    for (index, reading) in result_signal(game, cfg.reversed_board) {
+        t += 150_000;
+        board[usize::from(index)] = reading;
+        steps.push((t, DgtMessage::FieldUpdate { index, reading }));
+        last = t;
+    }
+    last
 }
 
 /// `game` simulated with `cfg`, the clock's base time raised (in whole seconds) by the most

@@ -146,6 +146,87 @@ fn reading(a: HandAction) -> (Square, SquareReading) {
     }
 }
 
+/// A glitch of a square the move does not touch (`order`), at a random time in `window`:
+/// none when the window is empty or every piece is touched.
+fn glitch(
+    phys: &Board,
+    order: &[HandAction],
+    (lo, hi): (Micros, Micros),
+    rng: &mut Rng,
+) -> Option<super::scan::Glitch> {
+    let touched: Vec<Square> = order.iter().map(|a| reading(*a).0).collect();
+    let candidates: Vec<Square> = phys
+        .occupied()
+        .into_iter()
+        .filter(|sq| !touched.contains(sq))
+        .collect();
+    if hi <= lo || candidates.is_empty() {
+        return None;
+    }
+    let sq = candidates[rng.below(candidates.len() as u64) as usize];
+    Some(super::scan::Glitch {
+        t: rng.range(lo, hi),
+        square: sq,
+    })
+}
+
+/// The readings of move `m`'s hand `order` (with `gaps` between its actions) from `first` on
+/// `phys`, each slide of a piece over the squares in between included (`slides`: their
+/// randomness, `None`: no slides): the time of its last action and the squares slid over.
+fn hand_events(
+    phys: &mut Board,
+    order: &[HandAction],
+    gaps: &[Micros],
+    first: Micros,
+    m: &Move,
+    mut slides: Option<&mut Rng>,
+    events: &mut Vec<PhysEvent>,
+) -> (Micros, Vec<Square>) {
+    let mut t = first;
+    let mut slid_over = Vec::new();
+    let mut lifted: Vec<(Square, shakmaty::Piece)> = Vec::new();
+    for (j, &a) in order.iter().enumerate() {
+        if j > 0 {
+            t += gaps[j - 1];
+        }
+        if let HandAction::Place(to, piece) = a
+            && let Some(r_slide) = slides.as_deref_mut()
+            && j > 0
+            && hand::slides(piece.role, m.is_castle())
+            && let Some(&(from, _)) = lifted.iter().rev().find(|(s, p)| *p == piece && *s != to)
+            && r_slide.chance(0.35)
+        {
+            for (pt, lt, sq) in slide_visits(phys, from, to, t, t - gaps[j - 1], r_slide) {
+                events.push(PhysEvent {
+                    t: pt,
+                    square: sq,
+                    reading: SquareReading::Piece(piece),
+                });
+                events.push(PhysEvent {
+                    t: lt,
+                    square: sq,
+                    reading: SquareReading::Empty,
+                });
+                slid_over.push(sq);
+            }
+        }
+        if let HandAction::Lift(sq) = a
+            && let Some(p) = phys.piece_at(sq)
+        {
+            lifted.push((sq, p));
+        }
+        let ok = hand::apply_action(phys, a);
+        debug_assert!(ok, "impossible hand action {a:?}");
+        let (square, r) = reading(a);
+        events.push(PhysEvent {
+            t,
+            square,
+            reading: r,
+        });
+    }
+    (t, slid_over)
+}
+
 /// Builds the physical timeline of `moves` played from `start`.
 pub fn build(
     start: &Chess,
@@ -179,65 +260,19 @@ pub fn build(
             ms(&mut r_time, 400, 1500)
         };
         let first = (prev_press + think - delay - duration).max(prev_press + reaction);
-        if cfg.glitches && r_glitch.chance(0.05) {
-            let (lo, hi) = (prev_press + 600 * MS, first - 600 * MS);
-            let touched: Vec<Square> = order.iter().map(|a| reading(*a).0).collect();
-            let candidates: Vec<Square> = phys
-                .occupied()
-                .into_iter()
-                .filter(|sq| !touched.contains(sq))
-                .collect();
-            if hi > lo && !candidates.is_empty() {
-                let sq = candidates[r_glitch.below(candidates.len() as u64) as usize];
-                glitches.push(super::scan::Glitch {
-                    t: r_glitch.range(lo, hi),
-                    square: sq,
-                });
-            }
+        if cfg.glitches
+            && r_glitch.chance(0.05)
+            && let Some(g) = glitch(
+                &phys,
+                &order,
+                (prev_press + 600 * MS, first - 600 * MS),
+                &mut r_glitch,
+            )
+        {
+            glitches.push(g);
         }
-        let mut t = first;
-        let mut slid_over = Vec::new();
-        let mut lifted: Vec<(Square, shakmaty::Piece)> = Vec::new();
-        for (j, &a) in order.iter().enumerate() {
-            if j > 0 {
-                t += gaps[j - 1];
-            }
-            if let HandAction::Place(to, piece) = a
-                && cfg.slides
-                && j > 0
-                && hand::slides(piece.role, m.is_castle())
-                && let Some(&(from, _)) = lifted.iter().rev().find(|(s, p)| *p == piece && *s != to)
-                && r_slide.chance(0.35)
-            {
-                for (pt, lt, sq) in slide_visits(&phys, from, to, t, t - gaps[j - 1], &mut r_slide)
-                {
-                    events.push(PhysEvent {
-                        t: pt,
-                        square: sq,
-                        reading: SquareReading::Piece(piece),
-                    });
-                    events.push(PhysEvent {
-                        t: lt,
-                        square: sq,
-                        reading: SquareReading::Empty,
-                    });
-                    slid_over.push(sq);
-                }
-            }
-            if let HandAction::Lift(sq) = a
-                && let Some(p) = phys.piece_at(sq)
-            {
-                lifted.push((sq, p));
-            }
-            let ok = hand::apply_action(&mut phys, a);
-            debug_assert!(ok, "impossible hand action {a:?}");
-            let (square, r) = reading(a);
-            events.push(PhysEvent {
-                t,
-                square,
-                reading: r,
-            });
-        }
+        let slides = cfg.slides.then_some(&mut r_slide);
+        let (t, slid_over) = hand_events(&mut phys, &order, &gaps, first, m, slides, &mut events);
         debug_assert_eq!(
             &phys,
             after.board(),

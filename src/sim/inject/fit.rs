@@ -178,11 +178,6 @@ pub(super) fn fit(
     let us = pos.turn();
     let board = pos.board();
     let touched = move_squares(m, us);
-    let after = {
-        let mut a = pos.clone();
-        a.play_unchecked(*m);
-        a
-    };
     match kind {
         Kind::TouchedPieceNotMoved => {
             let own = board.by_color(us) & !touched;
@@ -211,118 +206,146 @@ pub(super) fn fit(
                 order: orders[i].clone(),
             })
         }
-        Kind::PromotionPieceChanged => {
-            let Move::Normal {
-                role,
-                from,
-                capture,
-                to,
-                promotion: Some(promo),
-            } = *m
-            else {
-                return None;
-            };
-            let fits = |wrong: Role| {
-                let w = Move::Normal {
-                    role,
-                    from,
-                    capture,
-                    to,
-                    promotion: Some(wrong),
-                };
-                let mut p = pos.clone();
-                p.play_unchecked(w);
-                wrong != promo && !ends_game(&p)
-            };
-            let wrong = if promo != Role::Queen && fits(Role::Queen) {
-                Role::Queen
-            } else {
-                let others: Vec<Role> = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight]
-                    .into_iter()
-                    .filter(|&r| fits(r))
-                    .collect();
-                choose(&others, rng)?
-            };
-            Some(Spec::PromotionChanged { wrong })
-        }
-        Kind::MoveChangedAfterRelease => {
-            let (_, from, _, to) = unpromoted(m)?;
-            let vias: Vec<Square> = pos
-                .legal_moves()
-                .into_iter()
-                .filter(|n| {
-                    matches!(*n, Move::Normal { from: f, to: t, capture: None, promotion: None, .. }
-                        if f == from && t != to)
-                        && {
-                            let mut p = pos.clone();
-                            p.play_unchecked(*n);
-                            !ends_game(&p)
-                        }
-                })
-                .map(|n| n.to())
-                .collect();
-            Some(Spec::MoveChanged {
-                via: choose(&vias, rng)?,
-            })
-        }
-        Kind::IllegalMove => {
-            let mut cands = Vec::new();
-            for s in board.by_color(us) {
-                let piece = board.piece_at(s)?;
-                let reach = legal_reach(pos, s);
-                let range = if piece.role == Role::King { 1 } else { 2 };
-                for u in !board.occupied() & !reach {
-                    let pawn_end = piece.role == Role::Pawn
-                        && matches!(u.rank(), shakmaty::Rank::First | shakmaty::Rank::Eighth);
-                    if s.distance(u) > range || pawn_end {
-                        continue;
-                    }
-                    let b = relocated(board, s, u);
-                    if kings_in_centre(&b) || looks_like_a_start(&b) {
-                        continue;
-                    }
-                    cands.push((s, u));
-                }
-            }
-            let (from, to) = choose(&cands, rng)?;
-            Some(Spec::Illegal { from, to })
-        }
+        Kind::PromotionPieceChanged => promotion_changed(pos, m, rng),
+        Kind::MoveChangedAfterRelease => move_changed(pos, m, rng),
+        Kind::IllegalMove => illegal_move(pos, rng),
         Kind::PawnNotPromoted => (m.promotion() == Some(Role::Queen) && trace.press.is_some())
             .then_some(Spec::PawnNotPromoted),
         Kind::ClockPressedWithoutMove => Some(Spec::PressWithoutMove),
-        Kind::KnockedPiece => {
-            let ab = after.board();
-            // Not onto a square the move passed over either.
-            let moved = move_squares(m, us) | move_path(m, us);
-            let mut cands = Vec::new();
-            // Onto any empty neighbour, a legal move of the next player's too (the knock is
-            // lifted as the mover lets go, faster than any hand reacts).
-            for s in ab.occupied() & !ab.kings() & !moved {
-                for u in attacks::king_attacks(s) & !ab.occupied() & !moved {
-                    let b = relocated(ab, s, u);
-                    if !looks_like_a_start(&b) {
-                        cands.push((s, u));
-                    }
+        Kind::KnockedPiece => knocked_piece(pos, m, rng),
+        Kind::MovedPieceOffTarget => off_target(pos, m, rng),
+    }
+}
+
+/// A promotion to another piece first (the queen when it is not the one played), one that
+/// does not end the game.
+fn promotion_changed(pos: &Chess, m: &Move, rng: &mut Rng) -> Option<Spec> {
+    let Move::Normal {
+        role,
+        from,
+        capture,
+        to,
+        promotion: Some(promo),
+    } = *m
+    else {
+        return None;
+    };
+    let fits = |wrong: Role| {
+        let w = Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            promotion: Some(wrong),
+        };
+        let mut p = pos.clone();
+        p.play_unchecked(w);
+        wrong != promo && !ends_game(&p)
+    };
+    let wrong = if promo != Role::Queen && fits(Role::Queen) {
+        Role::Queen
+    } else {
+        let others: Vec<Role> = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight]
+            .into_iter()
+            .filter(|&r| fits(r))
+            .collect();
+        choose(&others, rng)?
+    };
+    Some(Spec::PromotionChanged { wrong })
+}
+
+/// The piece put down first on another empty square it could go to (a move that does not end
+/// the game), then moved on.
+fn move_changed(pos: &Chess, m: &Move, rng: &mut Rng) -> Option<Spec> {
+    let (_, from, _, to) = unpromoted(m)?;
+    let vias: Vec<Square> = pos
+        .legal_moves()
+        .into_iter()
+        .filter(|n| {
+            matches!(*n, Move::Normal { from: f, to: t, capture: None, promotion: None, .. }
+                if f == from && t != to)
+                && {
+                    let mut p = pos.clone();
+                    p.play_unchecked(*n);
+                    !ends_game(&p)
                 }
+        })
+        .map(|n| n.to())
+        .collect();
+    Some(Spec::MoveChanged {
+        via: choose(&vias, rng)?,
+    })
+}
+
+/// A piece of the mover's moved one or two squares (a king one) to an empty square it cannot
+/// go to, not a pawn onto its last rank, not a board that looks like a signal or a start.
+fn illegal_move(pos: &Chess, rng: &mut Rng) -> Option<Spec> {
+    let board = pos.board();
+    let mut cands = Vec::new();
+    for s in board.by_color(pos.turn()) {
+        let piece = board.piece_at(s)?;
+        let reach = legal_reach(pos, s);
+        let range = if piece.role == Role::King { 1 } else { 2 };
+        for u in !board.occupied() & !reach {
+            let pawn_end = piece.role == Role::Pawn
+                && matches!(u.rank(), shakmaty::Rank::First | shakmaty::Rank::Eighth);
+            if s.distance(u) > range || pawn_end {
+                continue;
             }
-            let (from, to) = choose(&cands, rng)?;
-            Some(Spec::Knock { from, to })
-        }
-        Kind::MovedPieceOffTarget => {
-            let (role, from, _, to) = unpromoted(m)?;
-            if role == Role::King {
-                return None;
+            let b = relocated(board, s, u);
+            if kings_in_centre(&b) || looks_like_a_start(&b) {
+                continue;
             }
-            let reach = legal_reach(pos, from);
-            let vias: Vec<Square> = (attacks::king_attacks(to) & !board.occupied() & !reach)
-                .into_iter()
-                .filter(|&u| u != from && !looks_like_a_start(&relocated(board, from, u)))
-                .collect();
-            Some(Spec::OffTarget {
-                via: choose(&vias, rng)?,
-            })
+            cands.push((s, u));
         }
     }
+    let (from, to) = choose(&cands, rng)?;
+    Some(Spec::Illegal { from, to })
+}
+
+/// A piece other than a king knocked onto an empty neighbour after the move, off the squares
+/// the move passed over.
+fn knocked_piece(pos: &Chess, m: &Move, rng: &mut Rng) -> Option<Spec> {
+    let after = {
+        let mut a = pos.clone();
+        a.play_unchecked(*m);
+        a
+    };
+    let ab = after.board();
+    let us = pos.turn();
+    // Not onto a square the move passed over either.
+    let moved = move_squares(m, us) | move_path(m, us);
+    let mut cands = Vec::new();
+    // Onto any empty neighbour, a legal move of the next player's too (the knock is
+    // lifted as the mover lets go, faster than any hand reacts).
+    for s in ab.occupied() & !ab.kings() & !moved {
+        for u in attacks::king_attacks(s) & !ab.occupied() & !moved {
+            let b = relocated(ab, s, u);
+            if !looks_like_a_start(&b) {
+                cands.push((s, u));
+            }
+        }
+    }
+    let (from, to) = choose(&cands, rng)?;
+    Some(Spec::Knock { from, to })
+}
+
+/// The moved piece (not a king) put down first on an empty neighbour of its target that it
+/// cannot go to, then slid on.
+fn off_target(pos: &Chess, m: &Move, rng: &mut Rng) -> Option<Spec> {
+    let board = pos.board();
+    let (role, from, _, to) = unpromoted(m)?;
+    if role == Role::King {
+        return None;
+    }
+    let reach = legal_reach(pos, from);
+    let vias: Vec<Square> = (attacks::king_attacks(to) & !board.occupied() & !reach)
+        .into_iter()
+        .filter(|&u| u != from && !looks_like_a_start(&relocated(board, from, u)))
+        .collect();
+    Some(Spec::OffTarget {
+        via: choose(&vias, rng)?,
+    })
 }
 
 /// Chooses what to inject: rare kinds first where they fit, then the others in turn.

@@ -39,7 +39,7 @@
 //! [`super::synthesize_game`] with the same [`SimConfig`].
 
 use shakmaty::san::SanPlus;
-use shakmaty::{Chess, Move, Position, Role, Square};
+use shakmaty::{Chess, Color, Move, Position, Role, Square};
 
 use super::clock::{ClockConfig, Dgt3000};
 use super::hand::HandAction;
@@ -295,6 +295,36 @@ pub fn sans_of(start: &Chess, moves: &[Move]) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // The whole pipeline
 
+/// The physical game of timeline `tl` (events and glitches in time order), its clock started
+/// for `first` and pressed at each ply's press.
+fn world_of(mut tl: timeline::Timeline, first: Color) -> World {
+    tl.events.sort_by_key(|e| e.t);
+    tl.glitches.sort_by_key(|g| g.t);
+    let mut clock = vec![(tl.clock_start, ClockOp::Start(first))];
+    clock.extend(
+        tl.plies
+            .iter()
+            .filter_map(|p| p.press)
+            .map(|t| (t, ClockOp::Press)),
+    );
+    World {
+        events: tl.events,
+        glitches: tl.glitches,
+        clock,
+        plies: tl.plies,
+        clock_start: tl.clock_start,
+        end: tl.end,
+    }
+}
+
+/// Whether move `m` moves the piece on `square` (either piece of a castling).
+fn moves_piece_on(m: &Move, square: Square) -> bool {
+    match *m {
+        Move::Castle { king, rook } => king == square || rook == square,
+        _ => m.from() == Some(square),
+    }
+}
+
 /// The capture of `game` (as [`super::synthesize_game`] with `cfg.sim`) with irregularities
 /// injected as `cfg` says, and its truth.
 pub fn inject(game: &ScriptGame, cfg: &InjectConfig) -> Injected {
@@ -310,24 +340,8 @@ pub fn inject(game: &ScriptGame, cfg: &InjectConfig) -> Injected {
     let ticks = sim
         .clock_ticks
         .unwrap_or_else(|| sim.style != Style::Clean && r_game.chance(0.25));
-    let mut tl = timeline::build(start, moves, &game.clocks, game.time_control(), sim);
-    tl.events.sort_by_key(|e| e.t);
-    tl.glitches.sort_by_key(|g| g.t);
-    let mut clock = vec![(tl.clock_start, ClockOp::Start(start.turn()))];
-    clock.extend(
-        tl.plies
-            .iter()
-            .filter_map(|p| p.press)
-            .map(|t| (t, ClockOp::Press)),
-    );
-    let mut world = World {
-        events: tl.events,
-        glitches: tl.glitches,
-        clock,
-        plies: tl.plies,
-        clock_start: tl.clock_start,
-        end: tl.end,
-    };
+    let tl = timeline::build(start, moves, &game.clocks, game.time_control(), sim);
+    let mut world = world_of(tl, start.turn());
     let mut positions = Vec::with_capacity(moves.len());
     let mut pos = start.clone();
     for m in moves {
@@ -357,15 +371,11 @@ pub fn inject(game: &ScriptGame, cfg: &InjectConfig) -> Injected {
         // 7.5.1: 4.3 applies to the move replacing the illegal move. The piece the illegal
         // move moved was touched: a replacing move made with another piece, when that one could
         // have moved legally, breaks touch-move.
-        if let Spec::Illegal { from, .. } = spec {
-            let m = &moves[*i];
-            let moved = match *m {
-                Move::Castle { king, rook } => king == *from || rook == *from,
-                _ => m.from() == Some(*from),
-            };
-            if !moved && can_move(&positions[*i], *from) {
-                truth.push(("touched_piece_not_moved", *i as u32 + 1));
-            }
+        if let Spec::Illegal { from, .. } = spec
+            && !moves_piece_on(&moves[*i], *from)
+            && can_move(&positions[*i], *from)
+        {
+            truth.push(("touched_piece_not_moved", *i as u32 + 1));
         }
     }
     if sim.reversed_board {

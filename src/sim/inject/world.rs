@@ -166,6 +166,8 @@ pub(super) fn removals(order: &[HandAction]) -> Vec<HandAction> {
         .collect()
 }
 
+/// Carries out `spec` on ply index `i` (move `m` from `pos`) of `world`, with the random
+/// choices made.
 pub(super) fn apply(
     world: &mut World,
     i: usize,
@@ -179,7 +181,6 @@ pub(super) fn apply(
     let us = pos.turn();
     let first = world.plies[i].first_action;
     let prev = world.prev_press(i);
-    let mover = |role| Piece { color: us, role };
     match *spec {
         Spec::Touch { square, piece } => {
             let t1 = first.max(prev + 800 * MS);
@@ -198,55 +199,20 @@ pub(super) fn apply(
             world.rebuild(i, &actions);
         }
         Spec::PromotionChanged { wrong } => {
-            let Move::Normal {
-                to,
-                promotion: Some(promo),
-                ..
-            } = *m
-            else {
-                return;
-            };
-            let mut actions: Vec<(Micros, HandAction)> = removals(&world.plies[i].order)
-                .into_iter()
-                .map(|a| (hand_gap(style, rng), a))
-                .collect();
-            actions.push((ms(rng, 400, 2000), Place(to, mover(wrong))));
-            actions.push((ms(rng, 800, 2500), Lift(to)));
-            actions.push((ms(rng, 300, 1500), Place(to, mover(promo))));
-            world.rebuild(i, &actions);
+            let removed = removals(&world.plies[i].order);
+            if let Some(actions) = promotion_changed(&removed, m, us, wrong, style, rng) {
+                world.rebuild(i, &actions);
+            }
         }
         Spec::MoveChanged { via } => {
-            let Some((role, from, capture, to)) = normal_move(m) else {
-                return;
-            };
-            let mut actions = vec![
-                (0, Lift(from)),
-                (hand_gap(style, rng), Place(via, mover(role))),
-                (ms(rng, 1500, 3000), Lift(via)),
-            ];
-            if capture.is_some() {
-                actions.push((hand_gap(style, rng), Lift(to)));
+            if let Some(actions) = move_changed(m, us, via, style, rng) {
+                world.rebuild(i, &actions);
             }
-            actions.push((hand_gap(style, rng), Place(to, mover(role))));
-            world.rebuild(i, &actions);
         }
         Spec::OffTarget { via } => {
-            let Some((role, from, capture, to)) = normal_move(m) else {
-                return;
-            };
-            let victim_first = capture.is_some() && rng.chance(0.5);
-            let mut actions = Vec::new();
-            if victim_first {
-                actions.push((0, Lift(to)));
+            if let Some(actions) = off_target(m, us, via, style, rng) {
+                world.rebuild(i, &actions);
             }
-            actions.push((hand_gap(style, rng), Lift(from)));
-            actions.push((hand_gap(style, rng), Place(via, mover(role))));
-            actions.push((ms(rng, 1500, 4000), Lift(via)));
-            if capture.is_some() && !victim_first {
-                actions.push((hand_gap(style, rng), Lift(to)));
-            }
-            actions.push((hand_gap(style, rng), Place(to, mover(role))));
-            world.rebuild(i, &actions);
         }
         Spec::Knock { from, to } => {
             let last = world.plies[i].last_action;
@@ -280,25 +246,115 @@ pub(super) fn apply(
             let flip = pause + ms(rng, 1500, 4000);
             world.press_undone(rng, first, [press, pause, flip]);
         }
-        Spec::PawnNotPromoted => {
-            let to = m.to();
-            let mut actions: Vec<(Micros, HandAction)> = removals(&world.plies[i].order)
-                .into_iter()
-                .map(|a| (hand_gap(style, rng), a))
-                .collect();
-            actions.push((hand_gap(style, rng), Place(to, mover(Role::Pawn))));
-            world.rebuild(i, &actions);
-            let Some(press) = world.plies[i].press else {
-                return;
-            };
-            let up = press + ms(rng, 1500, 5000);
-            let down = up + ms(rng, 500, 1500);
-            let next = down + ms(rng, 600, 2000);
-            world.shift_from(press + 1, next - press);
-            world.add(up, Lift(to));
-            world.add(down, Place(to, mover(Role::Queen)));
-        }
+        Spec::PawnNotPromoted => pawn_not_promoted(world, i, m.to(), us, style, rng),
     }
+}
+
+/// The hand order of a promotion put down as `wrong` first (after the move's `removed`
+/// pieces), then lifted and replaced by the piece played.
+fn promotion_changed(
+    removed: &[HandAction],
+    m: &Move,
+    us: Color,
+    wrong: Role,
+    style: Style,
+    rng: &mut Rng,
+) -> Option<Vec<(Micros, HandAction)>> {
+    use HandAction::{Lift, Place};
+    let Move::Normal {
+        to,
+        promotion: Some(promo),
+        ..
+    } = *m
+    else {
+        return None;
+    };
+    let mover = |role| Piece { color: us, role };
+    let mut actions: Vec<(Micros, HandAction)> =
+        removed.iter().map(|&a| (hand_gap(style, rng), a)).collect();
+    actions.push((ms(rng, 400, 2000), Place(to, mover(wrong))));
+    actions.push((ms(rng, 800, 2500), Lift(to)));
+    actions.push((ms(rng, 300, 1500), Place(to, mover(promo))));
+    Some(actions)
+}
+
+/// The hand order of a move put down on `via` first, held there, then moved on.
+fn move_changed(
+    m: &Move,
+    us: Color,
+    via: Square,
+    style: Style,
+    rng: &mut Rng,
+) -> Option<Vec<(Micros, HandAction)>> {
+    use HandAction::{Lift, Place};
+    let (role, from, capture, to) = normal_move(m)?;
+    let piece = Piece { color: us, role };
+    let mut actions = vec![
+        (0, Lift(from)),
+        (hand_gap(style, rng), Place(via, piece)),
+        (ms(rng, 1500, 3000), Lift(via)),
+    ];
+    if capture.is_some() {
+        actions.push((hand_gap(style, rng), Lift(to)));
+    }
+    actions.push((hand_gap(style, rng), Place(to, piece)));
+    Some(actions)
+}
+
+/// The hand order of a move put down beside its target (`via`) first, then slid on; a victim
+/// is taken off first or after, at random.
+fn off_target(
+    m: &Move,
+    us: Color,
+    via: Square,
+    style: Style,
+    rng: &mut Rng,
+) -> Option<Vec<(Micros, HandAction)>> {
+    use HandAction::{Lift, Place};
+    let (role, from, capture, to) = normal_move(m)?;
+    let piece = Piece { color: us, role };
+    let victim_first = capture.is_some() && rng.chance(0.5);
+    let mut actions = Vec::new();
+    if victim_first {
+        actions.push((0, Lift(to)));
+    }
+    actions.push((hand_gap(style, rng), Lift(from)));
+    actions.push((hand_gap(style, rng), Place(via, piece)));
+    actions.push((ms(rng, 1500, 4000), Lift(via)));
+    if capture.is_some() && !victim_first {
+        actions.push((hand_gap(style, rng), Lift(to)));
+    }
+    actions.push((hand_gap(style, rng), Place(to, piece)));
+    Some(actions)
+}
+
+/// A pawn moved to `to`, its last rank, and left a pawn past the clock press; the queen
+/// replaces it a while later.
+fn pawn_not_promoted(
+    world: &mut World,
+    i: usize,
+    to: Square,
+    us: Color,
+    style: Style,
+    rng: &mut Rng,
+) {
+    use HandAction::{Lift, Place};
+    let mover = |role| Piece { color: us, role };
+    let mut actions: Vec<(Micros, HandAction)> = removals(&world.plies[i].order)
+        .into_iter()
+        .map(|a| (hand_gap(style, rng), a))
+        .collect();
+    actions.push((hand_gap(style, rng), Place(to, mover(Role::Pawn))));
+    world.rebuild(i, &actions);
+    let Some(press) = world.plies[i].press else {
+        return;
+    };
+    let up = press + ms(rng, 1500, 5000);
+    let down = up + ms(rng, 500, 1500);
+    let next = down + ms(rng, 600, 2000);
+    world.shift_from(press + 1, next - press);
+    world.add(up, Lift(to));
+    world.add(down, Place(to, mover(Role::Queen)));
 }
 
 // ---------------------------------------------------------------------------------------------
