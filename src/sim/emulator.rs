@@ -18,9 +18,9 @@ pub use dgt::{ClockCommandStats, Emulator, Mode, UNKNOWN_SAMPLE, Unknown};
 
 use shakmaty::Position;
 
+use super::SimConfig;
 use super::pgn::ScriptGame;
 use super::rng::Rng;
-use super::{SimConfig, simulate};
 use crate::capture::RecordKind;
 use crate::core::observation::{ClockReading, FieldArray, Micros, SquareReading};
 use crate::driver::dgt::{BatteryStatus, ClockAck, DgtDecoder, DgtMessage};
@@ -305,13 +305,7 @@ fn game_messages(
     let syn = if cfg.signal_result {
         simulate_on_time(game, cfg)
     } else {
-        simulate(
-            &game.start,
-            &game.moves,
-            &game.clocks,
-            game.time_control(),
-            cfg,
-        )
+        super::synthesize_game(game, cfg)
     };
     let mut start_fields = None;
     let mut game_steps = Vec::new();
@@ -358,15 +352,7 @@ fn signal_result(
 /// still takes a hand a second or two): the clock then never shows less than the source's
 /// after a move, and no flag falls where the source's did not.
 fn simulate_on_time(game: &ScriptGame, cfg: &mut SimConfig) -> super::Synthesis {
-    let run = |cfg: &SimConfig| {
-        simulate(
-            &game.start,
-            &game.moves,
-            &game.clocks,
-            game.time_control(),
-            cfg,
-        )
-    };
+    let run = |cfg: &SimConfig| super::synthesize_game(game, cfg);
     let syn = run(cfg);
     let mut decoder = DgtDecoder::new();
     let mut msgs = Vec::new();

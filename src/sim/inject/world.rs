@@ -205,12 +205,12 @@ pub(super) fn apply(
             }
         }
         Spec::MoveChanged { via } => {
-            if let Some(actions) = move_changed(m, us, via, style, rng) {
+            if let Some(actions) = via_order(m, us, (Via::Changed, via), style, rng) {
                 world.rebuild(i, &actions);
             }
         }
         Spec::OffTarget { via } => {
-            if let Some(actions) = off_target(m, us, via, style, rng) {
+            if let Some(actions) = via_order(m, us, (Via::OffTarget, via), style, rng) {
                 world.rebuild(i, &actions);
             }
         }
@@ -278,49 +278,39 @@ fn promotion_changed(
     Some(actions)
 }
 
-/// The hand order of a move put down on `via` first, held there, then moved on.
-fn move_changed(
-    m: &Move,
-    us: Color,
-    via: Square,
-    style: Style,
-    rng: &mut Rng,
-) -> Option<Vec<(Micros, HandAction)>> {
-    use HandAction::{Lift, Place};
-    let (role, from, capture, to) = normal_move(m)?;
-    let piece = Piece { color: us, role };
-    let mut actions = vec![
-        (0, Lift(from)),
-        (hand_gap(style, rng), Place(via, piece)),
-        (ms(rng, 1500, 3000), Lift(via)),
-    ];
-    if capture.is_some() {
-        actions.push((hand_gap(style, rng), Lift(to)));
-    }
-    actions.push((hand_gap(style, rng), Place(to, piece)));
-    Some(actions)
+/// How a move's piece goes to its square by way of another.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Put down on another square it could go to, held there, then moved on
+    /// (move_changed_after_release).
+    Changed,
+    /// Put down beside its target, then slid on (moved_piece_off_target); a victim is taken
+    /// off first or after, at random.
+    OffTarget,
 }
 
-/// The hand order of a move put down beside its target (`via`) first, then slid on; a victim
-/// is taken off first or after, at random.
-fn off_target(
+/// The hand order of move `m` of `us` by way of `via`.
+fn via_order(
     m: &Move,
     us: Color,
-    via: Square,
+    (way, via): (Via, Square),
     style: Style,
     rng: &mut Rng,
 ) -> Option<Vec<(Micros, HandAction)>> {
     use HandAction::{Lift, Place};
     let (role, from, capture, to) = normal_move(m)?;
     let piece = Piece { color: us, role };
-    let victim_first = capture.is_some() && rng.chance(0.5);
+    let off_target = way == Via::OffTarget;
+    let victim_first = off_target && capture.is_some() && rng.chance(0.5);
     let mut actions = Vec::new();
     if victim_first {
         actions.push((0, Lift(to)));
     }
-    actions.push((hand_gap(style, rng), Lift(from)));
+    let lift_after = if off_target { hand_gap(style, rng) } else { 0 };
+    actions.push((lift_after, Lift(from)));
     actions.push((hand_gap(style, rng), Place(via, piece)));
-    actions.push((ms(rng, 1500, 4000), Lift(via)));
+    let held = if off_target { 4000 } else { 3000 };
+    actions.push((ms(rng, 1500, held), Lift(via)));
     if capture.is_some() && !victim_first {
         actions.push((hand_gap(style, rng), Lift(to)));
     }

@@ -8,43 +8,61 @@ use crate::driver::Decoder;
 use crate::driver::dgt::bus::{BusLineStream, BusReply, BusStream};
 use crate::driver::port::LinkKind;
 
+/// What the chain's session is told of its boards' games, the same for every board.
 struct View {
+    /// A board's fields are explained by its record.
+    explains: bool,
+    /// A game is in progress.
     in_progress: bool,
+    /// The games have just started: no move recorded, the board as recorded.
+    at_start: bool,
+    /// The boards are ahead of their record by moves no sequence explains.
+    missing: bool,
+}
+
+impl View {
+    /// Boards whose records explain them, their games in progress or not.
+    const fn playing(in_progress: bool) -> View {
+        View {
+            explains: true,
+            in_progress,
+            at_start: false,
+            missing: false,
+        }
+    }
 }
 
 /// A view whose boards are all ahead of their record by moves no sequence explains.
-struct Missing;
+const MISSING: View = View {
+    explains: false,
+    in_progress: true,
+    at_start: false,
+    missing: true,
+};
 
-impl Boards for Missing {
-    fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
-        false
-    }
-    fn game_in_progress(&self, _unit: Unit) -> bool {
-        true
-    }
-    fn at_game_start(&self, _unit: Unit) -> bool {
-        false
-    }
-    fn away_for(&self, _unit: Unit) -> Option<Duration> {
-        None
-    }
-    fn moves_missing(&self, _unit: Unit) -> bool {
-        true
-    }
-}
+/// A view whose boards' games have just started: no move recorded, the board as recorded.
+const AT_START: View = View {
+    explains: true,
+    in_progress: false,
+    at_start: true,
+    missing: false,
+};
 
 impl Boards for View {
     fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
-        true
+        self.explains
     }
     fn game_in_progress(&self, _unit: Unit) -> bool {
         self.in_progress
     }
     fn at_game_start(&self, _unit: Unit) -> bool {
-        false
+        self.at_start
     }
     fn away_for(&self, _unit: Unit) -> Option<Duration> {
         None
+    }
+    fn moves_missing(&self, _unit: Unit) -> bool {
+        self.missing
     }
 }
 
@@ -89,10 +107,20 @@ fn deliver(s: &mut Chain, t: Instant, reply: &BusReply, view: &View, out: &mut V
     s.received(t, from, &msgs, dec.bad_frames(), view, out);
 }
 
+/// A chain that found the board at `address` and opened it, with what it did so far.
+fn with_board(t0: Instant, address: Unit, view: &View) -> (Chain, Vec<Action>) {
+    let mut s = chain();
+    let mut out = Vec::new();
+    s.open(t0, &mut out);
+    deliver(&mut s, t0, &BusReply::Ping { address }, view, &mut out);
+    s.opened(t0, address, view, &mut out);
+    (s, out)
+}
+
 #[test]
 fn finds_the_boards_in_rounds_then_polls_them_one_after_the_other() {
     let t0 = Instant::now();
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut s = chain();
     let mut out = Vec::new();
     s.open(t0, &mut out);
@@ -181,12 +209,8 @@ fn finds_the_boards_in_rounds_then_polls_them_one_after_the_other() {
 #[test]
 fn a_bad_reply_to_changes_is_repeated_and_a_silent_board_is_lost() {
     let t0 = Instant::now();
-    let view = View { in_progress: true };
-    let mut s = chain();
-    let mut out = Vec::new();
-    s.open(t0, &mut out);
-    deliver(&mut s, t0, &BusReply::Ping { address: 3 }, &view, &mut out);
-    s.opened(t0, 3, &view, &mut out);
+    let view = View::playing(true);
+    let (mut s, mut out) = with_board(t0, 3, &view);
     assert!(out.contains(&Action::Note {
         unit: 3,
         note: Note::MemoryAsked
@@ -260,12 +284,8 @@ fn a_bad_reply_to_changes_is_repeated_and_a_silent_board_is_lost() {
 #[test]
 fn a_game_start_marks_the_boards_memory() {
     let t0 = Instant::now();
-    let view = View { in_progress: false };
-    let mut s = chain();
-    let mut out = Vec::new();
-    s.open(t0, &mut out);
-    deliver(&mut s, t0, &BusReply::Ping { address: 9 }, &view, &mut out);
-    s.opened(t0, 9, &view, &mut out);
+    let view = View::playing(false);
+    let (mut s, mut out) = with_board(t0, 9, &view);
     let started = CoreEvent {
         t: 0,
         game: 1,
@@ -304,24 +324,6 @@ fn a_game_start_marks_the_boards_memory() {
     );
 }
 
-/// A view whose boards' games have just started: no move recorded, the board as recorded.
-struct AtStart;
-
-impl Boards for AtStart {
-    fn explains(&self, _unit: Unit, _fields: &FieldArray) -> bool {
-        true
-    }
-    fn game_in_progress(&self, _unit: Unit) -> bool {
-        false
-    }
-    fn at_game_start(&self, _unit: Unit) -> bool {
-        true
-    }
-    fn away_for(&self, _unit: Unit) -> Option<Duration> {
-        None
-    }
-}
-
 #[test]
 fn a_game_start_is_marked_while_a_packet_of_changes_is_still_asked_for() {
     // Issue 38: a board's long power-up packet did not come through for 32 s on a line
@@ -337,7 +339,7 @@ fn a_game_start_is_marked_while_a_packet_of_changes_is_still_asked_for() {
     let mut out = Vec::new();
     let mut sent = Vec::new();
     for _ in 0..50 {
-        s.poll(t, &AtStart, &mut out);
+        s.poll(t, &AT_START, &mut out);
         sent.extend(commands(&out));
         out.clear();
         if sent.contains(&(5, 0x85)) {
@@ -387,7 +389,7 @@ fn cut_update(address: u16) -> Vec<u8> {
 
 /// Feeds `bytes` to the decoder of the board the session listens to.
 fn feed(s: &mut Chain, t: Instant, dec: &mut BusStream, bytes: &[u8], out: &mut Vec<Action>) {
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut msgs = Vec::new();
     let before = dec.bad_frames();
     dec.decode(bytes, &mut msgs);
@@ -397,7 +399,7 @@ fn feed(s: &mut Chain, t: Instant, dec: &mut BusStream, bytes: &[u8], out: &mut 
 
 #[test]
 fn spoilt_changes_are_waited_out_repeated_in_later_turns_and_never_lost() {
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut s = polling(&[5, 6]);
     let mut t = Instant::now();
     let mut out = Vec::new();
@@ -480,7 +482,7 @@ fn spoilt_changes_are_waited_out_repeated_in_later_turns_and_never_lost() {
 
 #[test]
 fn a_packet_that_came_with_repeat_changes_is_followed_by_new_changes_before_a_dump() {
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut s = polling(&[5]);
     s.members.get_mut(&5).unwrap().ask(BusCommand::SendBoard);
     let t = Instant::now();
@@ -515,7 +517,7 @@ fn moves_missing_read_the_boards_memory_a_few_times_apart() {
     for k in 0..600u32 {
         let t = t0 + Duration::from_millis(100) * k;
         out.clear();
-        s.poll(t, &Missing, &mut out);
+        s.poll(t, &MISSING, &mut out);
         for _ in 0..10 {
             let Line::Asking { address, cmd, .. } = s.line else {
                 break;
@@ -555,7 +557,7 @@ fn moves_missing_read_the_boards_memory_a_few_times_apart() {
             let mut dec = BusStream::new(address);
             let mut msgs = Vec::new();
             dec.decode(&reply.encode(), &mut msgs);
-            s.received(t, Some(address), &msgs, 0, &Missing, &mut out);
+            s.received(t, Some(address), &msgs, 0, &MISSING, &mut out);
         }
     }
     assert_eq!(asked.len(), MEMORY_RECALLS as usize, "{asked:?}");
@@ -566,7 +568,7 @@ fn moves_missing_read_the_boards_memory_a_few_times_apart() {
 
 #[test]
 fn a_start_mark_whose_answer_came_in_bad_is_not_written_again() {
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut s = polling(&[5]);
     let t = Instant::now();
     let mut out = Vec::new();
@@ -586,7 +588,7 @@ fn a_start_mark_whose_answer_came_in_bad_is_not_written_again() {
 
 #[test]
 fn a_board_without_a_clock_is_asked_for_it_once_in_a_while() {
-    let view = View { in_progress: false };
+    let view = View::playing(false);
     let mut s = polling(&[5]);
     let t = Instant::now();
     let mut out = Vec::new();
