@@ -13,7 +13,6 @@ use super::boards::check_board;
 use super::body::{MAX_BODY, parse_body, read_body};
 use super::{App, JSON_TYPE, Reject, error, reject};
 use crate::core::observation::OperatorAction;
-#[cfg(feature = "test-support")]
 use crate::output::hub::Hub;
 use crate::output::model::{GameResult, Pairing};
 use crate::output::render;
