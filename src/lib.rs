@@ -19,5 +19,6 @@ pub mod parallel;
 pub mod pgn;
 pub mod replay;
 pub mod round;
+pub mod service;
 pub mod session;
 pub mod sim;

@@ -11,7 +11,7 @@ mod support;
 /// pass between rooms. Two rooms on one floor name neither the other.
 const FLOORS: &[&[&str]] = &[
     &["core"],
-    &["pgn", "parallel"],
+    &["pgn", "parallel", "service"],
     &["capture", "round"],
     &["driver"],
     &["session", "family"],

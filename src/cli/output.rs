@@ -484,7 +484,10 @@ async fn play(args: &ServeReplayArgs, hub: &Hub, plan: crate::replay::Timeline) 
     } else {
         crate::daemon::Print::Nothing
     };
-    let printer = crate::daemon::print_events(hub, print);
+    let mut followers = crate::service::Services::new();
+    if let Some(printer) = crate::daemon::print_events(hub, print, followers.token()) {
+        followers.spawn("printer", |_| printer);
+    }
     let speed = (args.speed > 0.0).then_some(args.speed);
     let mut replay = crate::output::replay_source::spawn(hub.clone(), plan, speed);
     let interrupted = tokio::select! {
@@ -503,9 +506,7 @@ async fn play(args: &ServeReplayArgs, hub: &Hub, plan: crate::replay::Timeline) 
     // Let relay files and MQTT catch up before stopping.
     tokio::time::sleep(Duration::from_millis(100)).await;
     replay.stop();
-    if let Some(p) = printer {
-        p.abort();
-    }
+    followers.shutdown(Duration::from_secs(1)).await;
 }
 
 /// Options of `eboardd serve-mqtt`.

@@ -1,9 +1,10 @@
 //! The daemon's followers of its own hub: the printer of `--print`, and the players follower
 //! that writes players set from the outputs into the boards' captures.
 
+use std::future::Future;
 use std::io::Write;
 
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::ctx::Ctx;
 use super::{Print, demo};
@@ -12,16 +13,29 @@ use crate::output::{Content, Hub, Notice};
 /// With `--events` (or the demo's moves), every message of the hub on standard output (as JSON
 /// lines, or one line in words per event worth one), as soon as the hub publishes it: the
 /// printer follows the hub itself, not the event-stream fan-out. `eboardd run` and
-/// `eboardd serve-replay` share it.
-pub fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
+/// `eboardd serve-replay` share it. Told to `stop`, it prints what the hub published until
+/// then, and ends.
+pub fn print_events(
+    hub: &Hub,
+    print: Print,
+    stop: CancellationToken,
+) -> Option<impl Future<Output = ()> + Send + 'static> {
     if print == Print::Nothing {
         return None;
     }
     let mut rx = hub.receiver();
     let mut describer = demo::Describer::default();
-    Some(tokio::spawn(async move {
+    Some(async move {
         loop {
-            let msg = match rx.recv().await {
+            let msg = tokio::select! {
+                biased;
+                m = rx.recv() => m,
+                _ = stop.cancelled() => match rx.try_recv() {
+                    Ok(m) => Ok(m),
+                    Err(_) => break,
+                },
+            };
+            let msg = match msg {
                 Ok(m) => m,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(skipped = n, "printer lagged: events not printed");
@@ -40,7 +54,7 @@ pub fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
                 }
             }
         }
-    }))
+    })
 }
 
 /// Players set from the outputs — a round loaded over the API, players set by the arbiter —
@@ -48,11 +62,19 @@ pub fn print_events(hub: &Hub, print: Print) -> Option<JoinHandle<()>> {
 /// `eboardd replay` names them as every output does. When the follower falls behind the hub
 /// (messages lost to lag), every board's players are written again from the hub: no change
 /// is skipped.
-pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle<()> {
+pub(super) fn follow_players(
+    ctx: std::sync::Weak<Ctx>,
+    hub: &Hub,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
     let mut rx = hub.receiver();
-    tokio::spawn(async move {
+    async move {
         loop {
-            let (board, round) = match rx.recv().await {
+            let received = tokio::select! {
+                m = rx.recv() => m,
+                _ = stop.cancelled() => break,
+            };
+            let (board, round) = match received {
                 Ok(m) => match &m.content {
                     Content::Notice(Notice::Players { round, .. }) => {
                         (Some(m.board.to_string()), *round)
@@ -78,7 +100,7 @@ pub(super) fn follow_players(ctx: std::sync::Weak<Ctx>, hub: &Hub) -> JoinHandle
                 capture_players(&ctx, &id, round);
             }
         }
-    })
+    }
 }
 
 /// Writes the players the hub has for board `id` (and, with `round`, its `Round "R.B"`) into

@@ -5,14 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
-
 use super::ports::PortTasks;
 use super::{
     Ctx, DaemonError, Options, OutputSetup, captures, control, descriptors, follow_players,
     heartbeat, notify, print_events, reload_round,
 };
 use crate::output::{Hub, Outputs};
+use crate::service::Services;
 
 /// Everything the daemon runs, from [`Running::start`] to [`Running::shutdown`].
 pub(super) struct Running {
@@ -26,8 +25,8 @@ pub(super) struct Running {
     setup: Option<OutputSetup>,
     outputs: Option<Outputs>,
     ports: PortTasks,
-    printer: Option<JoinHandle<()>>,
-    players: JoinHandle<()>,
+    /// The daemon's own followers of its hub: the `--print` printer and the players follower.
+    followers: Services,
     /// The capture directory's lock, held to the end.
     _lock: Option<captures::lock::DirLock>,
 }
@@ -84,9 +83,15 @@ impl Running {
             Some(setup) => Some(start_outputs(setup, &hub).await?),
             None => None,
         };
-        let printer = print_events(&hub, opts.print);
+        let mut followers = Services::new();
+        if let Some(printer) = print_events(&hub, opts.print, followers.token()) {
+            followers.spawn("printer", |_| printer);
+        }
         ctx.recover();
-        let players = follow_players(Arc::downgrade(&ctx), &hub);
+        let players = Arc::downgrade(&ctx);
+        followers.spawn("players follower", |stop| {
+            follow_players(players, &hub, stop)
+        });
         let mut ports = PortTasks::default();
         ports.reconcile(&ctx);
         tracing::info!(
@@ -110,8 +115,7 @@ impl Running {
             setup,
             outputs,
             ports,
-            printer,
-            players,
+            followers,
             _lock: lock,
         };
         running.show_status();
@@ -194,8 +198,7 @@ impl Running {
             ctx,
             outputs,
             ports,
-            printer,
-            players,
+            followers,
             _lock,
             ..
         } = self;
@@ -210,10 +213,8 @@ impl Running {
         if let Some(o) = outputs {
             o.shutdown().await;
         }
-        players.abort();
-        if let Some(p) = printer {
-            let _ = tokio::time::timeout(Duration::from_secs(1), p).await;
-        }
+        // The printer prints what was published until now.
+        followers.shutdown(Duration::from_secs(1)).await;
     }
 }
 

@@ -40,9 +40,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
+
+use crate::service::Services;
 
 pub use change::{Change, Content, EventTag, MsgKind, Notice, NoticeTag};
 pub use hub::{Control, ControlError, Hub, HubConfig, HubError, Published, Start};
@@ -158,30 +158,15 @@ pub struct Outputs {
     pub public: Option<Hub>,
     /// The lichess pusher's report, when pushing.
     pub lichess: Option<Arc<lichess::LichessReport>>,
-    stop: CancellationToken,
-    tasks: JoinSet<()>,
+    /// The outputs' tasks, stopped together.
+    services: Services,
 }
 
 impl Outputs {
-    /// Stop every output (a last relay write, MQTT offline status) and wait for them.
-    pub async fn shutdown(mut self) {
-        self.stop.cancel();
-        let all = async { while self.tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(5), all)
-            .await
-            .is_err()
-        {
-            tracing::warn!("some outputs did not stop in time: aborted");
-            self.tasks.shutdown().await;
-        }
-    }
-}
-
-/// Outputs let go without [`Outputs::shutdown`] (a start that failed half-way) stop at once:
-/// their listeners are closed, their tasks end (and the set aborts what is left).
-impl Drop for Outputs {
-    fn drop(&mut self) {
-        self.stop.cancel();
+    /// Stop every output (a last relay write, MQTT offline status) and wait for them (5 s;
+    /// the ones that do not stop by then are named in the log and aborted).
+    pub async fn shutdown(self) {
+        self.services.shutdown(Duration::from_secs(5)).await;
     }
 }
 
@@ -232,8 +217,7 @@ pub async fn start(hub: Hub, cfg: &OutputConfig) -> Result<Outputs, OutputError>
         mqtt: None,
         public: None,
         lichess: None,
-        stop: CancellationToken::new(),
-        tasks: JoinSet::new(),
+        services: Services::new(),
     };
     let live = hub;
     let hub = out.public_hub(&live, cfg);
@@ -298,7 +282,8 @@ impl Outputs {
         let report = lichess::LichessReport::new(cfg);
         let pusher =
             lichess::Pusher::new(cfg.clone(), report.clone()).map_err(OutputError::Lichess)?;
-        self.tasks.spawn(pusher.run(hub.clone(), self.stop.clone()));
+        let hub = hub.clone();
+        self.services.spawn("lichess", |stop| pusher.run(hub, stop));
         self.lichess = Some(report);
         Ok(())
     }
@@ -318,21 +303,17 @@ impl Outputs {
             hub: live.clone(),
             public: self.public.clone(),
             token: cfg.token.clone(),
-            stop: self.stop.clone(),
+            stop: self.services.token(),
             allowed_origins: cfg.allowed_origins.clone(),
             body_timeout: limiter.limits().body_timeout,
             round_file: cfg.round_file.clone(),
             lichess: self.lichess.clone(),
         });
         server::warn_if_exposed("the HTTP API", &addr);
-        let stop = self.stop.clone();
-        self.tasks.spawn(server::serve(
-            "HTTP",
-            listener,
-            router,
-            limiter.clone(),
-            stop,
-        ));
+        let limiter = limiter.clone();
+        self.services.spawn("HTTP", |stop| {
+            server::serve("HTTP", listener, router, limiter, stop)
+        });
         tracing::info!("HTTP API and page on http://{}", self.http.unwrap_or(addr));
         Ok(())
     }
@@ -350,17 +331,13 @@ impl Outputs {
         server::warn_if_exposed("the LiveChess API", &addr);
         let router = livechess::router_with(
             hub.clone(),
-            self.stop.clone(),
+            self.services.token(),
             cfg.livechess_allowed_origins.clone(),
         );
-        let stop = self.stop.clone();
-        self.tasks.spawn(server::serve(
-            "LiveChess",
-            listener,
-            router,
-            limiter.clone(),
-            stop,
-        ));
+        let limiter = limiter.clone();
+        self.services.spawn("LiveChess", |stop| {
+            server::serve("LiveChess", listener, router, limiter, stop)
+        });
         tracing::info!(
             "LiveChess EBoards API on ws://{}/api/v1.0",
             self.livechess.unwrap_or(addr)
@@ -380,19 +357,20 @@ impl Outputs {
             source,
         })?;
         let debounce = Duration::from_millis(cfg.relay_debounce_ms.unwrap_or(300));
-        self.tasks
-            .spawn(writer.run(hub.clone(), debounce, self.stop.clone()));
+        let hub = hub.clone();
+        self.services
+            .spawn("relay", |stop| writer.run(hub, debounce, stop));
         tracing::info!("relay files in {}", dir.display());
         Ok(())
     }
 
     /// The MQTT publisher.
     fn start_mqtt(&mut self, hub: &Hub, cfg: &mqtt::MqttConfig) {
-        let (stats, task) = mqtt::spawn(hub.clone(), cfg.clone(), self.stop.clone());
+        let (stats, task) = mqtt::spawn(hub.clone(), cfg.clone(), self.services.token());
         self.mqtt = Some(stats);
         // Aborted with the set: the handle aborts the publisher when the set drops its task.
         let task = AbortOnDropHandle::new(task);
-        self.tasks.spawn(async move {
+        self.services.spawn("MQTT", |_| async move {
             let _ = task.await;
         });
         let brokers: Vec<String> = cfg.brokers.iter().map(ToString::to_string).collect();
